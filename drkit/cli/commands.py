@@ -1,0 +1,12 @@
+"""Registers the job and operator commands on the app (kept apart so their imports stay lazy)."""
+
+from __future__ import annotations
+
+import typer
+
+from drkit.cli import mirror_cmd
+
+
+def register(app: typer.Typer) -> None:
+    """Attach every command module's commands to ``app``."""
+    app.command("mirror")(mirror_cmd.mirror)

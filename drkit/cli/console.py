@@ -1,0 +1,49 @@
+"""The one place that writes to the terminal (Rich) or prints JSON.
+
+Commands build plain data and hand it here with a function that turns it into Rich renderables;
+``--output json`` prints the same data as JSON instead, so scripts and humans see one truth.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable
+from enum import Enum
+from typing import Any
+
+from rich.console import Console, RenderableType
+from rich.table import Table
+
+stdout = Console(soft_wrap=True)
+stderr = Console(stderr=True, soft_wrap=True)
+
+
+class Output(str, Enum):
+    text = "text"
+    json = "json"
+
+
+def emit(data: Any, output: Output, render: Callable[[Any], Iterable[RenderableType]] | None = None) -> None:
+    if output is Output.json or render is None:
+        sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+        sys.stdout.flush()
+        return
+    for renderable in render(data):
+        stdout.print(renderable)
+
+
+def error(message: str, output: Output = Output.text, code: int = 1) -> None:
+    if output is Output.json:
+        sys.stdout.write(json.dumps({"error": message, "exit_code": code}) + "\n")
+        sys.stdout.flush()
+    stderr.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+
+
+def table(title: str, columns: list[str], rows: Iterable[Iterable[Any]]) -> Table:
+    t = Table(title=title, title_justify="left", header_style="bold")
+    for column in columns:
+        t.add_column(column)
+    for row in rows:
+        t.add_row(*("" if v is None else str(v) for v in row))
+    return t

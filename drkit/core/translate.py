@@ -1,0 +1,130 @@
+"""Exact translation of committed offsets between a source and a target partition.
+
+A committed offset ``C`` means "every record before C is processed; resume at C". Given the
+offset-syncs of one partition (the set M of mirrored upstream offsets and where each landed):
+
+* if some mirrored ``u >= C`` exists, the translation is the downstream offset of the smallest
+  such ``u``: a consumer starting there reads every mirrored record at or after ``C`` and none
+  before it (no loss, no re-delivery);
+* otherwise it is the downstream offset of the largest mirrored ``u``, plus 1: the group is at
+  or past everything mirrored so far (a *provisional* answer: if the mirror catches up, the same
+  ``C`` translates further, so checkpoints keep ``C`` and failover re-translates it);
+* if nothing of the partition was mirrored, there is no answer: ``None``, never a guess.
+
+The inverse (target offset back to source, for failback) is the same rule with sides swapped.
+
+Where a replay mirrored one upstream offset twice, the earliest copy is chosen: it can cost
+re-delivered records, never lost ones.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+
+from drkit.core.offsets import SyncRange
+
+
+class Position(str, Enum):
+    """Where a committed offset lies relative to what was mirrored."""
+
+    MIRRORED = "mirrored"  # C itself was mirrored
+    IN_GAP = "in_gap"  # C was not mirrored (gap: compaction, markers, aborted), later records were
+    BEFORE_FIRST = "before_first"  # C lies before the first mirrored record (e.g. retention)
+    PAST_END = "past_end"  # C is at or past everything mirrored: provisional
+    UNMIRRORED = "unmirrored"  # nothing of the partition was mirrored: cannot translate
+
+
+@dataclass(frozen=True)
+class Translation:
+    offset: int | None
+    position: Position
+
+    @property
+    def provisional(self) -> bool:
+        return self.position is Position.PAST_END
+
+
+class _Direction:
+    """The ranges seen from one side (source for forward, target for inverse), sorted by start."""
+
+    def __init__(self, ranges: Sequence[SyncRange], forward: bool) -> None:
+        self.forward = forward
+        self.ranges = sorted(ranges, key=lambda r: (self.first(r), self.map(r, self.first(r))))
+        self.firsts = [self.first(r) for r in self.ranges]
+        # prefix_max_last[i]: the largest end among ranges[0..i]; lets a lookup stop scanning
+        # back as soon as no earlier range can contain the offset (one step without overlaps).
+        self.prefix_max_last: list[int] = []
+        running = -1
+        for r in self.ranges:
+            running = max(running, self.last(r))
+            self.prefix_max_last.append(running)
+        self.end: int | None = None
+        if self.ranges:
+            top = running
+            self.end = min(self.map(r, top) for r in self.ranges if self.first(r) <= top <= self.last(r))
+
+    def first(self, r: SyncRange) -> int:
+        return r.upstream_first if self.forward else r.downstream_first
+
+    def last(self, r: SyncRange) -> int:
+        return r.upstream_last if self.forward else r.downstream_last
+
+    def map(self, r: SyncRange, offset: int) -> int:
+        return r.downstream_of(offset) if self.forward else r.upstream_of(offset)
+
+    def translate(self, committed: int) -> Translation:
+        if self.end is None:
+            return Translation(None, Position.UNMIRRORED)
+        idx = bisect.bisect_right(self.firsts, committed)
+        best: int | None = None
+        j = idx - 1
+        while j >= 0 and self.prefix_max_last[j] >= committed:
+            r = self.ranges[j]
+            if self.last(r) >= committed:
+                mapped = self.map(r, committed)
+                best = mapped if best is None else min(best, mapped)
+            j -= 1
+        if best is not None:
+            return Translation(best, Position.MIRRORED)
+        if idx < len(self.ranges):
+            start = self.firsts[idx]
+            k = idx
+            while k < len(self.ranges) and self.firsts[k] == start:
+                mapped = self.map(self.ranges[k], start)
+                best = mapped if best is None else min(best, mapped)
+                k += 1
+            assert best is not None
+            return Translation(best, Position.BEFORE_FIRST if idx == 0 else Position.IN_GAP)
+        return Translation(self.end + 1, Position.PAST_END)
+
+
+class SyncIndex:
+    """The syncs of one partition, indexed for translation both ways in O(log n)."""
+
+    def __init__(self, ranges: Sequence[SyncRange]) -> None:
+        self._forward = _Direction(ranges, forward=True)
+        self._inverse = _Direction(ranges, forward=False)
+
+    def __len__(self) -> int:
+        return len(self._forward.ranges)
+
+    def translate(self, committed: int) -> Translation:
+        """Source committed offset -> target offset (see the module docstring)."""
+        return self._forward.translate(committed)
+
+    def inverse(self, committed: int) -> Translation:
+        """Target committed offset -> source offset: the same rule with the sides swapped."""
+        return self._inverse.translate(committed)
+
+
+def translate(ranges: Sequence[SyncRange], committed: int) -> int | None:
+    """Source committed offset -> target offset; None when nothing of the partition was mirrored."""
+    return SyncIndex(ranges).translate(committed).offset
+
+
+def inverse_translate(ranges: Sequence[SyncRange], committed: int) -> int | None:
+    """Target committed offset -> source offset; None when nothing was mirrored."""
+    return SyncIndex(ranges).inverse(committed).offset

@@ -1,0 +1,46 @@
+"""One exception tree for everything drkit reports to a user.
+
+Each kind carries the process exit code the CLI uses, so scripts can tell a bad config (2) from
+a refused operation (3), an unreachable cluster (4) or a failed job (5). Messages are written
+for the operator: they say what is wrong and what to do, and never contain secrets.
+
+    DrkitError (1)
+    ├── ConfigError (2)          bad or missing config file, key or value
+    ├── RefusedError (3)         a safety check refused an operation; nothing was changed
+    ├── ClusterError (4)         a Kafka cluster is unreachable or answered with an error
+    ├── MirrorError (5)          the mirror could not deliver records; progress did not move
+    ├── StoreError (6)           Delta tables missing, of another schema version, or unreadable
+    └── ArtifactError (7)        JVM artifacts could not be fetched
+"""
+
+from __future__ import annotations
+
+
+class DrkitError(Exception):
+    """Base of every error drkit reports to a user."""
+
+    exit_code = 1
+
+
+class ConfigError(DrkitError):
+    exit_code = 2
+
+
+class RefusedError(DrkitError):
+    exit_code = 3
+
+
+class ClusterError(DrkitError):
+    exit_code = 4
+
+
+class MirrorError(DrkitError):
+    exit_code = 5
+
+
+class StoreError(DrkitError):
+    exit_code = 6
+
+
+class ArtifactError(DrkitError):
+    exit_code = 7

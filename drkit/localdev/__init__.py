@@ -1,0 +1,1 @@
+"""Local single-node KRaft Kafka clusters for trying drkit and for its tests."""

@@ -1,0 +1,223 @@
+"""Start, stop and inspect local single-node Apache Kafka clusters (KRaft combined mode).
+
+Each cluster is one JVM that is both broker and controller, listening on 127.0.0.1 only, with
+its data, log and PID file under ``<state>/<alias>/``. The broker comes from Maven Central (see
+drkit.runtime.artifacts) and runs with a small heap, because the machine has 2 cores.
+
+Cluster ``i`` (0-based) of a set gets broker port ``base_port + 10*i`` and controller port one
+above it: with the default base 19092, A is 127.0.0.1:19092 and B is 127.0.0.1:19102.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import signal
+import subprocess
+import time
+import uuid
+from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
+
+from drkit.errors import ClusterError
+from drkit.runtime.artifacts import kafka_broker_libs
+
+DEFAULT_STATE = Path(".drkit/local-kafka")
+DEFAULT_BASE_PORT = 19092
+READY_TOPIC = "_drkit.readiness"
+
+_BROKER_PROPERTIES = """\
+process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=127.0.0.1:{cport}
+listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}
+advertised.listeners=PLAINTEXT://127.0.0.1:{port}
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs={data}
+num.partitions=1
+auto.create.topics.enable=false
+offsets.topic.replication.factor=1
+offsets.topic.num.partitions=2
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+transaction.state.log.num.partitions=2
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+log.cleaner.backoff.ms=500
+log.retention.check.interval.ms=1000
+log.initial.task.delay.ms=500
+"""
+
+
+@dataclass(frozen=True)
+class LocalCluster:
+    alias: str
+    bootstrap_servers: str
+    port: int
+    controller_port: int
+    pid: int | None
+    running: bool
+    home: str
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child still answers kill(0); look at its state.
+    with contextlib.suppress(OSError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        if stat.rsplit(")", 1)[1].split()[0] == "Z":
+            return False
+    return True
+
+
+class LocalKafka:
+    """A set of local clusters under one state folder."""
+
+    def __init__(self, state_dir: Path = DEFAULT_STATE, base_port: int = DEFAULT_BASE_PORT,
+                 heap: str = "512m") -> None:
+        self.state_dir = state_dir.resolve()
+        self.base_port = base_port
+        self.heap = heap
+
+    def _home(self, alias: str) -> Path:
+        return self.state_dir / alias
+
+    def _ports(self, index: int) -> tuple[int, int]:
+        port = self.base_port + 10 * index
+        return port, port + 1
+
+    def _pid(self, alias: str) -> int | None:
+        pid_file = self._home(alias) / "kafka.pid"
+        if not pid_file.exists():
+            return None
+        pid = int(pid_file.read_text().strip() or 0)
+        return pid if pid and _alive(pid) else None
+
+    def _aliases(self) -> list[str]:
+        if not self.state_dir.exists():
+            return []
+        return sorted(p.name for p in self.state_dir.iterdir() if (p / "cluster.index").exists())
+
+    def describe(self, alias: str) -> LocalCluster:
+        home = self._home(alias)
+        index = int((home / "cluster.index").read_text())
+        port, cport = self._ports(index)
+        pid = self._pid(alias)
+        return LocalCluster(alias, f"127.0.0.1:{port}", port, cport, pid, pid is not None, str(home))
+
+    def status(self) -> list[LocalCluster]:
+        return [self.describe(a) for a in self._aliases()]
+
+    def up(self, aliases: list[str], timeout: float = 120.0) -> list[LocalCluster]:
+        """Start the clusters that are not running, then wait until each serves produce/consume."""
+        libs = kafka_broker_libs()
+        for index, alias in enumerate(aliases):
+            self._prepare(alias, index)
+            if self._pid(alias) is None:
+                self._start(alias, libs)
+        deadline = time.monotonic() + timeout
+        for alias in aliases:
+            self.wait_ready(alias, deadline)
+        return [self.describe(a) for a in aliases]
+
+    def _prepare(self, alias: str, index: int) -> None:
+        home = self._home(alias)
+        home.mkdir(parents=True, exist_ok=True)
+        (home / "cluster.index").write_text(str(index))
+        port, cport = self._ports(index)
+        (home / "server.properties").write_text(
+            _BROKER_PROPERTIES.format(port=port, cport=cport, data=home / "data")
+        )
+        log4j = resources.files("drkit.localdev").joinpath("log4j2.yaml").read_text()
+        (home / "log4j2.yaml").write_text(log4j)
+
+    def _java(self, libs: Path, *args: str, heap: str = "256m") -> list[str]:
+        return ["java", f"-Xmx{heap}", "-XX:+UseSerialGC", "-cp", f"{libs}/*", *args]
+
+    def _start(self, alias: str, libs: Path) -> None:
+        home = self._home(alias)
+        props = home / "server.properties"
+        if not (home / "data" / "meta.properties").exists():
+            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            fmt = subprocess.run(
+                self._java(libs, "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
+                           "-c", str(props), "--standalone"),
+                capture_output=True, text=True, check=False,
+            )
+            if fmt.returncode != 0:
+                raise ClusterError(f"cluster {alias}: formatting storage failed: {fmt.stderr.strip()[-500:]}")
+        log = (home / "kafka.log").open("ab")
+        cmd = self._java(
+            libs, f"-Dlog4j2.configurationFile={home / 'log4j2.yaml'}", "kafka.Kafka", str(props),
+            heap=self.heap,
+        )
+        cmd.insert(1, f"-Xms{min(128, int(self.heap.rstrip('m')))}m")
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                start_new_session=True, cwd=home)
+        (home / "kafka.pid").write_text(str(proc.pid))
+
+    def wait_ready(self, alias: str, deadline: float) -> None:
+        """Block until the cluster accepts a produce and serves the record back to a consumer."""
+        from drkit.localdev.readiness import probe
+
+        info = self.describe(alias)
+        last_error = "not started"
+        while time.monotonic() < deadline:
+            if not info.running:
+                tail = (Path(info.home) / "kafka.log").read_text(errors="replace")[-800:]
+                raise ClusterError(f"cluster {alias}: broker process exited; log tail:\n{tail}")
+            try:
+                probe(info.bootstrap_servers, READY_TOPIC)
+                return
+            except Exception as exc:  # not ready yet: keep probing until the deadline
+                last_error = str(exc)
+                time.sleep(0.5)
+            info = self.describe(alias)
+        raise ClusterError(f"cluster {alias} at {info.bootstrap_servers} not ready in time: {last_error}")
+
+    def stop(self, alias: str, kill: bool = False, timeout: float = 60.0) -> None:
+        """Stop one cluster: SIGTERM (controlled shutdown) or SIGKILL (a disaster)."""
+        pid = self._pid(alias)
+        if pid is not None:
+            os.kill(pid, signal.SIGKILL if kill else signal.SIGTERM)
+            deadline = time.monotonic() + timeout
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.2)
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+                while _alive(pid):
+                    time.sleep(0.1)
+                    with contextlib.suppress(ChildProcessError):
+                        os.waitpid(pid, os.WNOHANG)
+        (self._home(alias) / "kafka.pid").unlink(missing_ok=True)
+
+    def start(self, alias: str, timeout: float = 120.0) -> LocalCluster:
+        """Start a stopped cluster again with its data (recovery after a disaster)."""
+        if self._pid(alias) is None:
+            self._start(alias, kafka_broker_libs())
+        self.wait_ready(alias, time.monotonic() + timeout)
+        return self.describe(alias)
+
+    def down(self) -> list[str]:
+        stopped = []
+        for alias in self._aliases():
+            if self._pid(alias) is not None:
+                stopped.append(alias)
+            self.stop(alias)
+        return stopped
+
+
+def as_dicts(clusters: list[LocalCluster]) -> list[dict[str, object]]:
+    return [asdict(c) for c in clusters]

@@ -1,0 +1,46 @@
+"""Readiness probe: a cluster is ready when a record produced to it can be consumed back."""
+
+from __future__ import annotations
+
+import socket
+import uuid
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def probe(bootstrap: str, topic: str, timeout: float = 10.0) -> None:
+    host, _, port = bootstrap.split(",")[0].rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=2):
+        pass  # the listener is up; clients below would only log refused connections before that
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000})
+    metadata = admin.list_topics(timeout=timeout)
+    if topic not in metadata.topics:
+        futures = admin.create_topics([NewTopic(topic, 1, 1)], operation_timeout=timeout)
+        try:
+            futures[topic].result(timeout)
+        except KafkaException as exc:
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise
+    token = uuid.uuid4().hex.encode()
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "message.timeout.ms": int(timeout * 1000)})
+    delivered: list[int] = []
+
+    def on_delivery(err: object, msg: object) -> None:
+        if err is not None:
+            raise KafkaException(err)
+        delivered.append(msg.offset())  # type: ignore[attr-defined]
+
+    producer.produce(topic, value=token, on_delivery=on_delivery)
+    producer.flush(timeout)
+    if not delivered:
+        raise RuntimeError("probe record not acknowledged")
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"_drkit-probe-{uuid.uuid4().hex[:8]}",
+                         "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, 0, delivered[0])])
+        msg = consumer.poll(timeout)
+        if msg is None or msg.error() or msg.value() != token:
+            raise RuntimeError("probe record not consumed back")
+    finally:
+        consumer.close()

@@ -1,0 +1,254 @@
+"""The mirror job of one flow: a Spark Structured Streaming query with a ``foreachBatch`` sink.
+
+Per micro-batch, on the driver:
+
+1. If this stream's batch is already in ``offset_syncs`` (the process died after recording it but
+   before Spark committed the batch), its records are on the target: skip it, produce nothing.
+2. List the source topics the flow selects and make sure their target topics exist.
+3. Copy the batch with one task per source partition (drkit.mirror.deliver); each returns the
+   exact offset ranges the target acknowledged.
+4. Append those ranges to ``offset_syncs`` (idempotent per stream and batch id).
+
+Only then does Spark commit the batch. Any failure in 2-4 fails the query before the commit, so
+after a restart the batch runs again: no record is lost; records delivered by the failed attempt
+exist twice on the target, and only the copies of the successful attempt are in the syncs.
+
+Exactly-once (a later mode) fits here without a rewrite: tasks produce with a transactional
+producer whose id is derived from (stream id, source partition); step 4 becomes "commit the
+Kafka transactions, then record the syncs", and step 1 fences the previous attempt's producers
+and reads the syncs to know what was committed. See docs/design/mirror.md.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from drkit.config import DrkitConfig, FlowConfig
+from drkit.core.offsets import SyncRange
+from drkit.core.selection import NameSelector, topic_selector
+from drkit.errors import MirrorError
+from drkit.kafka import clients
+from drkit.kafka.topics import TopicPair, ensure_target_topics, partition_counts
+from drkit.mirror.deliver import FAILURE_MARKER, RANGE_SCHEMA, deliver_batches
+from drkit.store.offset_syncs import OffsetSyncStore, SyncRow
+from drkit.store.tables import Tables
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+log = logging.getLogger(__name__)
+
+#: Producer settings no config may weaken: no loss, no reordering, exact offsets per record.
+PRODUCER_FIXED = {
+    "acks": "all",
+    "enable.idempotence": True,
+    "max.in.flight.requests.per.connection": 5,
+}
+PRODUCER_DEFAULTS = {
+    "linger.ms": 5,
+    "compression.type": "lz4",
+    "message.timeout.ms": 120_000,
+    "queue.buffering.max.messages": 500_000,
+    "log_level": 3,  # errors only: retriable warnings would flood the job log
+}
+
+
+def flow_dir_name(flow: FlowConfig) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", flow.name.replace("->", "_to_"))
+
+
+@dataclass
+class BatchReport:
+    batch_id: int
+    records: int = 0
+    bytes: int = 0
+    ranges: int = 0
+    skipped: bool = False
+    created_topics: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+class MirrorJob:
+    """Wires the Spark Kafka source, the delivery tasks and the offset-sync store for one flow."""
+
+    def __init__(self, config: DrkitConfig, flow: FlowConfig, spark: SparkSession) -> None:
+        self.config = config
+        self.flow = flow
+        self.spark = spark
+        self.source = config.clusters[flow.source]
+        self.target = config.clusters[flow.target]
+        self.policy = flow.policy()
+        self.selector: NameSelector = topic_selector(
+            flow.topics.include, flow.topics.exclude, self.policy, flow.target, frozenset(config.clusters)
+        )
+        self.tables = Tables(config.state_root())
+        self.syncs = OffsetSyncStore(spark, self.tables)
+        self.checkpoint_dir = config.state_root() / "mirror" / flow_dir_name(flow) / "checkpoint"
+        self._stream_id: str | None = None
+        self._known_targets: dict[str, str] = {}
+        self.reports: list[BatchReport] = []
+
+    # -- the stream -------------------------------------------------------------------------
+
+    def source_stream(self) -> DataFrame:
+        m = self.flow.mirror
+        reader = (
+            self.spark.readStream.format("kafka")
+            .options(**clients.java_client_options(self.source))
+            .option("subscribePattern", self.selector.pattern)
+            .option("startingOffsets", "earliest")
+            .option("includeHeaders", "true")
+            .option("failOnDataLoss", "true" if m.fail_on_data_loss else "false")
+            .option("kafka.isolation.level", "read_committed")
+        )
+        if m.max_offsets_per_trigger:
+            reader = reader.option("maxOffsetsPerTrigger", str(m.max_offsets_per_trigger))
+        for key, value in m.consumer.items():
+            reader = reader.option(f"kafka.{key}", value)
+        return reader.load().selectExpr(
+            "topic", "partition", "offset", "key", "value", "unix_millis(timestamp) AS ts", "headers"
+        )
+
+    def start(self, once: bool) -> StreamingQuery:
+        self.syncs.ensure()
+        self.checkpoint_dir.parent.mkdir(parents=True, exist_ok=True)
+        writer = (
+            self.source_stream().writeStream.queryName(f"drkit-mirror-{flow_dir_name(self.flow)}")
+            .option("checkpointLocation", str(self.checkpoint_dir))
+            .foreachBatch(self._process_batch)
+        )
+        if once:
+            writer = writer.trigger(availableNow=True)
+        else:
+            writer = writer.trigger(processingTime=f"{self.flow.mirror.trigger_interval_seconds} seconds")
+        return writer.start()
+
+    # -- one micro-batch --------------------------------------------------------------------
+
+    def stream_id(self) -> str:
+        if self._stream_id is None:
+            metadata = json.loads((self.checkpoint_dir / "metadata").read_text())
+            self._stream_id = str(metadata["id"])
+        return self._stream_id
+
+    def _process_batch(self, batch: DataFrame, batch_id: int) -> None:
+        started = time.monotonic()
+        report = BatchReport(batch_id)
+        stream_id = self.stream_id()
+        if self.syncs.batch_written(stream_id, batch_id):
+            log.warning("flow %s: batch %d was recorded before the restart; not producing it again",
+                        self.flow.name, batch_id)
+            report.skipped = True
+            self.reports.append(report)
+            return
+        topic_map, report.created_topics = self._prepare_targets()
+        producer_conf = self._producer_conf()
+        ranges = batch.mapInArrow(deliver_batches(producer_conf, topic_map), RANGE_SCHEMA).collect()
+        rows = [
+            SyncRow(r.source_topic, r.target_topic, r.partition,
+                    SyncRange(r.upstream_first, r.upstream_last, r.downstream_first, r.downstream_last))
+            for r in ranges
+        ]
+        report.records = sum(r.record_count for r in ranges)
+        report.bytes = sum(r.bytes for r in ranges)
+        report.ranges = self.syncs.write(self.flow.name, stream_id, batch_id, rows)
+        report.seconds = time.monotonic() - started
+        self.reports.append(report)
+        log.info("flow %s: batch %d mirrored %d records in %d ranges (%.2fs)", self.flow.name, batch_id,
+                 report.records, report.ranges, report.seconds)
+
+    def _prepare_targets(self) -> tuple[dict[str, str], list[str]]:
+        source_admin = clients.admin(self.source, self.flow.source)
+        counts = partition_counts(source_admin, self.flow.source)
+        selected = self.selector.select(counts)
+        pairs = [TopicPair(t, self.policy.target_topic(self.flow.source, t), counts[t]) for t in selected]
+        created: list[str] = []
+        if any(p.source not in self._known_targets for p in pairs):
+            target_admin = clients.admin(self.target, self.flow.target)
+            created = ensure_target_topics(source_admin, target_admin, pairs,
+                                           self.flow.mirror.target_replication_factor, self.flow.target)
+            self._known_targets.update({p.source: p.target for p in pairs})
+        return {p.source: p.target for p in pairs}, created
+
+    def _producer_conf(self) -> dict[str, Any]:
+        conf = clients.client_config(self.target, self.flow.target)
+        conf.pop("logger", None)  # not picklable; tasks log through librdkafka's default
+        conf.update(PRODUCER_DEFAULTS)
+        conf.update(self.flow.mirror.producer)
+        conf.update(PRODUCER_FIXED)
+        return conf
+
+
+def failure_message(exc: BaseException) -> str:
+    """The operator-facing reason inside a Spark/Py4J exception chain."""
+    text = str(exc)
+    match = re.search(re.escape(FAILURE_MARKER) + r"([^\n]*)", text)
+    if match:
+        return match.group(1).strip()
+    from drkit.errors import DrkitError
+
+    for line in text.splitlines():
+        for name in ("MirrorError", "ClusterError", "StoreError"):
+            if f"{name}: " in line:
+                return line.split(f"{name}: ", 1)[1].strip()
+    if isinstance(exc, DrkitError):
+        return text
+    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(exc).__name__)
+    return first[:500]
+
+
+class MirrorRunner:
+    """Runs the jobs of one or more flows until done (``once``) or stopped by SIGINT/SIGTERM."""
+
+    def __init__(self, config: DrkitConfig, flows: list[FlowConfig], spark: SparkSession) -> None:
+        self.jobs = [MirrorJob(config, f, spark) for f in flows]
+        self._stop = threading.Event()
+
+    def run(self, once: bool, poll_seconds: float = 0.5) -> list[MirrorJob]:
+        queries = [job.start(once) for job in self.jobs]
+        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        if threading.current_thread() is threading.main_thread():
+            for s in previous:
+                signal.signal(s, lambda *_: self._stop.set())
+        try:
+            while any(q.isActive for q in queries):
+                if self._stop.is_set():
+                    self._stop_after_current_batch(queries)
+                    break
+                time.sleep(poll_seconds)
+            for query, job in zip(queries, self.jobs, strict=True):
+                error = query.exception()
+                if error is not None:
+                    raise MirrorError(f"mirror of flow {job.flow.name} stopped: {failure_message(error)}")
+        finally:
+            for q in queries:
+                if q.isActive:
+                    q.stop()
+            if threading.current_thread() is threading.main_thread():
+                for s, handler in previous.items():
+                    signal.signal(s, handler)
+        return self.jobs
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    @staticmethod
+    def _stop_after_current_batch(queries: list[StreamingQuery], timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        for q in queries:
+            while q.isActive and q.status.get("isTriggerActive") and time.monotonic() < deadline:
+                time.sleep(0.1)
+            q.stop()
+
+
+def checkpoint_path(config: DrkitConfig, flow: FlowConfig) -> Path:
+    return config.state_root() / "mirror" / flow_dir_name(flow) / "checkpoint"

@@ -1,0 +1,1 @@
+"""Runtime plumbing: JVM artifacts and the Spark session."""

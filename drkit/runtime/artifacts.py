@@ -1,0 +1,115 @@
+"""Fetch and cache the JVM artifacts drkit needs, from Maven Central, with Maven.
+
+Nothing binary is committed: the first run resolves each artifact set's runtime closure with
+`mvn dependency:copy-dependencies` into a cache folder (``$DRKIT_CACHE`` or ``~/.cache/drkit``),
+and later runs reuse it. Maven is pointed at Maven Central only, because some upstream POMs
+declare other repositories that are not reachable from every network.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from xml.sax.saxutils import escape
+
+from drkit import versions
+from drkit.errors import ArtifactError
+
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
+_DONE_MARKER = ".complete"
+
+_SETTINGS = f"""<settings>
+  <mirrors>
+    <mirror><id>central-only</id><mirrorOf>*</mirrorOf><url>{MAVEN_CENTRAL}</url></mirror>
+  </mirrors>
+</settings>
+"""
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("DRKIT_CACHE", Path.home() / ".cache" / "drkit")).expanduser()
+
+
+def _pom(coordinates: tuple[str, ...]) -> str:
+    deps = []
+    for coordinate in coordinates:
+        group, artifact, version = coordinate.split(":")
+        deps.append(
+            f"<dependency><groupId>{escape(group)}</groupId><artifactId>{escape(artifact)}</artifactId>"
+            f"<version>{escape(version)}</version></dependency>"
+        )
+    return (
+        '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+        "<groupId>dev.drkit</groupId><artifactId>artifacts</artifactId><version>1</version>"
+        f"<packaging>pom</packaging><dependencies>{''.join(deps)}</dependencies></project>"
+    )
+
+
+def resolve(name: str, coordinates: tuple[str, ...]) -> Path:
+    """Return a folder holding the runtime closure of ``coordinates``, fetching it once."""
+    key = "-".join(c.split(":")[-1] for c in coordinates[:1])
+    target = cache_root() / "jars" / f"{name}-{key}"
+    marker = target / _DONE_MARKER
+    if marker.exists() and marker.read_text() == "\n".join(coordinates):
+        return target
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise ArtifactError("Maven (mvn) is not on PATH: install it (e.g. apt-get install maven) and retry")
+    if target.exists():
+        shutil.rmtree(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="drkit-mvn-") as tmp:
+        pom = Path(tmp, "pom.xml")
+        settings = Path(tmp, "settings.xml")
+        pom.write_text(_pom(coordinates))
+        settings.write_text(_SETTINGS)
+        result = subprocess.run(
+            [mvn, "-q", "-B", "-s", str(settings), "-f", str(pom), "dependency:copy-dependencies",
+             "-DincludeScope=runtime", f"-DoutputDirectory={target}"],
+            capture_output=True, text=True, check=False,
+        )
+    if result.returncode != 0:
+        lines = [ln for ln in (result.stdout + result.stderr).splitlines() if "ERROR" in ln]
+        detail = lines[0] if lines else f"mvn exited with {result.returncode}"
+        raise ArtifactError(f"could not fetch {', '.join(coordinates)} from Maven Central: {detail}")
+    marker.write_text("\n".join(coordinates))
+    return target
+
+
+def kafka_broker_libs() -> Path:
+    """The classpath folder of an Apache Kafka broker (KRaft) and its log4j2 binding."""
+    return resolve("kafka", versions.KAFKA_BROKER_ARTIFACTS)
+
+
+def spark_extra_jars() -> list[Path]:
+    """Jars to add to Spark: Delta and the Kafka connector, minus what pyspark already ships.
+
+    A jar whose artifact is already in pyspark's own ``jars/`` (at any version) is left out, so
+    the session never holds two versions of Scala, Hadoop or SLF4J.
+    """
+    folder = resolve("spark", versions.SPARK_EXTRA_ARTIFACTS)
+    import pyspark  # local import: only this function needs pyspark
+
+    shipped = {_artifact_name(p.name) for p in Path(pyspark.__file__).parent.joinpath("jars").glob("*.jar")}
+    return sorted(p for p in folder.glob("*.jar") if _artifact_name(p.name) not in shipped)
+
+
+_JAR_NAME = re.compile(r"^(?P<name>.+?)-(?P<version>\d+\.\d+[^-]*(?:-[A-Za-z0-9.]+)?)\.jar$")
+
+
+def _artifact_name(jar: str) -> str:
+    """``kafka-clients-3.9.0.jar`` -> ``kafka-clients``: the file name up to the version."""
+    match = _JAR_NAME.match(jar)
+    return match.group("name") if match else jar.removesuffix(".jar")
+
+
+def fetch_all() -> dict[str, str]:
+    """Fetch every artifact set; used by scripts/fetch-artifacts and CI."""
+    return {
+        "kafka": str(kafka_broker_libs()),
+        "spark": ",".join(str(p) for p in spark_extra_jars()),
+    }

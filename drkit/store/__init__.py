@@ -1,0 +1,1 @@
+"""Delta tables: offset_syncs, checkpoints, operations. Each table has its own module."""

@@ -1,0 +1,96 @@
+"""The ``offset_syncs`` Delta table: which upstream offsets became which downstream offsets.
+
+Written once per mirror micro-batch, idempotently: each write carries Delta's
+``txnAppId = <stream id>`` / ``txnVersion = <batch id>``, so a replayed batch is never recorded
+twice. The stream id is the Spark streaming query id, which lives in the query's checkpoint: a
+deleted checkpoint is a new stream, whose batch ids start again at 0 under a new id.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from drkit.core.offsets import SyncRange
+from drkit.store.tables import OFFSET_SYNCS_DDL, Tables, ensure_table, table_exists
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@dataclass(frozen=True)
+class SyncRow:
+    """One range of one partition, as delivered by a mirror task."""
+
+    source_topic: str
+    target_topic: str
+    partition: int
+    range: SyncRange
+
+
+class OffsetSyncStore:
+    def __init__(self, spark: SparkSession, tables: Tables) -> None:
+        self.spark = spark
+        self.path = tables.offset_syncs
+
+    def ensure(self) -> None:
+        ensure_table(self.spark, self.path, OFFSET_SYNCS_DDL, "offset_syncs")
+
+    def batch_written(self, stream_id: str, batch_id: int) -> bool:
+        """True when this stream's batch was recorded already (its records are on the target)."""
+        from pyspark.sql import functions as F
+
+        df = self.spark.read.format("delta").load(self.path)
+        hit = df.where((F.col("stream_id") == stream_id) & (F.col("batch_id") == batch_id)).limit(1).count()
+        return bool(hit)
+
+    def write(self, flow: str, stream_id: str, batch_id: int, rows: list[SyncRow]) -> int:
+        """Append the batch's ranges; a second write of the same (stream, batch) is skipped by Delta."""
+        if not rows:
+            return 0
+        now = datetime.now(UTC).replace(tzinfo=None)
+        data = [
+            (flow, r.source_topic, r.target_topic, r.partition, r.range.upstream_first, r.range.upstream_last,
+             r.range.downstream_first, r.range.downstream_last, r.range.record_count, batch_id, stream_id, now)
+            for r in rows
+        ]
+        df = self.spark.createDataFrame(data, OFFSET_SYNCS_DDL)
+        (
+            df.write.format("delta").mode("append")
+            .option("txnAppId", f"drkit-mirror-{stream_id}")
+            .option("txnVersion", batch_id)
+            .save(self.path)
+        )
+        return len(data)
+
+    def ranges(self, flow: str, topics: list[str] | None = None, version: int | None = None,
+               as_of: str | None = None) -> dict[tuple[str, int], list[SyncRange]]:
+        """All ranges of a flow, per (source topic, partition), optionally at a past table version/time."""
+        if not table_exists(self.spark, self.path):
+            return {}
+        reader = self.spark.read.format("delta")
+        if version is not None:
+            reader = reader.option("versionAsOf", version)
+        elif as_of is not None:
+            reader = reader.option("timestampAsOf", as_of)
+        df = reader.load(self.path).where(f"flow = '{_quote(flow)}'")
+        if topics is not None:
+            df = df.where(df.source_topic.isin(topics))
+        out: dict[tuple[str, int], list[SyncRange]] = defaultdict(list)
+        cols = ["source_topic", "partition", "upstream_first", "upstream_last", "downstream_first", "downstream_last"]
+        for row in df.select(*cols).toLocalIterator():
+            out[(row[0], row[1])].append(SyncRange(row[2], row[3], row[4], row[5]))
+        return dict(out)
+
+    def target_topics(self, flow: str) -> dict[str, str]:
+        """source topic -> target topic, for every topic the flow has mirrored."""
+        if not table_exists(self.spark, self.path):
+            return {}
+        df = self.spark.read.format("delta").load(self.path).where(f"flow = '{_quote(flow)}'")
+        return {r[0]: r[1] for r in df.select("source_topic", "target_topic").distinct().collect()}
+
+
+def _quote(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("'", "\\'")

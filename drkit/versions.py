@@ -1,0 +1,25 @@
+"""The JVM artifacts drkit runs on, in one place.
+
+The Python pins in pyproject.toml (pyspark, delta-spark) must agree with these: the Spark Kafka
+connector is built for one exact Spark version, and the Delta jar for one Spark line.
+"""
+
+from __future__ import annotations
+
+SCALA_BINARY = "2.13"
+SPARK_VERSION = "4.0.0"
+DELTA_VERSION = "4.0.0"
+KAFKA_VERSION = "4.3.1"
+LOG4J_VERSION = "2.24.3"
+
+#: Maven coordinates added to Spark's classpath (their runtime closure is resolved by Maven).
+SPARK_EXTRA_ARTIFACTS: tuple[str, ...] = (
+    f"io.delta:delta-spark_{SCALA_BINARY}:{DELTA_VERSION}",
+    f"org.apache.spark:spark-sql-kafka-0-10_{SCALA_BINARY}:{SPARK_VERSION}",
+)
+
+#: Maven coordinates of a KRaft Kafka broker with a log4j2 binding for its SLF4J 1.x logging.
+KAFKA_BROKER_ARTIFACTS: tuple[str, ...] = (
+    f"org.apache.kafka:kafka_{SCALA_BINARY}:{KAFKA_VERSION}",
+    f"org.apache.logging.log4j:log4j-slf4j-impl:{LOG4J_VERSION}",
+)

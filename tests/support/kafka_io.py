@@ -1,0 +1,109 @@
+"""Produce records and read whole partitions back, for record-by-record comparisons."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+@dataclass(frozen=True)
+class Rec:
+    """One record as it is on a partition (the fields a faithful copy must preserve)."""
+
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+    timestamp: int
+
+    def content(self) -> tuple[object, ...]:
+        """What must be equal between a source record and its copy (not the offset)."""
+        return (self.partition, self.key, self.value, self.headers, self.timestamp)
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = 1, config: dict[str, str] | None = None) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})])
+    futures[topic].result(30)
+
+
+def produce(bootstrap: str, topic: str, records: list[dict[str, object]], **conf: object) -> list[tuple[int, int]]:
+    """Produce ``records`` (dicts of key/value/partition/headers/timestamp); return (partition, offset)s."""
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True, **conf})
+    out: list[tuple[int, int]] = []
+    errors: list[object] = []
+
+    def on_delivery(err: object, msg: object) -> None:
+        if err is not None:
+            errors.append(err)
+        else:
+            out.append((msg.partition(), msg.offset()))  # type: ignore[attr-defined]
+
+    for r in records:
+        kwargs = {k: v for k, v in r.items() if v is not None or k in ("key", "value")}
+        producer.produce(topic, on_delivery=on_delivery, **kwargs)  # type: ignore[arg-type]
+        producer.poll(0)
+    producer.flush(60)
+    if errors:
+        raise KafkaException(errors[0])
+    return out
+
+
+def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("_drkit-test-read")})
+    try:
+        meta = consumer.list_topics(topic, timeout=10).topics[topic]
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in meta.partitions}
+    finally:
+        consumer.close()
+
+
+def read_all(bootstrap: str, topic: str, isolation: str = "read_committed",
+             start: dict[int, int] | None = None) -> list[Rec]:
+    """Every record of every partition of ``topic`` (from ``start`` offsets), sorted by (partition, offset)."""
+    consumer = Consumer({
+        "bootstrap.servers": bootstrap,
+        "group.id": unique("_drkit-test-read"),
+        "enable.auto.commit": False,
+        "isolation.level": isolation,
+        "enable.partition.eof": True,
+    })
+    try:
+        meta = consumer.list_topics(topic, timeout=10).topics[topic]
+        partitions = sorted(meta.partitions)
+        ends = {}
+        for p in partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            ends[p] = high
+        begin = {p: (start or {}).get(p, 0) for p in partitions}
+        consumer.assign([TopicPartition(topic, p, begin[p]) for p in partitions])
+        pending = {p for p in partitions if begin[p] < ends[p]}
+        records: list[Rec] = []
+        idle = 0
+        while pending and idle < 60:
+            msg = consumer.poll(1.0)
+            if msg is None:
+                idle += 1
+                continue
+            if msg.error():
+                if msg.error().code() == -191:  # _PARTITION_EOF
+                    pending.discard(msg.partition())
+                    continue
+                raise KafkaException(msg.error())
+            headers = tuple((k, v) for k, v in (msg.headers() or []))
+            records.append(Rec(msg.partition(), msg.offset(), msg.key(), msg.value(), headers, msg.timestamp()[1]))
+            if msg.offset() >= ends[msg.partition()] - 1:
+                pending.discard(msg.partition())
+        if pending:
+            raise TimeoutError(f"could not read {topic} partitions {sorted(pending)} to their end")
+        return sorted(records, key=lambda r: (r.partition, r.offset))
+    finally:
+        consumer.close()
