@@ -29,7 +29,7 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -60,6 +60,36 @@ def _check_regexes(patterns: list[str]) -> list[str]:
     return patterns
 
 
+def _flatten_properties(value: Any) -> Any:
+    """Client or Spark properties as a flat ``{"a.b": "value"}`` dict of strings.
+
+    TOML reads an unquoted dotted key (``sasl.password = "x"``) as a nested table; it is flattened
+    back to the property the user meant, instead of becoming a property ``sasl`` whose value is the
+    printed dict (wrong, and shown unmasked by ``config show``).
+    """
+    if not isinstance(value, dict):
+        return value
+    flat: dict[str, str] = {}
+
+    def walk(prefix: str, table: dict[str, Any]) -> None:
+        for k, item in table.items():
+            name = f"{prefix}.{k}" if prefix else str(k)
+            if isinstance(item, dict):
+                walk(name, item)
+                continue
+            if name in flat:
+                raise ValueError(f"property {name!r} is defined twice")
+            if isinstance(item, bool):
+                flat[name] = str(item).lower()
+            elif isinstance(item, int | float | str):
+                flat[name] = str(item)
+            else:
+                raise ValueError(f"property {name!r} must be a string, number or boolean")
+
+    walk("", value)
+    return flat
+
+
 class Selection(_Model):
     """Names selected by full-match regular expressions: included and not excluded."""
 
@@ -88,9 +118,7 @@ class ClusterConfig(_Model):
     @field_validator("properties", mode="before")
     @classmethod
     def _stringify(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
-        return value
+        return _flatten_properties(value)
 
 
 class MirrorSettings(_Model):
@@ -114,12 +142,16 @@ class MirrorSettings(_Model):
             raise ValueError("must be -1 (broker default) or a positive number")
         return value
 
+    _flat = field_validator("producer", "consumer", mode="before")(_flatten_properties)
+
     @field_validator("producer")
     @classmethod
     def _producer(cls, value: dict[str, str]) -> dict[str, str]:
         forced = {"enable.idempotence", "acks", "bootstrap.servers"} & set(value)
         if forced:
-            raise ValueError(f"{sorted(forced)[0]!r} is set by drkit for no-loss delivery and cannot be overridden")
+            raise ValueError(
+                f"{sorted(forced)[0]!r} is set by drkit for no-loss delivery and cannot be overridden"
+            )
         return value
 
     @field_validator("consumer")
@@ -175,15 +207,13 @@ class SparkConfig(_Model):
     @field_validator("conf", mode="before")
     @classmethod
     def _stringify(cls, value: Any) -> Any:
-        if isinstance(value, dict):
-            return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in value.items()}
-        return value
+        return _flatten_properties(value)
 
 
 class DrkitConfig(_Model):
     """The whole configuration. Build it with :func:`load_config`."""
 
-    clusters: Annotated[dict[str, ClusterConfig], Field(min_length=1)]
+    clusters: dict[str, ClusterConfig]
     flows: list[FlowConfig] = Field(default_factory=list)
     state: StateConfig = Field(default_factory=StateConfig)
     spark: SparkConfig = Field(default_factory=SparkConfig)
@@ -193,9 +223,16 @@ class DrkitConfig(_Model):
     @field_validator("clusters")
     @classmethod
     def _aliases(cls, value: dict[str, ClusterConfig]) -> dict[str, ClusterConfig]:
+        if not value:
+            raise ValueError(
+                'define at least one cluster: [clusters.<alias>] with bootstrap_servers = "host:port"'
+            )
         for alias in value:
             if not _ALIAS.match(alias):
-                raise ValueError(f"cluster alias {alias!r} must be letters, digits, '_' or '-'")
+                raise ValueError(
+                    f"cluster alias {alias!r} must start with a letter or digit and contain only letters, "
+                    "digits, '_' or '-'"
+                )
         return value
 
     @model_validator(mode="after")
@@ -210,7 +247,9 @@ class DrkitConfig(_Model):
                         f"unknown cluster {alias!r}; defined clusters: {', '.join(sorted(self.clusters))}",
                     )
             if flow.source == flow.target:
-                raise _KeyedError(f"flows[{i}].target", f"a flow cannot mirror cluster {flow.source!r} to itself")
+                raise _KeyedError(
+                    f"flows[{i}].target", f"a flow cannot mirror cluster {flow.source!r} to itself"
+                )
             if flow.name in seen:
                 raise _KeyedError(f"flows[{i}]", f"flow {flow.name} is defined twice")
             seen.add(flow.name)
@@ -219,8 +258,8 @@ class DrkitConfig(_Model):
             if flow.replication_policy == "identity" and reverse in seen:
                 raise _KeyedError(
                     f"flows[{i}].replication_policy",
-                    f"flows {flow.name} and {reverse} with the identity policy would copy records back and "
-                    "forth forever; use the prefix policy for two-way replication",
+                    f"flow {flow.name} uses the identity policy while flow {reverse} also exists, so records "
+                    "would be copied back and forth forever; use the prefix policy for two-way replication",
                 )
         return self
 
@@ -294,6 +333,8 @@ def _format_error(path: str, exc: ValidationError) -> str:
         message = "unknown key"
     elif kind == "missing":
         message = "required key is missing"
+    elif kind == "string_too_short" and err["ctx"]["min_length"] == 1:
+        message = "must not be empty"
     elif kind == "literal_error":
         message = f"must be one of {err['ctx']['expected']}"
     elif isinstance(ctx_error, ValueError):
@@ -340,4 +381,5 @@ def masked_dump(config: DrkitConfig) -> dict[str, Any]:
     for flow in data["flows"]:
         flow["mirror"]["producer"] = mask(flow["mirror"]["producer"])
         flow["mirror"]["consumer"] = mask(flow["mirror"]["consumer"])
+    data["spark"]["conf"] = mask(data["spark"]["conf"])
     return data

@@ -36,7 +36,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version."
+    ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
 ) -> None:
     _state["debug"] = debug
@@ -62,7 +64,9 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     _register()
     try:
-        app(args=args, prog_name="drkit", standalone_mode=False)
+        # With standalone_mode=False, `raise typer.Exit(code)` (and --help, --version) come back as
+        # the return value instead of an exception.
+        result = app(args=args, prog_name="drkit", standalone_mode=False)
     except DrkitError as exc:
         if _state["debug"]:
             raise
@@ -76,15 +80,16 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         error("interrupted", _output_of(args), 130)
         sys.exit(130)
-    except Exception as exc:  # click usage errors and the like
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Exit):
-            sys.exit(exc.exit_code)
+    except Exception as exc:
+        # Usage errors (no such command/option, bad value, no arguments: exit 2). They are click's
+        # ClickException, which newer Typer vendors as typer._click (click itself may not be
+        # installed), so they are recognised by shape rather than by class.
+        exit_code, show = getattr(exc, "exit_code", None), getattr(exc, "show", None)
+        if isinstance(exit_code, int) and callable(show):
+            show()
+            sys.exit(exit_code)
         raise
+    sys.exit(result if type(result) is int else 0)
 
 
 if __name__ == "__main__":

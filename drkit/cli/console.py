@@ -13,6 +13,7 @@ from enum import Enum
 from typing import Any
 
 from rich.console import Console, RenderableType
+from rich.markup import escape
 from rich.table import Table
 
 stdout = Console(soft_wrap=True)
@@ -37,7 +38,7 @@ def error(message: str, output: Output = Output.text, code: int = 1) -> None:
     if output is Output.json:
         sys.stdout.write(json.dumps({"error": message, "exit_code": code}) + "\n")
         sys.stdout.flush()
-    stderr.print(f"[bold red]error:[/] {message}", highlight=False, markup=True)
+    stderr.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True)
 
 
 def table(title: str, columns: list[str], rows: Iterable[Iterable[Any]]) -> Table:

@@ -1,7 +1,8 @@
 """Which topics and groups a flow selects, as one full-match regular expression.
 
 The same expression string is used by Python (``re.fullmatch``) and by the Spark Kafka source's
-``subscribePattern`` (Java regex, full match), so both sides always agree on the selection. The
+``subscribePattern`` (Java regex, searched, hence the explicit anchors), so both sides always
+agree on the selection. The
 syntax used (alternation, non-capturing groups, negative lookahead) means the same in both.
 """
 
@@ -30,10 +31,12 @@ class NameSelector:
 
     @property
     def pattern(self) -> str:
+        # Anchored on both ends: Python full-matches, but Spark's Kafka source searches (find), so
+        # an unanchored lookahead would let "A.orders" through at position 1.
         include = _alternation(self.include) if self.include else "(?!)"
         if not self.exclude:
-            return f"(?:{include})"
-        return f"(?!(?:{_alternation(self.exclude)})$)(?:{include})"
+            return f"^(?:{include})$"
+        return f"^(?!(?:{_alternation(self.exclude)})$)(?:{include})$"
 
     def matches(self, name: str) -> bool:
         return re.fullmatch(self.pattern, name) is not None

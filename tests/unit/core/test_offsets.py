@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -160,14 +162,10 @@ def test_ranges_from_pairs_preserves_pairs_and_is_maximal(pairs: list[tuple[int,
     ranges = ranges_from_pairs(pairs)
     assert [p for r in ranges for p in r.pairs()] == pairs
     # every boundary between consecutive ranges is a real gap on at least one side
-    for a, b in zip(ranges, ranges[1:], strict=False):
+    for a, b in itertools.pairwise(ranges):
         assert not (b.upstream_first == a.upstream_last + 1 and b.downstream_first == a.downstream_last + 1)
     # number of ranges == 1 + number of breaks in the pair sequence
-    breaks = sum(
-        1
-        for (u0, d0), (u1, d1) in zip(pairs, pairs[1:], strict=False)
-        if not (u1 == u0 + 1 and d1 == d0 + 1)
-    )
+    breaks = sum(1 for (u0, d0), (u1, d1) in itertools.pairwise(pairs) if not (u1 == u0 + 1 and d1 == d0 + 1))
     assert len(ranges) == 1 + breaks
 
 
@@ -229,7 +227,7 @@ def batched_ranges(draw: st.DrawFn) -> tuple[list[tuple[int, int]], list[SyncRan
     cuts = sorted(draw(st.sets(st.integers(0, max(len(pairs), 1)), max_size=10)))
     bounds = [0, *cuts, len(pairs)]
     ranges: list[SyncRange] = []
-    for lo, hi in zip(bounds, bounds[1:], strict=False):
+    for lo, hi in itertools.pairwise(bounds):
         ranges.extend(ranges_from_pairs(pairs[lo:hi]))
     return pairs, draw(st.permutations(ranges))
 

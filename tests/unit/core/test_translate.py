@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 import random
 from dataclasses import dataclass
 
@@ -198,7 +199,7 @@ def _batched(draw: st.DrawFn, pairs: list[tuple[int, int]]) -> list[SyncRange]:
     cuts = sorted(draw(st.sets(st.integers(0, len(pairs)), max_size=6)))
     bounds = [0, *cuts, len(pairs)]
     ranges: list[SyncRange] = []
-    for lo, hi in zip(bounds, bounds[1:], strict=False):
+    for lo, hi in itertools.pairwise(bounds):
         ranges.extend(ranges_from_pairs(pairs[lo:hi]))
     return draw(st.permutations(ranges))
 
@@ -239,11 +240,12 @@ def replaying_mirrors(draw: st.DrawFn) -> Mirror:
     return Mirror(log, pairs, _batched(draw, pairs))
 
 
-def _committed(draw: st.DrawFn, offsets: list[int]) -> int:
+def _draw_committed(data: st.DataObject, offsets: list[int]) -> int:
+    """A committed offset: often one of ``offsets``, otherwise anywhere from 0 to past the end."""
     top = (max(offsets) if offsets else 0) + 6
     if offsets:
-        return draw(st.one_of(st.sampled_from(offsets), st.integers(0, top)))
-    return draw(st.integers(0, top))
+        return data.draw(st.one_of(st.sampled_from(offsets), st.integers(0, top)), label="committed")
+    return data.draw(st.integers(0, top), label="committed")
 
 
 # --------------------------------------------------------------------------- references
@@ -284,7 +286,6 @@ def ref_position(mirrored: list[int], committed: int) -> Position:
 @PROPS
 @given(data=st.data(), mirror=mirrors())
 def test_forward_matches_brute_force_and_replay(data: st.DataObject, mirror: Mirror) -> None:
-    committed = data.draw(st.builds(lambda: None).flatmap(lambda _: st.just(0)))  # placeholder
     committed = _draw_committed(data, mirror.log)
     index = SyncIndex(mirror.ranges)
     t = index.translate(committed)
@@ -302,13 +303,6 @@ def test_forward_matches_brute_force_and_replay(data: st.DataObject, mirror: Mir
     # at or after it; it must get exactly the mirrored records at or after C, in order
     received = [u for u, d in mirror.pairs if d >= t.offset]
     assert received == [u for u in m if u >= committed]
-
-
-def _draw_committed(data: st.DataObject, offsets: list[int]) -> int:
-    top = (max(offsets) if offsets else 0) + 6
-    if offsets:
-        return data.draw(st.one_of(st.sampled_from(offsets), st.integers(0, top)), label="committed")
-    return data.draw(st.integers(0, top), label="committed")
 
 
 @PROPS
