@@ -15,6 +15,7 @@ from drkit.store.tables import Tables
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from drkit.checkpoint.job import CheckpointRun
     from drkit.mirror.job import MirrorJob
 
 
@@ -45,6 +46,14 @@ class Drkit:
 
         flows = self.config.flows_named(flow)
         return MirrorRunner(self.config, flows, self.spark).run(once)
+
+    def checkpoint(self, flow: str | None = None, once: bool = True, interval: float | None = None,
+                   max_runs: int | None = None) -> list[CheckpointRun]:
+        """Translate the selected groups' offsets once, or every ``interval`` seconds until stopped."""
+        from drkit.checkpoint.job import CheckpointRunner
+
+        flows = self.config.flows_named(flow)
+        return CheckpointRunner(self.config, flows, self.spark).run(once, interval, max_runs)
 
     @staticmethod
     def mirror_summary(jobs: list[MirrorJob]) -> list[dict[str, Any]]:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import typer
 
-from drkit.cli import mirror_cmd
+from drkit.cli import checkpoint_cmd, mirror_cmd
 
 
 def register(app: typer.Typer) -> None:
     """Attach every command module's commands to ``app``."""
     app.command("mirror")(mirror_cmd.mirror)
+    app.command("checkpoint")(checkpoint_cmd.checkpoint)

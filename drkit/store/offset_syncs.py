@@ -17,7 +17,7 @@ from drkit.core.offsets import SyncRange
 from drkit.store.tables import OFFSET_SYNCS_DDL, Tables, ensure_table, table_exists
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+    from pyspark.sql import DataFrame, SparkSession
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,12 @@ class OffsetSyncStore:
 
     def ranges(self, flow: str, topics: list[str] | None = None, version: int | None = None,
                as_of: str | None = None) -> dict[tuple[str, int], list[SyncRange]]:
-        """All ranges of a flow, per (source topic, partition), optionally at a past table version/time."""
+        """All ranges of a flow per (source topic, partition), coalesced, optionally at a past version/time.
+
+        Adjacent ranges that continue each other on both sides are merged in Spark before they
+        reach the driver (gaps-and-islands over a window), so a day of one-second batches costs
+        one range per real gap, not one per batch. The mapping is unchanged by the merge.
+        """
         if not table_exists(self.spark, self.path):
             return {}
         reader = self.spark.read.format("delta")
@@ -79,10 +84,18 @@ class OffsetSyncStore:
         if topics is not None:
             df = df.where(df.source_topic.isin(topics))
         out: dict[tuple[str, int], list[SyncRange]] = defaultdict(list)
-        cols = ["source_topic", "partition", "upstream_first", "upstream_last", "downstream_first", "downstream_last"]
-        for row in df.select(*cols).toLocalIterator():
+        for row in coalesced(df).toLocalIterator():
             out[(row[0], row[1])].append(SyncRange(row[2], row[3], row[4], row[5]))
         return dict(out)
+
+    def version(self) -> int | None:
+        """The table's current Delta version (None when it does not exist): a cheap change check."""
+        if not table_exists(self.spark, self.path):
+            return None
+        from delta.tables import DeltaTable
+
+        row = DeltaTable.forPath(self.spark, self.path).history(1).select("version").first()
+        return int(row[0]) if row is not None else None
 
     def target_topics(self, flow: str) -> dict[str, str]:
         """source topic -> target topic, for every topic the flow has mirrored."""
@@ -90,6 +103,34 @@ class OffsetSyncStore:
             return {}
         df = self.spark.read.format("delta").load(self.path).where(f"flow = '{_quote(flow)}'")
         return {r[0]: r[1] for r in df.select("source_topic", "target_topic").distinct().collect()}
+
+
+def coalesced(df: DataFrame) -> DataFrame:
+    """(source_topic, partition, upstream_first, upstream_last, downstream_first, downstream_last,
+    record_count, target_topic) with ranges that continue each other on both sides merged."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    keys = ["source_topic", "partition"]
+    offsets = ["upstream_first", "upstream_last", "downstream_first", "downstream_last"]
+    w = Window.partitionBy(*keys).orderBy("upstream_first", "downstream_first")
+    continues = (
+        (F.lag("upstream_last").over(w) + 1 == F.col("upstream_first"))
+        & (F.lag("downstream_last").over(w) + 1 == F.col("downstream_first"))
+    )
+    islands = (
+        df.select(*keys, *offsets, "target_topic").dropDuplicates([*keys, *offsets])
+        .withColumn("_new", F.when(continues, 0).otherwise(1))
+        .withColumn("_island", F.sum("_new").over(w.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
+    )
+    return (
+        islands.groupBy(*keys, "_island")
+        .agg(F.min("upstream_first").alias("upstream_first"), F.max("upstream_last").alias("upstream_last"),
+             F.min("downstream_first").alias("downstream_first"),
+             F.max("downstream_last").alias("downstream_last"), F.first("target_topic").alias("target_topic"))
+        .select(*keys, *offsets, (F.col("upstream_last") - F.col("upstream_first") + 1).alias("record_count"),
+                "target_topic")
+    )
 
 
 def _quote(value: str) -> str:

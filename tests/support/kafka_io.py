@@ -107,3 +107,47 @@ def read_all(bootstrap: str, topic: str, isolation: str = "read_committed",
         return sorted(records, key=lambda r: (r.partition, r.offset))
     finally:
         consumer.close()
+
+
+def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
+    """Commit ``offsets`` for ``group`` as its consumers would (the group has no active members)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
+    finally:
+        consumer.close()
+
+
+def consume_as_group(bootstrap: str, group: str, topic: str, count: int) -> list[Rec]:
+    """A real consumer of ``group`` reads ``count`` records from its committed position, then commits."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+    out: list[Rec] = []
+    try:
+        consumer.subscribe([topic])
+        idle = 0
+        while len(out) < count and idle < 20:
+            msg = consumer.poll(1.0)
+            if msg is None:
+                idle += 1
+                continue
+            if msg.error():
+                continue
+            headers = tuple((k, v) for k, v in (msg.headers() or []))
+            out.append(Rec(msg.partition(), msg.offset(), msg.key(), msg.value(), headers, msg.timestamp()[1]))
+        if out:
+            consumer.commit(asynchronous=False)
+        return out
+    finally:
+        consumer.close()
+
+
+def committed_on(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    """The group's committed offsets on ``topic`` (partitions without a commit left out)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        meta = consumer.list_topics(topic, timeout=10).topics[topic]
+        tps = consumer.committed([TopicPartition(topic, p) for p in meta.partitions], timeout=30)
+        return {tp.partition: tp.offset for tp in tps if tp.offset >= 0}
+    finally:
+        consumer.close()

@@ -1,0 +1,1 @@
+"""The checkpoint translator: committed source offsets -> exact target offsets, into Delta."""
