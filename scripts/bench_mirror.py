@@ -355,10 +355,12 @@ def run_mirror(config: Path, workdir: Path, interval: float, timeout: float) -> 
         memory.start()
         try:
             child.wait(timeout)
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(child.pid, signal.SIGKILL)
             child.wait()
+            if isinstance(exc, subprocess.TimeoutExpired):
+                raise RuntimeError(f"the mirror did not finish within {timeout:g}s; it was killed") from None
             raise
         finally:
             memory.stop()

@@ -60,6 +60,20 @@ def last_run_path(config: DrkitConfig, flow: FlowConfig) -> Path:
     return config.state_root() / "checkpoint" / flow_dir_name(flow) / "last_run.json"
 
 
+def source_ends_path(config: DrkitConfig, flow: FlowConfig) -> Path:
+    return config.state_root() / "checkpoint" / flow_dir_name(flow) / "source_ends.json"
+
+
+def read_source_ends(config: DrkitConfig, flow: FlowConfig) -> tuple[int, dict[tuple[str, int], int]] | None:
+    """(epoch ms observed, {(topic, partition): end offset}) of the last observation, if any."""
+    try:
+        data = json.loads(source_ends_path(config, flow).read_text())
+    except (OSError, ValueError):
+        return None
+    ends = {(k.rsplit("/", 1)[0], int(k.rsplit("/", 1)[1])): int(v) for k, v in data["ends"].items()}
+    return int(data["at_ms"]), ends
+
+
 def read_last_run(config: DrkitConfig, flow: FlowConfig) -> dict[str, Any] | None:
     path = last_run_path(config, flow)
     try:
@@ -102,6 +116,7 @@ class CheckpointJob:
         admin = clients.admin(source, self.flow.source)
         selected = self.groups.select(groups.list_groups(admin, self.flow.source))
         committed = {g: groups.committed_offsets(admin, self.flow.source, g) for g in selected}
+        self._observe_source_ends(admin)
         self.store.ensure()
         if self._previous is None:
             self._previous = {r.checkpoint.key: r.checkpoint for r in self.store.latest(self.flow.name)}
@@ -146,6 +161,21 @@ class CheckpointJob:
                 groups.commit_offsets(admin, self.flow.target, group, forward)
                 synced.append(group)
         return synced
+
+    def _observe_source_ends(self, admin: Any) -> None:
+        """Record the source's end offsets of the mirrored topics: after the source is lost, this last
+        observation is what tells failover how many records the mirror had not copied (RPO)."""
+        from drkit.kafka.topics import end_offsets, partition_counts
+
+        counts = partition_counts(admin, self.flow.source)
+        selected = {t: counts[t] for t in self.topics.select(counts)}
+        ends = end_offsets(admin, self.flow.source, selected)
+        path = source_ends_path(self.config, self.flow)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"at_ms": int(datetime.now(UTC).timestamp() * 1000),
+                                   "ends": {f"{t}/{p}": o for (t, p), o in ends.items()}}))
+        tmp.replace(path)
 
     def _record(self, run: CheckpointRun) -> None:
         path = last_run_path(self.config, self.flow)

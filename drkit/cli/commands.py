@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import typer
 
-from drkit.cli import checkpoint_cmd, mirror_cmd
+from drkit.cli import checkpoint_cmd, failover_cmd, mirror_cmd
 
 
 def register(app: typer.Typer) -> None:
     """Attach every command module's commands to ``app``."""
     app.command("mirror")(mirror_cmd.mirror)
     app.command("checkpoint")(checkpoint_cmd.checkpoint)
+    app.command("failover")(failover_cmd.failover)
+    app.command("failback")(failover_cmd.failback)
+    app.command("history")(failover_cmd.history)

@@ -64,3 +64,20 @@ def ensure_target_topics(
                 raise MirrorError(f"could not create target topic {pair.target} on {target_alias}: "
                                   f"{exc.args[0].str()}") from None
     return created
+
+
+def end_offsets(admin: AdminClient, alias: str, partitions: dict[str, int],
+                timeout: float = 15.0) -> dict[tuple[str, int], int]:
+    """The last stable offset (read_committed end) of every partition of ``partitions`` (topic -> count)."""
+    from confluent_kafka import IsolationLevel, TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    request = {TopicPartition(t, p): OffsetSpec.latest() for t, n in partitions.items() for p in range(n)}
+    if not request:
+        return {}
+    try:
+        futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_COMMITTED,
+                                     request_timeout=timeout)
+        return {(tp.topic, tp.partition): f.result().offset for tp, f in futures.items()}
+    except KafkaException as exc:
+        raise ClusterError(f"cluster {alias}: cannot read end offsets: {exc.args[0]}") from None

@@ -88,6 +88,20 @@ class OffsetSyncStore:
             out[(row[0], row[1])].append(SyncRange(row[2], row[3], row[4], row[5]))
         return dict(out)
 
+    def progress(self, flow: str) -> dict[tuple[str, int], tuple[int, int, int]]:
+        """Per (source topic, partition): (last mirrored upstream offset, its downstream offset,
+        epoch ms of the last sync written). What the mirror had done when it last recorded."""
+        from pyspark.sql import functions as F
+
+        if not table_exists(self.spark, self.path):
+            return {}
+        df = self.spark.read.format("delta").load(self.path).where(F.col("flow") == flow)
+        rows = df.groupBy("source_topic", "partition").agg(
+            F.max_by(F.struct("upstream_last", "downstream_last"), "upstream_last").alias("last"),
+            F.max(F.expr("unix_millis(written_at)")).alias("at"),
+        ).collect()
+        return {(r[0], r[1]): (r["last"][0], r["last"][1], r["at"]) for r in rows}
+
     def version(self) -> int | None:
         """The table's current Delta version (None when it does not exist): a cheap change check."""
         if not table_exists(self.spark, self.path):

@@ -118,7 +118,7 @@ def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> N
         consumer.close()
 
 
-def consume_as_group(bootstrap: str, group: str, topic: str, count: int) -> list[Rec]:
+def consume_as_group(bootstrap: str, group: str, topic: str, count: int, idle_polls: int = 20) -> list[Rec]:
     """A real consumer of ``group`` reads ``count`` records from its committed position, then commits."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                          "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
@@ -126,7 +126,7 @@ def consume_as_group(bootstrap: str, group: str, topic: str, count: int) -> list
     try:
         consumer.subscribe([topic])
         idle = 0
-        while len(out) < count and idle < 20:
+        while len(out) < count and idle < idle_polls:
             msg = consumer.poll(1.0)
             if msg is None:
                 idle += 1

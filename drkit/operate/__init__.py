@@ -1,0 +1,1 @@
+"""Operator actions that change where consumers read: failover and failback."""
