@@ -210,6 +210,13 @@ class SparkConfig(_Model):
         return _flatten_properties(value)
 
 
+class MetricsConfig(_Model):
+    """Prometheus metrics of the mirror and checkpoint processes (off unless a port is set)."""
+
+    port: int | None = Field(default=None, ge=1, le=65535)
+    host: str = "127.0.0.1"
+
+
 class DrkitConfig(_Model):
     """The whole configuration. Build it with :func:`load_config`."""
 
@@ -217,6 +224,7 @@ class DrkitConfig(_Model):
     flows: list[FlowConfig] = Field(default_factory=list)
     state: StateConfig = Field(default_factory=StateConfig)
     spark: SparkConfig = Field(default_factory=SparkConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
     #: Where the file was loaded from; relative state paths are resolved against its folder.
     source_path: str | None = None
 

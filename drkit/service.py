@@ -9,7 +9,9 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from drkit import metrics
 from drkit.config import DrkitConfig, load_config
+from drkit.runtime.process import pid_files, pid_path
 from drkit.store.tables import Tables
 
 if TYPE_CHECKING:
@@ -45,7 +47,9 @@ class Drkit:
         from drkit.mirror.job import MirrorRunner
 
         flows = self.config.flows_named(flow)
-        return MirrorRunner(self.config, flows, self.spark).run(once)
+        metrics.serve(self.config.metrics.port, self.config.metrics.host)
+        with pid_files([pid_path(self.config, f, "mirror") for f in flows]):
+            return MirrorRunner(self.config, flows, self.spark).run(once)
 
     def checkpoint(self, flow: str | None = None, once: bool = True, interval: float | None = None,
                    max_runs: int | None = None) -> list[CheckpointRun]:
@@ -53,7 +57,9 @@ class Drkit:
         from drkit.checkpoint.job import CheckpointRunner
 
         flows = self.config.flows_named(flow)
-        return CheckpointRunner(self.config, flows, self.spark).run(once, interval, max_runs)
+        metrics.serve(self.config.metrics.port, self.config.metrics.host)
+        with pid_files([pid_path(self.config, f, "checkpoint") for f in flows]):
+            return CheckpointRunner(self.config, flows, self.spark).run(once, interval, max_runs)
 
     @staticmethod
     def mirror_summary(jobs: list[MirrorJob]) -> list[dict[str, Any]]:

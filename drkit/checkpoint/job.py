@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from drkit import metrics
 from drkit.config import DrkitConfig, FlowConfig
 from drkit.core.checkpoints import Checkpoint, CheckpointPlan, Finding, plan_checkpoints
 from drkit.core.selection import group_selector, topic_selector
@@ -131,6 +132,10 @@ class CheckpointJob:
         run.checkpoints = len(plan.current)
         run.findings = plan.findings
         run.seconds = time.monotonic() - started
+        metrics.CHECKPOINT_RUNS.labels(self.flow.name).inc()
+        metrics.CHECKPOINT_SECONDS.labels(self.flow.name).observe(run.seconds)
+        metrics.CHECKPOINT_APPENDED.labels(self.flow.name).inc(run.appended)
+        metrics.CHECKPOINT_LAST_SUCCESS.labels(self.flow.name).set_to_current_time()
         run.finished_at_ms = int(datetime.now(UTC).timestamp() * 1000)
         self._record(run)
         return run
@@ -210,6 +215,7 @@ class CheckpointRunner:
                     try:
                         runs.append(job.run_once())
                     except ClusterError as exc:  # keep going: the source may come back
+                        metrics.ERRORS.labels(job.flow.name, "checkpoint").inc()
                         log.error("flow %s: %s", job.flow.name, exc)
                 n += 1
                 wait = interval if interval is not None else min(j.flow.checkpoint.interval_seconds for j in self.jobs)

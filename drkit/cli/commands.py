@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from drkit.cli import checkpoint_cmd, failover_cmd, mirror_cmd
+from drkit.cli import checkpoint_cmd, failover_cmd, mirror_cmd, status_cmd
 
 
 def register(app: typer.Typer) -> None:
@@ -14,3 +14,5 @@ def register(app: typer.Typer) -> None:
     app.command("failover")(failover_cmd.failover)
     app.command("failback")(failover_cmd.failback)
     app.command("history")(failover_cmd.history)
+    app.command("status")(status_cmd.status)
+    app.command("offsets")(status_cmd.offsets)

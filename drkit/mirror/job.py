@@ -34,9 +34,10 @@ from typing import TYPE_CHECKING, Any
 from drkit.config import DrkitConfig, FlowConfig
 from drkit.core.offsets import SyncRange
 from drkit.core.selection import NameSelector, topic_selector
-from drkit.errors import MirrorError
+from drkit import metrics
+from drkit.errors import DrkitError, MirrorError
 from drkit.kafka import clients
-from drkit.kafka.topics import TopicPair, ensure_target_topics, partition_counts
+from drkit.kafka.topics import TopicPair, end_offsets, ensure_target_topics, partition_counts
 from drkit.mirror.deliver import FAILURE_MARKER, RANGE_SCHEMA, deliver_batches
 from drkit.store.offset_syncs import OffsetSyncStore, SyncRow
 from drkit.store.tables import Tables
@@ -95,6 +96,7 @@ class MirrorJob:
         self.checkpoint_dir = config.state_root() / "mirror" / flow_dir_name(flow) / "checkpoint"
         self._stream_id: str | None = None
         self._first_batch_done = False
+        self._next_offset: dict[tuple[str, int], int] = {}
         self._known_targets: dict[str, str] = {}
         self.reports: list[BatchReport] = []
 
@@ -164,11 +166,34 @@ class MirrorJob:
         ]
         report.records = sum(r.record_count for r in ranges)
         report.bytes = sum(r.bytes for r in ranges)
+        write_started = time.monotonic()
         report.ranges = self.syncs.write(self.flow.name, stream_id, batch_id, rows)
+        metrics.SYNC_WRITE_SECONDS.labels(self.flow.name).observe(time.monotonic() - write_started)
         report.seconds = time.monotonic() - started
+        metrics.MIRROR_RECORDS.labels(self.flow.name).inc(report.records)
+        metrics.MIRROR_BYTES.labels(self.flow.name).inc(report.bytes)
+        metrics.MIRROR_BATCH_SECONDS.labels(self.flow.name).observe(report.seconds)
+        metrics.MIRROR_LAST_BATCH.labels(self.flow.name).set_to_current_time()
+        self._update_lag(topic_map, rows)
         self.reports.append(report)
         log.info("flow %s: batch %d mirrored %d records in %d ranges (%.2fs)", self.flow.name, batch_id,
                  report.records, report.ranges, report.seconds)
+
+    def _update_lag(self, topic_map: dict[str, str], rows: list[SyncRow]) -> None:
+        """Lag gauge per partition: source end (read_committed) minus the next offset to mirror."""
+        for r in rows:
+            key = (r.source_topic, r.partition)
+            self._next_offset[key] = max(self._next_offset.get(key, 0), r.range.upstream_last + 1)
+        try:
+            admin = clients.admin(self.source, self.flow.source)
+            counts = partition_counts(admin, self.flow.source)
+            ends = end_offsets(admin, self.flow.source, {t: counts[t] for t in topic_map if t in counts})
+        except DrkitError as exc:  # metrics must never fail a batch
+            log.warning("flow %s: lag not measured: %s", self.flow.name, exc)
+            return
+        for (topic, partition), end in ends.items():
+            lag = max(0, end - self._next_offset.get((topic, partition), 0))
+            metrics.MIRROR_LAG.labels(self.flow.name, topic, str(partition)).set(lag)
 
     def _prepare_targets(self) -> tuple[dict[str, str], list[str]]:
         source_admin = clients.admin(self.source, self.flow.source)
@@ -232,6 +257,7 @@ class MirrorRunner:
             for query, job in zip(queries, self.jobs, strict=True):
                 error = query.exception()
                 if error is not None:
+                    metrics.ERRORS.labels(job.flow.name, "mirror").inc()
                     raise MirrorError(f"mirror of flow {job.flow.name} stopped: {failure_message(error)}")
         finally:
             for q in queries:
