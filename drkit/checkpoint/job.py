@@ -160,7 +160,8 @@ class CheckpointJob:
             forward = {
                 (c.target_topic, c.partition): c.downstream_offset
                 for c in checkpoints
-                if c.downstream_offset is not None and c.downstream_offset > current.get((c.target_topic, c.partition), -1)
+                if c.downstream_offset is not None
+                and c.downstream_offset > current.get((c.target_topic, c.partition), -1)
             }
             if forward:
                 groups.commit_offsets(admin, self.flow.target, group, forward)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from rich.console import Console, RenderableType
@@ -20,7 +20,7 @@ stdout = Console(soft_wrap=True)
 stderr = Console(stderr=True, soft_wrap=True)
 
 
-class Output(str, Enum):
+class Output(StrEnum):
     text = "text"
     json = "json"
 

@@ -16,6 +16,10 @@ from drkit.cli.options import ConfigOption, FlowOption, OutputOption
 _COLOURS = {"healthy": "green", "lagging": "yellow", "stale": "red", "source unreachable": "red"}
 
 
+def _ago(seconds: float | None) -> str:
+    return "never" if seconds is None else f"{seconds}s ago"
+
+
 def status(
     config: Path = ConfigOption,
     flow: str | None = FlowOption,
@@ -36,7 +40,7 @@ def status(
             yield table(
                 f"{f['flow']}: {f['verdict']} (mirror {'running' if f['mirror_running'] else 'not running'}, "
                 f"checkpoint {'running' if f['checkpoint_running'] else 'not running'}, last checkpoint run "
-                f"{f['checkpoint_last_run_age_seconds']}s ago)",
+                f"{_ago(f['checkpoint_last_run_age_seconds'])})",
                 ["topic", "partition", "mirrored up to", "source end", "lag records", "lag s", "last sync s ago"],
                 [[p["topic"], p["partition"], p["mirrored_up_to"], p["source_end"], p["lag_records"],
                   p["lag_seconds"], p["seconds_since_last_sync"]] for p in f["partitions"]])

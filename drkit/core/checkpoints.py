@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from drkit.core.translate import Position, SyncIndex
 
@@ -58,7 +58,7 @@ class Checkpoint:
             other.upstream_offset, other.downstream_offset, other.position, other.metadata, other.target_topic)
 
 
-class FindingKind(str, Enum):
+class FindingKind(StrEnum):
     NO_COMMITS = "no_commits"  # the group has no committed offsets at all
     TOPIC_NOT_MIRRORED = "topic_not_mirrored"  # offsets on a topic the flow does not mirror
     PARTITION_NOT_MIRRORED = "partition_not_mirrored"  # nothing of the partition mirrored yet

@@ -34,7 +34,8 @@ def is_internal_topic(topic: str) -> bool:
 class ReplicationPolicy(Protocol):
     """Names remote topics and tells their origin."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def target_topic(self, source_alias: str, topic: str) -> str:
         """The name on the target of ``topic`` read from cluster ``source_alias``."""

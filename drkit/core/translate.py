@@ -22,12 +22,12 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 
 from drkit.core.offsets import SyncRange
 
 
-class Position(str, Enum):
+class Position(StrEnum):
     """Where a committed offset lies relative to what was mirrored."""
 
     MIRRORED = "mirrored"  # C itself was mirrored

@@ -72,7 +72,8 @@ def end_offsets(admin: AdminClient, alias: str, partitions: dict[str, int],
     from confluent_kafka import IsolationLevel, TopicPartition
     from confluent_kafka.admin import OffsetSpec
 
-    request = {TopicPartition(t, p): OffsetSpec.latest() for t, n in partitions.items() for p in range(n)}
+    latest = OffsetSpec.latest()  # type: ignore[no-untyped-call]
+    request = {TopicPartition(t, p): latest for t, n in partitions.items() for p in range(n)}
     if not request:
         return {}
     try:

@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from drkit import metrics
 from drkit.config import DrkitConfig, FlowConfig
 from drkit.core.offsets import SyncRange
 from drkit.core.selection import NameSelector, topic_selector
-from drkit import metrics
 from drkit.errors import DrkitError, MirrorError
 from drkit.kafka import clients
 from drkit.kafka.topics import TopicPair, end_offsets, ensure_target_topics, partition_counts
@@ -44,7 +44,7 @@ from drkit.store.tables import Tables
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql.streaming.query import StreamingQuery
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +158,8 @@ class MirrorJob:
             return
         topic_map, report.created_topics = self._prepare_targets()
         producer_conf = self._producer_conf()
-        ranges = batch.mapInArrow(deliver_batches(producer_conf, topic_map), RANGE_SCHEMA).collect()
+        task: Any = deliver_batches(producer_conf, topic_map)
+        ranges = batch.mapInArrow(task, RANGE_SCHEMA).collect()
         rows = [
             SyncRow(r.source_topic, r.target_topic, r.partition,
                     SyncRange(r.upstream_first, r.upstream_last, r.downstream_first, r.downstream_last))

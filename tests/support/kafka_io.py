@@ -81,7 +81,7 @@ def read_all(bootstrap: str, topic: str, isolation: str = "read_committed",
         partitions = sorted(meta.partitions)
         ends = {}
         for p in partitions:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
             ends[p] = high
         begin = {p: (start or {}).get(p, 0) for p in partitions}
         consumer.assign([TopicPartition(topic, p, begin[p]) for p in partitions])

@@ -10,14 +10,14 @@ from typing import Any
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
+from support.kafka_io import commit, consume_as_group, create_topic, produce, read_all, unique
+from support.mirror_checks import by_partition
 
 from drkit.config import DrkitConfig
 from drkit.core.checkpoints import FindingKind
 from drkit.core.translate import Position
 from drkit.service import Drkit
 from drkit.store.checkpoints import CheckpointStore
-from support.kafka_io import commit, consume_as_group, create_topic, produce, read_all, unique
-from support.mirror_checks import by_partition
 
 
 def latest(spark: Any, config: DrkitConfig, group: str, **kw: Any) -> dict[tuple[str, int], Any]:
@@ -37,7 +37,8 @@ def assert_resumes_exactly(clusters: dict[str, str], topic: str, committed: dict
     for p, records in source.items():
         expected = [r.content() for r in records if r.offset >= committed.get(p, 0)]
         got = [r.content() for r in target.get(p, [])]
-        assert got == expected, f"partition {p}: {len(got)} records from the translated offset, expected {len(expected)}"
+        assert got == expected, (
+            f"partition {p}: {len(got)} records from the translated offset, expected {len(expected)}")
         checked += len(got)
     return checked
 

@@ -3,19 +3,18 @@
 from __future__ import annotations
 
 import time
-
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient
+from support.kafka_io import create_topic, produce, read_all, unique
+from support.mirror_checks import assert_exact_copy, audit_syncs
 
 from drkit.config import DrkitConfig
 from drkit.errors import MirrorError
 from drkit.service import Drkit
 from drkit.store.offset_syncs import OffsetSyncStore
-from support.kafka_io import create_topic, produce, read_all, unique
-from support.mirror_checks import assert_exact_copy, audit_syncs
 
 
 def syncs(spark: Any, config: DrkitConfig, flow: str, topic: str) -> dict[int, list[Any]]:

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+from support.kafka_io import Rec, create_topic, end_offsets, produce, read_all, unique
+from support.mirror_checks import audit_syncs, by_partition
 
 from drkit.config import DrkitConfig
 from drkit.core.translate import SyncIndex
@@ -23,8 +25,6 @@ from drkit.errors import MirrorError
 from drkit.mirror.job import checkpoint_path
 from drkit.service import Drkit
 from drkit.store.offset_syncs import OffsetSyncStore
-from support.kafka_io import Rec, create_topic, end_offsets, produce, read_all, unique
-from support.mirror_checks import audit_syncs, by_partition
 
 
 def partition_syncs(spark: Any, config: DrkitConfig, topic: str) -> dict[int, list[Any]]:
@@ -125,7 +125,8 @@ def test_sigkill_mid_copy_then_restart_loses_nothing(
     try:
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
-            copied = sum(end_offsets(clusters["B"], f"A.{topic}").values()) if _exists(clusters["B"], f"A.{topic}") else 0
+            exists = _exists(clusters["B"], f"A.{topic}")
+            copied = sum(end_offsets(clusters["B"], f"A.{topic}").values()) if exists else 0
             if copied >= 3000:
                 time.sleep(random.uniform(0.5, 8.0))  # somewhere inside a later batch
                 killed_at = sum(end_offsets(clusters["B"], f"A.{topic}").values())
@@ -136,7 +137,7 @@ def test_sigkill_mid_copy_then_restart_loses_nothing(
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(30)
         log.close()
-    assert 0 < killed_at, "the mirror did not start copying in time"
+    assert killed_at > 0, "the mirror did not start copying in time"
     assert killed_at < total, "the copy had finished before the kill: make it larger"
 
     Drkit(config, spark).mirror(None, once=True)

@@ -8,13 +8,13 @@ from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Producer
+from support.kafka_io import create_topic, produce, read_all, unique
+from support.mirror_checks import assert_exact_copy, audit_syncs
 
 from drkit.config import DrkitConfig
 from drkit.core.translate import SyncIndex
 from drkit.service import Drkit
 from drkit.store.offset_syncs import OffsetSyncStore
-from support.kafka_io import create_topic, produce, read_all, unique
-from support.mirror_checks import assert_exact_copy, audit_syncs
 
 
 def partition_syncs(spark: Any, config: DrkitConfig, topic: str) -> dict[int, list[Any]]:

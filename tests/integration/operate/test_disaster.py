@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.kafka_io import Rec, commit, committed_on, consume_as_group, create_topic, produce, read_all
+from support.mirror_checks import by_partition
 
 from drkit.config import DrkitConfig, load_config
 from drkit.localdev.clusters import LocalKafka
 from drkit.operate.failover import Operator
 from drkit.service import Drkit
 from drkit.store.operations import OperationStore
-from support.kafka_io import Rec, commit, committed_on, consume_as_group, create_topic, produce, read_all
-from support.mirror_checks import by_partition
 
 TOPIC, GROUP, PARTITIONS = "orders", "billing", 2
 
@@ -59,7 +59,8 @@ def cli(config: Path, *args: str) -> tuple[int, dict[str, Any]]:
     try:
         return proc.returncode, json.loads(proc.stdout)
     except ValueError:
-        raise AssertionError(f"not JSON (exit {proc.returncode}): {proc.stdout[-2000:]} {proc.stderr[-3000:]}") from None
+        raise AssertionError(
+            f"not JSON (exit {proc.returncode}): {proc.stdout[-2000:]} {proc.stderr[-3000:]}") from None
 
 
 def contents(records: list[Rec]) -> dict[int, list[tuple[object, ...]]]:
@@ -144,7 +145,6 @@ def test_disaster_failover_then_failback(dr: tuple[LocalKafka, dict[str, str]], 
 
 def test_refusals_change_nothing(clusters: dict[str, str], spark: Any, make_config: Any) -> None:
     from confluent_kafka import Consumer
-
     from support.kafka_io import unique
 
     topic, group, busy, empty_group = unique("ref"), unique("g"), unique("busy"), unique("empty")

@@ -13,12 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from support.kafka_io import commit, create_topic, produce, unique
+
 from drkit.checkpoint.job import CheckpointRunner
 from drkit.config import DrkitConfig
 from drkit.operate.status import group_offsets, status
 from drkit.service import Drkit
 from drkit.store.checkpoints import CheckpointStore
-from support.kafka_io import commit, create_topic, produce, unique
 
 
 def free_port() -> int:
