@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
@@ -82,3 +83,27 @@ def end_offsets(admin: AdminClient, alias: str, partitions: dict[str, int],
         return {(tp.topic, tp.partition): f.result().offset for tp, f in futures.items()}
     except KafkaException as exc:
         raise ClusterError(f"cluster {alias}: cannot read end offsets: {exc.args[0]}") from None
+
+
+def first_timestamps(consumer: Any, positions: dict[tuple[str, int], int],
+                     timeout: float = 5.0) -> dict[tuple[str, int], int]:
+    """Timestamp (ms) of the first record at or after each position: how old the oldest record not
+    yet mirrored is, which is the replication lag in time."""
+    import time
+
+    from confluent_kafka import TopicPartition
+
+    if not positions:
+        return {}
+    consumer.assign([TopicPartition(t, p, o) for (t, p), o in positions.items()])
+    out: dict[tuple[str, int], int] = {}
+    deadline = time.monotonic() + timeout
+    while len(out) < len(positions) and time.monotonic() < deadline:
+        msg = consumer.poll(0.2)
+        if msg is None or msg.error():
+            continue
+        key = (msg.topic(), msg.partition())
+        if key not in out:
+            out[key] = msg.timestamp()[1]
+            consumer.pause([TopicPartition(msg.topic(), msg.partition())])
+    return out

@@ -35,6 +35,25 @@ class DeliveryFailed(RuntimeError):
     pass
 
 
+#: Producers kept per Python worker between micro-batches, by configuration. Spark reuses its
+#: Python workers, so a long-running mirror keeps one idempotent producer (one producer id on the
+#: target, warm connections) per worker instead of a new one per partition per batch. A producer
+#: that saw any failure is dropped, so a retry starts with a fresh one.
+_PRODUCERS: dict[str, Any] = {}
+
+
+def _producer(conf: dict[str, Any]) -> tuple[str, Any]:
+    import json
+
+    from confluent_kafka import Producer
+
+    key = json.dumps(conf, sort_keys=True, default=str)
+    producer = _PRODUCERS.get(key)
+    if producer is None:
+        producer = _PRODUCERS[key] = Producer(conf)
+    return key, producer
+
+
 def _describe(err: Any) -> str:
     try:
         return f"{err.name()}: {err.str()}"
@@ -49,9 +68,9 @@ def deliver_batches(
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
-        from confluent_kafka import KafkaException, Producer
+        from confluent_kafka import KafkaException
 
-        producer = Producer(producer_conf)
+        cache_key, producer = _producer(producer_conf)
         delivered: dict[tuple[str, int], list[tuple[int, int]]] = {}
         sizes: dict[tuple[str, int], int] = {}
         failures: list[str] = []
@@ -102,9 +121,13 @@ def deliver_batches(
             remaining = producer.flush(flush_timeout)
             if remaining and not failures:
                 failures.append(f"{remaining} records were not acknowledged by the target within {flush_timeout}s")
-        finally:
+        except BaseException:
+            _PRODUCERS.pop(cache_key, None)
             producer.flush(5)
+            raise
         if failures:
+            _PRODUCERS.pop(cache_key, None)
+            producer.flush(5)
             raise DeliveryFailed(FAILURE_MARKER + failures[0])
 
         out: dict[str, list[Any]] = {name: [] for name in (

@@ -16,7 +16,7 @@ from drkit.core.selection import topic_selector
 from drkit.core.translate import SyncIndex
 from drkit.errors import ClusterError
 from drkit.kafka import clients, groups
-from drkit.kafka.topics import end_offsets, partition_counts
+from drkit.kafka.topics import end_offsets, first_timestamps, partition_counts
 from drkit.runtime.process import pid_path, running
 from drkit.store.checkpoints import CheckpointStore
 from drkit.store.offset_syncs import OffsetSyncStore
@@ -38,6 +38,26 @@ def _now_ms() -> float:
     return datetime.now(UTC).timestamp() * 1000
 
 
+def _oldest_unmirrored(config: DrkitConfig, flow: FlowConfig, progress: dict[tuple[str, int], Any],
+                       ends: dict[tuple[str, int], int] | None, limit: int = 200) -> dict[tuple[str, int], int]:
+    """Timestamps of the first unmirrored record of lagging partitions (source reachable only)."""
+    if ends is None:
+        return {}
+    positions = {}
+    for key, end in ends.items():
+        next_offset = progress.get(key, (-1, -1, None))[0] + 1
+        if next_offset < end:
+            positions[key] = next_offset
+    if not positions:
+        return {}
+    consumer = clients.consumer(config.clusters[flow.source], flow.source, "_drkit-status",
+                                **{"isolation.level": "read_committed", "enable.partition.eof": False})
+    try:
+        return first_timestamps(consumer, dict(sorted(positions.items())[:limit]), timeout=PROBE_SECONDS)
+    finally:
+        consumer.close()
+
+
 def flow_status(service: Drkit, flow: FlowConfig) -> dict[str, Any]:
     config = service.config
     syncs = OffsetSyncStore(service.spark, service.tables)
@@ -53,6 +73,7 @@ def flow_status(service: Drkit, flow: FlowConfig) -> dict[str, Any]:
     except ClusterError:
         ends = None
     now = _now_ms()
+    oldest = _oldest_unmirrored(config, flow, progress, ends)
     partitions = []
     for key in sorted(set(progress) | set(ends or {})):
         last, _, synced_ms = progress.get(key, (-1, -1, None))
@@ -62,9 +83,9 @@ def flow_status(service: Drkit, flow: FlowConfig) -> dict[str, Any]:
         partitions.append({
             "topic": key[0], "partition": key[1], "mirrored_up_to": last + 1, "source_end": end,
             "lag_records": lag,
-            # Without heartbeats (a later issue) the lag in seconds is bounded by the time since the
-            # last sync of a partition that is behind.
-            "lag_seconds": None if lag is None else (0.0 if lag == 0 else since_sync),
+            # The age of the oldest record not mirrored yet (from its timestamp on the source).
+            "lag_seconds": None if lag is None else (
+                0.0 if lag == 0 else (round((now - oldest[key]) / 1000, 1) if key in oldest else None)),
             "seconds_since_last_sync": since_sync,
         })
     checkpoints = CheckpointStore(service.spark, service.tables).latest(flow.name)

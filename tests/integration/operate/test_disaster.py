@@ -109,8 +109,9 @@ def test_disaster_failover_then_failback(dr: tuple[LocalKafka, dict[str, str]], 
 
     # Running --apply again gives the same offsets.
     commit(clusters["B"], GROUP, {(f"A.{TOPIC}", 0): 120, (f"A.{TOPIC}", 1): 35})  # undo the read above
-    code, again = cli(toml, "failover", "--flow", "A->B", "--group", GROUP, "--apply", "--yes")
+    code, again = cli(toml, "failover", "--flow", "A->B", "--all-groups", "--apply", "--yes")
     assert code == 0 and again["status"] == "applied"
+    assert {m["group"] for m in again["plan"]["moves"]} == {GROUP}
     assert committed_on(clusters["B"], GROUP, f"A.{TOPIC}") == target_offsets
     ops = OperationStore(spark, service.tables).list("A->B")
     assert [(o["action"], o["dry_run"], o["result"]["status"]) for o in reversed(ops)] == [
@@ -150,8 +151,7 @@ def test_refusals_change_nothing(clusters: dict[str, str], spark: Any, make_conf
     topic, group, busy, empty_group = unique("ref"), unique("g"), unique("busy"), unique("empty")
     create_topic(clusters["A"], topic, 2)
     produce(clusters["A"], topic, [{"partition": 0, "value": f"v{i}".encode()} for i in range(20)])
-    config = make_config([{"source": "A", "target": "B", "topics": {"include": [topic]},
-                           "checkpoint": {"max_age_seconds": 3}}])
+    config = make_config([{"source": "A", "target": "B", "topics": {"include": [topic]}}])
     service = Drkit(config, spark)
     service.mirror(None, once=True)
     commit(clusters["A"], group, {(topic, 0): 5})
@@ -184,7 +184,10 @@ def test_refusals_change_nothing(clusters: dict[str, str], spark: Any, make_conf
     finally:
         consumer.close()
 
-    time.sleep(3.5)  # the checkpoints are now older than max_age_seconds
+    # The same state with a freshness limit the checkpoints cannot meet: stale.
+    strict = make_config([{"source": "A", "target": "B", "topics": {"include": [topic]},
+                           "checkpoint": {"max_age_seconds": 0.001}}])
+    operator = Operator(Drkit(strict, spark))
     stale = operator.failover("A->B", [group], apply=True)
     assert stale.status == "refused" and {r.reason for r in stale.plan.refusals} == {"stale"}
     assert committed_on(clusters["B"], group, target) == {}

@@ -50,6 +50,8 @@ def test_status_offsets_and_metrics(clusters: dict[str, str], spark: Any,
     produce(clusters["A"], topic, [{"partition": 1, "value": b"new"} for _ in range(7)])
     flows_status, verdict = status(service, None)
     assert verdict == "lagging" and flows_status[0]["lag_records"] == 7
+    lagging = next(p for p in flows_status[0]["partitions"] if p["partition"] == 1)
+    assert lagging["lag_records"] == 7 and lagging["lag_seconds"] is not None and lagging["lag_seconds"] >= 0
 
     rows = {r["partition"]: r for r in group_offsets(service, "A->B", group)}
     assert rows[0]["source_committed"] == 20 and rows[0]["translated_now"] == 20
