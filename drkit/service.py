@@ -6,6 +6,7 @@ does the same thing the same way. Nothing here renders output.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -42,14 +43,15 @@ class Drkit:
     def tables(self) -> Tables:
         return Tables(self.config.state_root())
 
-    def mirror(self, flow: str | None = None, once: bool = False) -> list[MirrorJob]:
+    def mirror(self, flow: str | None = None, once: bool = False,
+               on_progress: Callable[[list[MirrorJob]], None] | None = None) -> list[MirrorJob]:
         """Run the mirror of one flow (or all) until caught up (``once``) or stopped."""
         from drkit.mirror.job import MirrorRunner
 
         flows = self.config.flows_named(flow)
         metrics.serve(self.config.metrics.port, self.config.metrics.host)
         with pid_files([pid_path(self.config, f, "mirror") for f in flows]):
-            return MirrorRunner(self.config, flows, self.spark).run(once)
+            return MirrorRunner(self.config, flows, self.spark).run(once, on_progress=on_progress)
 
     def checkpoint(self, flow: str | None = None, once: bool = True, interval: float | None = None,
                    max_runs: int | None = None) -> list[CheckpointRun]:

@@ -9,7 +9,7 @@ from typing import Any
 import typer
 from rich.console import RenderableType
 
-from drkit.cli.console import Output, emit, table
+from drkit.cli.console import Output, Progress, emit, table
 from drkit.cli.options import ConfigOption, FlowOption, OutputOption
 
 
@@ -27,7 +27,8 @@ def checkpoint(
 
     service = Drkit.from_file(str(config))
     service.config.flows_named(flow)  # fail fast on an unknown flow, before starting Spark
-    runs = service.checkpoint(flow, once=once, interval=interval)
+    with Progress("translating committed offsets...", output):
+        runs = service.checkpoint(flow, once=once, interval=interval)
     data = [r.as_dict() for r in runs]
 
     def render(d: list[dict[str, Any]]) -> Iterable[RenderableType]:

@@ -48,3 +48,27 @@ def table(title: str, columns: list[str], rows: Iterable[Iterable[Any]]) -> Tabl
     for row in rows:
         t.add_row(*("" if v is None else str(v) for v in row))
     return t
+
+
+class Progress:
+    """A Rich spinner on stderr for long operations (text output on a terminal only)."""
+
+    def __init__(self, message: str, output: Output) -> None:
+        self._status = stderr.status(message) if output is Output.text and stderr.is_terminal else None
+
+    def __enter__(self) -> Progress:
+        if self._status is not None:
+            self._status.__enter__()
+        return self
+
+    def update(self, message: str) -> None:
+        if self._status is not None:
+            self._status.update(message)
+
+    def stop(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._status is not None:
+            self._status.__exit__(None, None, None)

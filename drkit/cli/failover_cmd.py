@@ -14,7 +14,7 @@ from typing import Any
 import typer
 from rich.console import RenderableType
 
-from drkit.cli.console import Output, emit, stderr, table
+from drkit.cli.console import Output, Progress, emit, stderr, table
 from drkit.cli.options import ConfigOption, OutputOption
 from drkit.core.plan import Plan
 from drkit.errors import RefusedError
@@ -67,10 +67,11 @@ def _render_plan(data: dict[str, Any]) -> Iterable[RenderableType]:
     yield f"[bold]{verdict}[/] (operation {data['operation_id']})"
 
 
-def _confirm(output: Output, yes: bool) -> Any:
+def _confirm(output: Output, yes: bool, progress: Progress) -> Any:
     def ask(plan: Plan) -> bool:
         if yes:
             return True
+        progress.stop()  # the spinner would draw over the prompt
         if output is Output.json:
             raise RefusedError("--apply with --output json needs --yes (no prompt in JSON mode)")
         changes = sum(1 for m in plan.moves if m.changes)
@@ -109,7 +110,9 @@ def failover(
     when = parse_time(as_of)
     service = Drkit.from_file(str(config))
     service.config.flow(flow)
-    outcome = Operator(service).failover(flow, names, when, allow_stale, apply, _confirm(output, yes))
+    with Progress("reading checkpoints and offset-syncs, checking the target...", output) as progress:
+        outcome = Operator(service).failover(flow, names, when, allow_stale, apply,
+                                             _confirm(output, yes, progress))
     _finish(outcome, output)
 
 
@@ -129,7 +132,8 @@ def failback(
     names = _groups(group, all_groups)
     service = Drkit.from_file(str(config))
     service.config.flow(flow)
-    outcome = Operator(service).failback(flow, names, apply, _confirm(output, yes))
+    with Progress("reading offsets and offset-syncs, checking both clusters...", output) as progress:
+        outcome = Operator(service).failback(flow, names, apply, _confirm(output, yes, progress))
     _finish(outcome, output)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import typer
 from rich.console import RenderableType
 
-from drkit.cli.console import Output, emit, table
+from drkit.cli.console import Output, Progress, emit, table
 from drkit.cli.options import ConfigOption, FlowOption, OutputOption
 
 
@@ -24,7 +24,13 @@ def mirror(
 
     service = Drkit.from_file(str(config))
     service.config.flows_named(flow)  # fail fast on an unknown flow, before starting Spark
-    jobs = service.mirror(flow, once=once)
+    def show(running: list[Any]) -> None:
+        progress.update(" | ".join(
+            f"mirror {j.flow.name}: {len(j.reports)} batches, {sum(r.records for r in j.reports)} records"
+            for j in running))
+
+    with Progress("starting Spark and the mirror...", output) as progress:
+        jobs = service.mirror(flow, once=once, on_progress=show)
     data = Drkit.mirror_summary(jobs)
 
     def render(d: list[dict[str, Any]]) -> Iterable[RenderableType]:

@@ -27,6 +27,7 @@ import re
 import signal
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -243,7 +244,8 @@ class MirrorRunner:
         self.jobs = [MirrorJob(config, f, spark) for f in flows]
         self._stop = threading.Event()
 
-    def run(self, once: bool, poll_seconds: float = 0.5) -> list[MirrorJob]:
+    def run(self, once: bool, poll_seconds: float = 0.5,
+            on_progress: Callable[[list[MirrorJob]], None] | None = None) -> list[MirrorJob]:
         queries = [job.start(once) for job in self.jobs]
         previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
         if threading.current_thread() is threading.main_thread():
@@ -254,6 +256,8 @@ class MirrorRunner:
                 if self._stop.is_set():
                     self._stop_after_current_batch(queries)
                     break
+                if on_progress is not None:
+                    on_progress(self.jobs)
                 time.sleep(poll_seconds)
             for query, job in zip(queries, self.jobs, strict=True):
                 error = query.exception()

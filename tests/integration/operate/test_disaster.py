@@ -144,7 +144,7 @@ def test_disaster_failover_then_failback(dr: tuple[LocalKafka, dict[str, str]], 
           f"failback: {len(got_a)} + {len(got_b)} records resumed on A")
 
 
-def test_refusals_change_nothing(clusters: dict[str, str], spark: Any, make_config: Any) -> None:
+def test_refusals_change_nothing(clusters: dict[str, str], spark: Any, make_config: Any, tmp_path: Path) -> None:
     from confluent_kafka import Consumer
     from support.kafka_io import unique
 
@@ -193,5 +193,18 @@ def test_refusals_change_nothing(clusters: dict[str, str], spark: Any, make_conf
     assert committed_on(clusters["B"], group, target) == {}
     allowed = operator.failover("A->B", [group], allow_stale=True, apply=True)
     assert allowed.status == "applied" and committed_on(clusters["B"], group, target) == {0: 5}
+    # --apply without --yes asks; answering no changes nothing (the CLI, with a real prompt).
+    toml = tmp_path / "refusals.toml"
+    toml.write_text(
+        f'[state]\nroot = {json.dumps(str(config.state_root()))}\n'
+        + "".join(f'[clusters.{a}]\nbootstrap_servers = "{bs}"\n' for a, bs in clusters.items())
+        + f'[[flows]]\nsource = "A"\ntarget = "B"\ntopics = {{ include = [{json.dumps(topic)}] }}\n')
+    commit(clusters["A"], group, {(topic, 0): 9})
+    Drkit(config, spark).checkpoint(None, once=True)
+    proc = subprocess.run([sys.executable, "-m", "drkit.cli.app", "failover", "-c", str(toml), "--flow", "A->B",
+                           "--group", group, "--apply"], input="n\n", capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    assert "Apply" in proc.stdout + proc.stderr
+    assert committed_on(clusters["B"], group, target) == {0: 5}
     statuses = [o["result"]["status"] for o in OperationStore(spark, service.tables).list("A->B")]
-    assert sorted(statuses) == sorted(["refused", "refused", "refused", "refused", "applied"])
+    assert sorted(statuses) == sorted(["refused", "refused", "refused", "refused", "applied", "declined"])
