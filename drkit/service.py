@@ -63,6 +63,16 @@ class Drkit:
         with pid_files([pid_path(self.config, f, "checkpoint") for f in flows]):
             return CheckpointRunner(self.config, flows, self.spark).run(once, interval, max_runs)
 
+    def maintain(self, keep_recent_batches: int = 100, vacuum_retention_hours: float = 168.0) -> dict[str, Any]:
+        """Coalesce old offset-syncs (translation unchanged), OPTIMIZE and VACUUM the Delta tables.
+
+        Settings are checked before the Spark session starts, so a refused run costs nothing.
+        """
+        from drkit.store.maintenance import check_settings, maintain
+
+        check_settings(keep_recent_batches, vacuum_retention_hours)
+        return maintain(self.spark, self.tables, self.config, keep_recent_batches, vacuum_retention_hours)
+
     @staticmethod
     def mirror_summary(jobs: list[MirrorJob]) -> list[dict[str, Any]]:
         out = []

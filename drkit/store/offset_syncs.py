@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from drkit.core.offsets import SyncRange
-from drkit.store.tables import OFFSET_SYNCS_DDL, Tables, ensure_table, table_exists
+from drkit.store.tables import OFFSET_SYNCS_DDL, OFFSET_SYNCS_PARTITIONS, Tables, ensure_table, table_exists
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -36,7 +36,7 @@ class OffsetSyncStore:
         self.path = tables.offset_syncs
 
     def ensure(self) -> None:
-        ensure_table(self.spark, self.path, OFFSET_SYNCS_DDL, "offset_syncs")
+        ensure_table(self.spark, self.path, OFFSET_SYNCS_DDL, "offset_syncs", OFFSET_SYNCS_PARTITIONS)
 
     def batch_written(self, stream_id: str, batch_id: int) -> bool:
         """True when this stream's batch was recorded already (its records are on the target)."""
@@ -46,14 +46,18 @@ class OffsetSyncStore:
         hit = df.where((F.col("stream_id") == stream_id) & (F.col("batch_id") == batch_id)).limit(1).count()
         return bool(hit)
 
-    def write(self, flow: str, stream_id: str, batch_id: int, rows: list[SyncRow]) -> int:
-        """Append the batch's ranges; a second write of the same (stream, batch) is skipped by Delta."""
+    def write(self, flow: str, stream_id: str, batch_id: int, rows: list[SyncRow], at: datetime | None = None) -> int:
+        """Append the batch's ranges; a second write of the same (stream, batch) is skipped by Delta.
+
+        ``at`` (default: now) is the ``written_at`` time; its UTC date is the row's partition.
+        """
         if not rows:
             return 0
-        now = datetime.now(UTC).replace(tzinfo=None)
+        now = (at or datetime.now(UTC)).astimezone(UTC).replace(tzinfo=None)
         data = [
             (flow, r.source_topic, r.target_topic, r.partition, r.range.upstream_first, r.range.upstream_last,
-             r.range.downstream_first, r.range.downstream_last, r.range.record_count, batch_id, stream_id, now)
+             r.range.downstream_first, r.range.downstream_last, r.range.record_count, batch_id, stream_id, now,
+             now.date())
             for r in rows
         ]
         df = self.spark.createDataFrame(data, OFFSET_SYNCS_DDL)

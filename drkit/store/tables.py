@@ -22,8 +22,13 @@ OFFSET_SYNCS_DDL = (
     "flow STRING NOT NULL, source_topic STRING NOT NULL, target_topic STRING NOT NULL, "
     "partition INT NOT NULL, upstream_first BIGINT NOT NULL, upstream_last BIGINT NOT NULL, "
     "downstream_first BIGINT NOT NULL, downstream_last BIGINT NOT NULL, record_count BIGINT NOT NULL, "
-    "batch_id BIGINT NOT NULL, stream_id STRING NOT NULL, written_at TIMESTAMP NOT NULL"
+    "batch_id BIGINT NOT NULL, stream_id STRING NOT NULL, written_at TIMESTAMP NOT NULL, sync_date DATE NOT NULL"
 )
+#: ``offset_syncs`` is partitioned by the UTC date of ``written_at``. Why: open-source Delta commits every
+#: data change at Serializable isolation and checks a concurrent append against a rewrite's *partition*
+#: predicates only; without a partition column, maintenance's rewrite of old rows would conflict with every
+#: append of a running mirror. With it, maintenance rewrites completed days while the mirror appends to today.
+OFFSET_SYNCS_PARTITIONS = ("sync_date",)
 
 CHECKPOINTS_DDL = (
     "flow STRING NOT NULL, `group` STRING NOT NULL, source_topic STRING NOT NULL, target_topic STRING NOT NULL, "
@@ -57,7 +62,7 @@ class Tables:
         return str(self.root / "delta" / "operations")
 
 
-def ensure_table(spark: SparkSession, path: str, ddl: str, name: str) -> None:
+def ensure_table(spark: SparkSession, path: str, ddl: str, name: str, partitioned_by: tuple[str, ...] = ()) -> None:
     """Create the Delta table at ``path`` if missing; check its schema version if present."""
     from delta.tables import DeltaTable
 
@@ -68,6 +73,7 @@ def ensure_table(spark: SparkSession, path: str, ddl: str, name: str) -> None:
         DeltaTable.createIfNotExists(spark)
         .location(path)
         .addColumns(spark.createDataFrame([], ddl).schema)
+        .partitionedBy(*partitioned_by)
         .property("drkit.schema.version", SCHEMA_VERSION)
         .property("delta.appendOnly", "false")
         .execute()

@@ -28,6 +28,8 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     (["failback", "-c", EXAMPLE, "--flow", "A->B"], "give --group G (one or more) or --all-groups"),
     (["offsets", "-c", EXAMPLE, "--group", "g", "--as-of", "2026-01-01T00:00:00Z", "--version", "3"],
      "give --as-of or --version, not both"),
+    (["maintain", "-c", EXAMPLE, "--vacuum-retention-hours", "24"], "below Delta's minimum of 168 hours"),
+    (["maintain", "-c", EXAMPLE, "--keep-recent-batches", "0"], "--keep-recent-batches"),
 ])
 def test_usage_errors(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
     code, out, err = run(capsys, *args)

@@ -1,0 +1,247 @@
+"""Offset-sync maintenance against a real Delta table: fewer rows, exactly the same translation.
+
+No Kafka here: the syncs are written with OffsetSyncStore.write as the mirror would, for several
+batches with gaps on either side, an empty batch, a second flow, and a replay under a second
+stream id that overlaps the first stream's pairs.
+"""
+
+from __future__ import annotations
+
+import threading
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from drkit.config import DrkitConfig, parse_config
+from drkit.core.offsets import SyncRange
+from drkit.core.translate import SyncIndex
+from drkit.errors import ConfigError
+from drkit.store.maintenance import maintain
+from drkit.store.offset_syncs import OffsetSyncStore, SyncRow
+from drkit.store.tables import Tables
+
+Pair = tuple[str, str, int, int, int]  # flow, source topic, partition, upstream, downstream
+KEEP = 3
+#: Maintenance rewrites only completed UTC days; old batches are written a day back, as a running
+#: mirror would have written them yesterday.
+YESTERDAY = datetime.now(UTC) - timedelta(days=1)
+PARTITIONS = [("orders", "A.orders", 0), ("orders", "A.orders", 1), ("audit", "A.audit", 0)]
+
+
+def config_for(tmp_path: Path) -> DrkitConfig:
+    """A config whose clusters are never contacted: maintenance only touches the Delta tables."""
+    data = {
+        "clusters": {"A": {"bootstrap_servers": "127.0.0.1:1"}, "B": {"bootstrap_servers": "127.0.0.1:2"}},
+        "flows": [{"source": "A", "target": "B"}, {"source": "B", "target": "A"}],
+        "state": {"root": str(tmp_path / "state")},
+    }
+    return parse_config(data, str(tmp_path / "drkit.toml"))
+
+
+class Writer:
+    """Writes batches of one stream like the mirror does, keeping each partition's next offsets."""
+
+    def __init__(self, store: OffsetSyncStore, flow: str, stream_id: str,
+                 start: dict[tuple[str, int], tuple[int, int]] | None = None) -> None:
+        self.store = store
+        self.flow = flow
+        self.stream_id = stream_id
+        self.next: dict[tuple[str, int], tuple[int, int]] = dict(start or {})
+
+    def batch(self, batch_id: int, parts: list[tuple[str, str, int]], records: int = 5,
+              skip_upstream: dict[tuple[str, int], int] | None = None,
+              skip_downstream: dict[tuple[str, int], int] | None = None,
+              split: set[tuple[str, int]] | None = None, at: datetime | None = YESTERDAY) -> None:
+        rows = []
+        for topic, target, partition in parts:
+            key = (topic, partition)
+            u, d = self.next.get(key, (0, 0))
+            u += (skip_upstream or {}).get(key, 0)
+            d += (skip_downstream or {}).get(key, 0)
+            if split and key in split:  # a gap inside the batch: two ranges, upstream offset u+2 missing
+                rows.append(SyncRow(topic, target, partition, SyncRange(u, u + 1, d, d + 1)))
+                rows.append(SyncRow(topic, target, partition, SyncRange(u + 3, u + records, d + 2,
+                                                                         d + records - 1)))
+                self.next[key] = (u + records + 1, d + records)
+                continue
+            rows.append(SyncRow(topic, target, partition, SyncRange(u, u + records - 1, d, d + records - 1)))
+            self.next[key] = (u + records, d + records)
+        self.store.write(self.flow, self.stream_id, batch_id, rows, at=at)
+
+
+def all_rows(spark: Any, tables: Tables) -> list[tuple[Any, ...]]:
+    df = spark.read.format("delta").load(tables.offset_syncs)
+    return sorted(tuple(r) for r in df.collect())
+
+
+def pairs(spark: Any, tables: Tables) -> set[Pair]:
+    """Every (flow, topic, partition, upstream, downstream) pair the rows stand for."""
+    out: set[Pair] = set()
+    for r in spark.read.format("delta").load(tables.offset_syncs).collect():
+        assert r.upstream_last - r.upstream_first == r.downstream_last - r.downstream_first
+        assert r.record_count == r.upstream_last - r.upstream_first + 1
+        for i in range(r.record_count):
+            out.add((r.flow, r.source_topic, r.partition, r.upstream_first + i, r.downstream_first + i))
+    return out
+
+
+def translations(ranges: dict[tuple[str, int], list[SyncRange]]) -> dict[tuple[str, int], list[Any]]:
+    """Every committed offset of each partition translated both ways: what failover would use."""
+    out = {}
+    for key, rs in ranges.items():
+        index = SyncIndex(rs)
+        top = max(max(r.upstream_last, r.downstream_last) for r in rs) + 2
+        out[key] = [(index.translate(c), index.inverse(c)) for c in range(top)]
+    return out
+
+
+def data_commits_since(spark: Any, tables: Tables, version: int) -> list[str]:
+    """Operations after ``version`` that changed rows (OPTIMIZE and VACUUM do not)."""
+    from delta.tables import DeltaTable
+
+    history = DeltaTable.forPath(spark, tables.offset_syncs).history().where(f"version > {version}")
+    quiet = ("OPTIMIZE", "VACUUM START", "VACUUM END")
+    return [r.operation for r in history.collect() if r.operation not in quiet]
+
+
+def table_version(spark: Any, tables: Tables) -> int:
+    from delta.tables import DeltaTable
+
+    return int(DeltaTable.forPath(spark, tables.offset_syncs).history(1).first()[0])  # type: ignore[index]
+
+
+def write_history(store: OffsetSyncStore) -> None:
+    # Flow A->B, stream s1: batches 0..13, batch 9 empty (no row, no commit).
+    s1 = Writer(store, "A->B", "s1")
+    for b in range(14):
+        if b == 9:
+            continue
+        parts = [p for p in PARTITIONS if not (b == 8 and p[0] == "audit")]  # audit idle in batch 8
+        s1.batch(b, parts,
+                 skip_upstream={("orders", 0): 1} if b == 4 else None,  # compaction: an upstream gap
+                 skip_downstream={("orders", 1): 2} if b == 6 else None,  # target transaction markers
+                 split={("audit", 0)} if b == 2 else None)  # a gap inside a batch
+    # Flow A->B, stream s2: the checkpoint was deleted; the replay starts again at upstream 20 of
+    # orders, landing after what s1 wrote (overlapping pairs: the same upstream offsets twice).
+    s2 = Writer(store, "A->B", "s2",
+                {("orders", p): (20, s1.next[("orders", p)][1] + 10) for p in (0, 1)})
+    for b in range(6):
+        s2.batch(b, PARTITIONS[:2])
+    # Flow B->A (same topic name and partition as A->B): never merged with A->B. Batches 0-2 were
+    # written yesterday, 3-7 today: today's partition is never rewritten, even below the cutoff.
+    s3 = Writer(store, "B->A", "s3")
+    for b in range(8):
+        s3.batch(b, [("orders", "B.orders", 0)], records=3, at=YESTERDAY if b < 3 else datetime.now(UTC))
+
+
+@pytest.fixture
+def state(spark: Any, tmp_path: Path) -> tuple[DrkitConfig, Tables, OffsetSyncStore]:
+    config = config_for(tmp_path)
+    tables = Tables(config.state_root())
+    store = OffsetSyncStore(spark, tables)
+    store.ensure()
+    return config, tables, store
+
+
+def test_maintain_keeps_translation_and_recent_batches(spark: Any, state: tuple[DrkitConfig, Tables,
+                                                                                  OffsetSyncStore]) -> None:
+    config, tables, store = state
+    write_history(store)
+    rows_before = all_rows(spark, tables)
+    pairs_before = pairs(spark, tables)
+    ranges_before = store.ranges("A->B")
+    recent = ({("s1", b) for b in (11, 12, 13)} | {("s2", b) for b in (3, 4, 5)}
+              | {("s3", b) for b in (5, 6, 7)})
+    recent_rows = [r for r in rows_before if (r[10], r[9]) in recent]
+
+    result = maintain(spark, tables, config, keep_recent_batches=KEEP)
+
+    rows_after = all_rows(spark, tables)
+    assert pairs(spark, tables) == pairs_before
+    assert translations(store.ranges("A->B")) == translations(ranges_before)
+    assert len(rows_after) < len(rows_before)
+    # the kept batches' rows are untouched, byte for byte (written_at included)
+    assert [r for r in rows_after if (r[10], r[9]) in recent] == recent_rows
+    for stream_id, batch_id in recent:
+        assert store.batch_written(stream_id, batch_id)
+    # per stream, the old rows of a partition became one row per gap
+    old_s1 = sorted((r[1], r[3], r[4], r[5], r[6], r[7]) for r in rows_after if r[10] == "s1" and r[9] <= 10)
+    assert old_s1 == [
+        ("audit", 0, 0, 11, 0, 11),  # batches 0, 1 and the first range of batch 2
+        ("audit", 0, 13, 45, 12, 44),  # batch 2 missed upstream 12; 3..10 (8 idle, 9 empty) continue
+        ("orders", 0, 0, 19, 0, 19),
+        ("orders", 0, 21, 50, 20, 49),  # upstream 20 compacted away before batch 4
+        ("orders", 1, 0, 29, 0, 29),
+        ("orders", 1, 30, 49, 32, 51),  # downstream 30, 31: target transaction markers
+    ]
+    batch_of = {(r[1], r[3], r[4]): r[9] for r in rows_after if r[10] == "s1" and r[9] <= 10}
+    assert batch_of[("orders", 0, 0)] == 3  # a merged row carries the greatest batch id it holds
+    assert batch_of[("orders", 0, 21)] == 10
+    # s3: yesterday's batches 0-2 became one row; today's 3 and 4 are below the cutoff but untouched
+    assert sorted((r[10], r[9]) for r in rows_after if r[10] == "s3") == [("s3", b) for b in (2, 3, 4, 5, 6, 7)]
+    assert [r for r in rows_after if r[10] == "s3" and r[9] in (3, 4)] == [
+        r for r in rows_before if r[10] == "s3" and r[9] in (3, 4)]
+
+    syncs = result["offset_syncs"]
+    coalesce = syncs["coalesce"]
+    assert syncs["rows_before"] == len(rows_before) and syncs["rows_after"] == len(rows_after)
+    assert coalesce["streams"] == 3 and coalesce["streams_rewritten"] == 3
+    assert coalesce["cutoffs"] == {"A->B/s1": 10, "A->B/s2": 2, "B->A/s3": 4}
+    assert coalesce["before_date"] == datetime.now(UTC).date().isoformat() and coalesce["attempts"] == 1
+    assert coalesce["ranges_merged"] - coalesce["merged_into"] == len(rows_before) - len(rows_after)
+    assert syncs["vacuumed"] and syncs["files_after"] <= syncs["files_before"]
+    assert result["checkpoints"]["rows_before"] is None  # no checkpoints table: skipped
+
+    # A second run has nothing to merge: no row changes, no data commit.
+    version = table_version(spark, tables)
+    again = maintain(spark, tables, config, keep_recent_batches=KEEP)
+    assert again["offset_syncs"]["coalesce"]["ranges_merged"] == 0
+    assert again["offset_syncs"]["coalesce"]["streams_rewritten"] == 0
+    assert all_rows(spark, tables) == rows_after
+    assert data_commits_since(spark, tables, version) == []
+
+
+def test_retention_below_168_hours_is_refused(spark: Any, state: tuple[DrkitConfig, Tables,
+                                                                         OffsetSyncStore]) -> None:
+    config, tables, store = state
+    write_history(store)
+    version, rows = table_version(spark, tables), all_rows(spark, tables)
+    with pytest.raises(ConfigError, match="168"):
+        maintain(spark, tables, config, keep_recent_batches=KEEP, vacuum_retention_hours=24)
+    with pytest.raises(ConfigError, match="keep_recent_batches"):
+        maintain(spark, tables, config, keep_recent_batches=0)
+    assert table_version(spark, tables) == version  # refused before anything was done
+    assert all_rows(spark, tables) == rows
+
+
+def test_mirror_appending_during_maintenance_is_not_disturbed(
+        spark: Any, state: tuple[DrkitConfig, Tables, OffsetSyncStore]) -> None:
+    config, tables, store = state
+    s1 = Writer(store, "A->B", "s1")
+    for b in range(12):
+        s1.batch(b, PARTITIONS)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            maintain(spark, tables, config, keep_recent_batches=KEEP)
+        except BaseException as exc:  # reported by the test thread
+            errors.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    appended = 0
+    while thread.is_alive() or appended < 3:  # keep appending (today) for as long as maintenance runs
+        s1.batch(12 + appended, PARTITIONS, at=None)
+        appended += 1
+    thread.join()
+    assert errors == []
+    expected = set()
+    for (topic, partition), (u_next, _) in s1.next.items():
+        expected |= {("A->B", topic, partition, u, u) for u in range(u_next)}
+    assert pairs(spark, tables) == expected
+    for b in range(12, 12 + appended):
+        assert store.batch_written("s1", b)
+    assert len(all_rows(spark, tables)) < (12 + appended) * len(PARTITIONS)
