@@ -27,7 +27,7 @@ from drkit.errors import ClusterError
 from drkit.kafka import clients, groups
 from drkit.mirror.job import flow_dir_name
 from drkit.store.checkpoints import CheckpointStore
-from drkit.store.offset_syncs import OffsetSyncStore
+from drkit.store.offset_syncs import OffsetSyncStore, SyncIndexCache
 from drkit.store.tables import Tables
 
 if TYPE_CHECKING:
@@ -95,20 +95,12 @@ class CheckpointJob:
         self.topics = topic_selector(flow.topics.include, flow.topics.exclude, flow.policy(), flow.target,
                                      frozenset(config.clusters))
         self.policy = flow.policy()
-        self._syncs_version: int | None = None
-        self._indexes: dict[tuple[str, int], SyncIndex] = {}
+        self.sync_cache = SyncIndexCache(self.syncs, flow.name)
         self._previous: dict[tuple[str, str, int], Checkpoint] | None = None
 
     def indexes(self) -> dict[tuple[str, int], SyncIndex]:
-        """The flow's syncs per partition, reloaded only when the table changed."""
-        version = self.syncs.version()
-        if version is None:
-            return {}
-        if version != self._syncs_version:
-            ranges = self.syncs.ranges(self.flow.name)
-            self._indexes = {key: SyncIndex(rs) for key, rs in ranges.items()}
-            self._syncs_version = version
-        return self._indexes
+        """The flow's syncs per partition, updated with only the rows appended since the last run."""
+        return self.sync_cache.indexes()
 
     def run_once(self) -> CheckpointRun:
         started = time.monotonic()

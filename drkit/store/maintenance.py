@@ -79,7 +79,9 @@ class TableFigures:
     files_after: int | None = None
     optimize_files_removed: int = 0
     optimize_files_added: int = 0
+    optimize_seconds: float = 0.0
     vacuumed: bool = False
+    vacuum_seconds: float = 0.0
 
 
 @dataclass
@@ -313,12 +315,15 @@ def _compact_and_vacuum(spark: SparkSession, path: str, figures: TableFigures, r
                         config: DrkitConfig) -> None:
     from delta.tables import DeltaTable
 
+    started = time.monotonic()
     table = DeltaTable.forPath(spark, path)
     metrics = table.optimize().executeCompaction().select("metrics.numFilesAdded",
                                                           "metrics.numFilesRemoved").first()
     if metrics is not None:
         figures.optimize_files_added = int(metrics[0] or 0)
         figures.optimize_files_removed = int(metrics[1] or 0)
+    figures.optimize_seconds = round(time.monotonic() - started, 3)
+    started = time.monotonic()
     try:
         table.vacuum(retention_hours)
     except Exception as exc:  # Delta raises IllegalArgumentException through Py4J
@@ -331,6 +336,7 @@ def _compact_and_vacuum(spark: SparkSession, path: str, figures: TableFigures, r
             ) from None
         raise
     figures.vacuumed = True
+    figures.vacuum_seconds = round(time.monotonic() - started, 3)
     figures.files_after = _num_files(spark, path)
 
 

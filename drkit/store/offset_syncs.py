@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from drkit.core.offsets import SyncRange
+from drkit.core.offsets import SyncRange, coalesce
+from drkit.core.translate import SyncIndex
 from drkit.store.tables import OFFSET_SYNCS_DDL, OFFSET_SYNCS_PARTITIONS, Tables, ensure_table, table_exists
 
 if TYPE_CHECKING:
@@ -92,6 +93,33 @@ class OffsetSyncStore:
             out[(row[0], row[1])].append(SyncRange(row[2], row[3], row[4], row[5]))
         return dict(out)
 
+    def ranges_since(self, flow: str, seen: dict[str, int], version: int
+                     ) -> tuple[dict[tuple[str, int], list[SyncRange]], dict[str, int]]:
+        """The flow's ranges in rows newer than ``seen`` (stream id -> highest batch id read), at ``version``.
+
+        Returns the new ranges (coalesced) and the updated high-water marks. Why this is complete: a
+        stream's batch ids only grow, and a row merged by maintenance carries the greatest batch id
+        it holds, so any pair not yet read is in a row above its stream's mark. A merged row may
+        repeat pairs already read; repeats do not change a translation.
+        """
+        from pyspark.sql import functions as F
+
+        df = self.spark.read.format("delta").option("versionAsOf", version).load(self.path)
+        df = df.where(F.col("flow") == flow)
+        if seen:
+            newer = ~F.col("stream_id").isin(list(seen))
+            for stream_id, batch_id in seen.items():
+                newer = newer | ((F.col("stream_id") == stream_id) & (F.col("batch_id") > batch_id))
+            df = df.where(newer)
+        marks = dict(seen)
+        for row in df.groupBy("stream_id").agg(F.max("batch_id")).collect():
+            marks[row[0]] = max(marks.get(row[0], -1), int(row[1]))
+        out: dict[tuple[str, int], list[SyncRange]] = defaultdict(list)
+        if marks != seen:
+            for row in coalesced(df).toLocalIterator():
+                out[(row[0], row[1])].append(SyncRange(row[2], row[3], row[4], row[5]))
+        return dict(out), marks
+
     def progress(self, flow: str) -> dict[tuple[str, int], tuple[int, int, int]]:
         """Per (source topic, partition): (last mirrored upstream offset, its downstream offset,
         epoch ms of the last sync written). What the mirror had done when it last recorded."""
@@ -153,3 +181,32 @@ def coalesced(df: DataFrame) -> DataFrame:
 
 def _quote(value: str) -> str:
     return value.replace("\\", "\\\\").replace("'", "\\'")
+
+
+class SyncIndexCache:
+    """A flow's sync indexes kept in memory and updated incrementally as the mirror appends.
+
+    The checkpoint translator re-translates every few seconds while the mirror commits a batch
+    every second or so: reloading the whole table each time would cost a scan of every row written
+    since the last maintenance (millions by the end of a day). Only rows above each stream's
+    batch high-water mark are read, at a pinned table version.
+    """
+
+    def __init__(self, store: OffsetSyncStore, flow: str) -> None:
+        self.store = store
+        self.flow = flow
+        self.version: int | None = None
+        self._seen: dict[str, int] = {}
+        self._ranges: dict[tuple[str, int], list[SyncRange]] = {}
+        self._indexes: dict[tuple[str, int], SyncIndex] = {}
+
+    def indexes(self) -> dict[tuple[str, int], SyncIndex]:
+        version = self.store.version()
+        if version is None or version == self.version:
+            return self._indexes
+        new, self._seen = self.store.ranges_since(self.flow, self._seen, version)
+        for key, ranges in new.items():
+            self._ranges[key] = coalesce(set(self._ranges.get(key, [])) | set(ranges))
+            self._indexes[key] = SyncIndex(self._ranges[key])
+        self.version = version
+        return self._indexes

@@ -245,3 +245,39 @@ def test_mirror_appending_during_maintenance_is_not_disturbed(
     for b in range(12, 12 + appended):
         assert store.batch_written("s1", b)
     assert len(all_rows(spark, tables)) < (12 + appended) * len(PARTITIONS)
+
+
+def test_incremental_sync_cache_matches_full_reads(spark: Any, state: tuple[DrkitConfig, Tables,
+                                                                             OffsetSyncStore]) -> None:
+    """The checkpoint translator's cache reads only new rows; it must always equal a full read."""
+    from drkit.store.offset_syncs import SyncIndexCache
+
+    config, tables, store = state
+    cache = SyncIndexCache(store, "A->B")
+    assert cache.indexes() == {}
+
+    def check() -> None:
+        full = store.ranges("A->B")
+        cached = cache.indexes()
+        assert set(cached) == set(full)
+        for key, ranges in full.items():
+            top = max(max(r.upstream_last, r.downstream_last) for r in ranges) + 2
+            expected = SyncIndex(ranges)
+            for c in range(top):
+                assert cached[key].translate(c) == expected.translate(c), (key, c)
+                assert cached[key].inverse(c) == expected.inverse(c), (key, c)
+
+    s1 = Writer(store, "A->B", "s1")
+    for b in range(6):
+        s1.batch(b, PARTITIONS, skip_downstream={("orders", 1): 1} if b == 2 else None)
+    check()
+    for b in range(6, 12):  # batches the cache has not seen, some after a gap
+        s1.batch(b, PARTITIONS, skip_upstream={("orders", 0): 2} if b == 7 else None)
+    maintain(spark, tables, config, keep_recent_batches=KEEP)  # merges seen and unseen rows together
+    check()
+    s2 = Writer(store, "A->B", "s2", {("orders", 0): (5, 500)})  # a replay: a new stream, overlapping pairs
+    for b in range(3):
+        s2.batch(b, PARTITIONS[:1], at=None)
+    Writer(store, "B->A", "s3").batch(0, [("orders", "B.orders", 0)], at=None)  # another flow: not included
+    check()
+    assert cache.indexes()[("orders", 0)].translate(5).offset == 5  # the earliest copy of upstream 5
