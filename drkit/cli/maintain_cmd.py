@@ -27,10 +27,8 @@ def maintain(
 ) -> None:
     """Merge old offset-syncs that continue each other (translation unchanged), OPTIMIZE and VACUUM."""
     from drkit.service import Drkit
-    from drkit.store.maintenance import check_settings
 
-    service = Drkit.from_file(str(config))
-    check_settings(keep_recent_batches, vacuum_retention_hours)  # fail fast, before starting Spark
+    service = Drkit.from_file(str(config))  # settings are checked before Spark starts (Drkit.maintain)
     with Progress("maintaining the Delta tables...", output):
         data = service.maintain(keep_recent_batches, vacuum_retention_hours)
 

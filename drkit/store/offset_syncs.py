@@ -88,10 +88,7 @@ class OffsetSyncStore:
         df = reader.load(self.path).where(f"flow = '{_quote(flow)}'")
         if topics is not None:
             df = df.where(df.source_topic.isin(topics))
-        out: dict[tuple[str, int], list[SyncRange]] = defaultdict(list)
-        for row in coalesced(df).toLocalIterator():
-            out[(row[0], row[1])].append(SyncRange(row[2], row[3], row[4], row[5]))
-        return dict(out)
+        return _collect_ranges(df)
 
     def ranges_since(self, flow: str, seen: dict[str, int], version: int
                      ) -> tuple[dict[tuple[str, int], list[SyncRange]], dict[str, int]]:
@@ -114,11 +111,7 @@ class OffsetSyncStore:
         marks = dict(seen)
         for row in df.groupBy("stream_id").agg(F.max("batch_id")).collect():
             marks[row[0]] = max(marks.get(row[0], -1), int(row[1]))
-        out: dict[tuple[str, int], list[SyncRange]] = defaultdict(list)
-        if marks != seen:
-            for row in coalesced(df).toLocalIterator():
-                out[(row[0], row[1])].append(SyncRange(row[2], row[3], row[4], row[5]))
-        return dict(out), marks
+        return (_collect_ranges(df) if marks != seen else {}), marks
 
     def progress(self, flow: str) -> dict[tuple[str, int], tuple[int, int, int]]:
         """Per (source topic, partition): (last mirrored upstream offset, its downstream offset,
@@ -177,6 +170,14 @@ def coalesced(df: DataFrame) -> DataFrame:
         .select(*keys, *offsets, (F.col("upstream_last") - F.col("upstream_first") + 1).alias("record_count"),
                 "target_topic")
     )
+
+
+def _collect_ranges(df: DataFrame) -> dict[tuple[str, int], list[SyncRange]]:
+    """The rows of ``df`` coalesced in Spark, brought to the driver per (source topic, partition)."""
+    out: dict[tuple[str, int], list[SyncRange]] = defaultdict(list)
+    for row in coalesced(df).toLocalIterator():
+        out[(row[0], row[1])].append(SyncRange(row[2], row[3], row[4], row[5]))
+    return dict(out)
 
 
 def _quote(value: str) -> str:
