@@ -21,11 +21,14 @@ bootstrap_servers = "127.0.0.1:19092"
 bootstrap_servers = "127.0.0.1:19102"
 """
 
-ONE_FLOW = TWO_CLUSTERS + """
+ONE_FLOW = (
+    TWO_CLUSTERS
+    + """
 [[flows]]
 source = "A"
 target = "B"
 """
+)
 
 
 def write_toml(tmp_path: Path, text: str, name: str = "drkit.toml") -> Path:
@@ -105,11 +108,14 @@ def test_parse_config_without_a_file_resolves_against_the_working_directory(
 
 
 def test_several_bootstrap_servers_and_scalar_properties(tmp_path: Path) -> None:
-    path = write_toml(tmp_path, """\
+    path = write_toml(
+        tmp_path,
+        """\
 [clusters.A]
 bootstrap_servers = "k1.example.com:9092, k2.example.com:9093,[::1]:9094"
 properties = { "request.timeout.ms" = 30000, "enable.ssl.certificate.verification" = false }
-""")
+""",
+    )
     cluster = load_config(path).clusters["A"]
     assert cluster.properties == {
         "request.timeout.ms": "30000",
@@ -136,7 +142,7 @@ BAD_CONFIGS = [
         id="empty-clusters",
     ),
     pytest.param(
-        "colour = \"blue\"\n" + TWO_CLUSTERS,
+        'colour = "blue"\n' + TWO_CLUSTERS,
         "colour: unknown key",
         id="unknown-top-level-key",
     ),
@@ -182,8 +188,7 @@ BAD_CONFIGS = [
     ),
     pytest.param(
         '[clusters."a b"]\nbootstrap_servers = "h:1"\n',
-        "clusters: cluster alias 'a b' must start with a letter or digit and contain only letters, "
-        "digits, '_' or '-'",
+        "clusters: cluster alias 'a b' must start with a letter or digit and contain only letters, digits, '_' or '-'",
         id="bad-cluster-alias",
     ),
     pytest.param(
@@ -218,7 +223,7 @@ BAD_CONFIGS = [
         id="flow-without-target",
     ),
     pytest.param(
-        ONE_FLOW + "topic = [\"orders\"]\n",
+        ONE_FLOW + 'topic = ["orders"]\n',
         "flows[0].topic: unknown key",
         id="unknown-key-in-flow",
     ),
@@ -289,8 +294,7 @@ BAD_CONFIGS = [
     ),
     pytest.param(
         ONE_FLOW + 'checkpoint.interval_seconds = "soon"\n',
-        "flows[0].checkpoint.interval_seconds: input should be a valid number, unable to parse string as "
-        "a number",
+        "flows[0].checkpoint.interval_seconds: input should be a valid number, unable to parse string as a number",
         id="checkpoint-interval-not-a-number",
     ),
     pytest.param(
@@ -300,15 +304,13 @@ BAD_CONFIGS = [
     ),
     pytest.param(
         ONE_FLOW + 'mirror.producer = { "enable.idempotence" = "false" }\n',
-        "flows[0].mirror.producer: 'enable.idempotence' is set by drkit for no-loss delivery and cannot "
-        "be overridden",
+        "flows[0].mirror.producer: 'enable.idempotence' is set by drkit for no-loss delivery and cannot be overridden",
         id="producer-idempotence",
     ),
     pytest.param(
         # An unquoted dotted key is a nested TOML table; it must not slip past the check.
         ONE_FLOW + "\n[flows.mirror.producer]\nenable.idempotence = false\n",
-        "flows[0].mirror.producer: 'enable.idempotence' is set by drkit for no-loss delivery and cannot "
-        "be overridden",
+        "flows[0].mirror.producer: 'enable.idempotence' is set by drkit for no-loss delivery and cannot be overridden",
         id="producer-idempotence-dotted-key",
     ),
     pytest.param(
@@ -347,18 +349,19 @@ def test_missing_config_file(tmp_path: Path) -> None:
 
 
 def test_config_path_is_a_directory(tmp_path: Path) -> None:
-    assert config_error(tmp_path) == (
-        f"{tmp_path}: config file not found (create one from examples/drkit.local.toml)"
-    )
+    assert config_error(tmp_path) == (f"{tmp_path}: config file not found (create one from examples/drkit.local.toml)")
 
 
 def test_unset_environment_variable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("DRKIT_TEST_UNSET_PW", raising=False)
-    path = write_toml(tmp_path, """\
+    path = write_toml(
+        tmp_path,
+        """\
 [clusters.A]
 bootstrap_servers = "h:1"
 properties = { "sasl.password" = "${env:DRKIT_TEST_UNSET_PW}" }
-""")
+""",
+    )
     assert config_error(path) == (
         f"{path}: clusters.A.properties.sasl.password: environment variable DRKIT_TEST_UNSET_PW is not set"
     )
@@ -381,7 +384,9 @@ def test_environment_variables_are_substituted(tmp_path: Path, monkeypatch: pyte
 # --- secrets -----------------------------------------------------------------------------------------
 
 SECRET = "s3cr3t-value"
-SECRET_CONFIG = TWO_CLUSTERS + """
+SECRET_CONFIG = (
+    TWO_CLUSTERS
+    + """
 [clusters.C]
 bootstrap_servers = "kafka-c.example.com:9093"
 
@@ -398,6 +403,7 @@ source = "A"
 target = "C"
 mirror.producer = { "compression.type" = "zstd", "sasl.password" = "${env:PW}" }
 """
+)
 
 
 @pytest.fixture
@@ -438,7 +444,9 @@ def test_masked_dump_hides_secrets_and_keeps_the_rest(secret_config: Path) -> No
 
 def test_dotted_property_keys_are_flattened_and_masked(tmp_path: Path) -> None:
     # TOML turns unquoted dotted keys into nested tables; they mean the dotted property names.
-    path = write_toml(tmp_path, """\
+    path = write_toml(
+        tmp_path,
+        """\
 [clusters.A]
 bootstrap_servers = "h:1"
 
@@ -446,7 +454,8 @@ bootstrap_servers = "h:1"
 security.protocol = "SASL_SSL"
 sasl.password = "dotted-secret"
 ssl.endpoint.identification.algorithm = "https"
-""")
+""",
+    )
     cfg = load_config(path)
     assert cfg.clusters["A"].properties == {
         "security.protocol": "SASL_SSL",
@@ -459,11 +468,15 @@ ssl.endpoint.identification.algorithm = "https"
 
 
 def test_spark_conf_secrets_are_masked(tmp_path: Path) -> None:
-    path = write_toml(tmp_path, TWO_CLUSTERS + """
+    path = write_toml(
+        tmp_path,
+        TWO_CLUSTERS
+        + """
 [spark.conf]
 "spark.hadoop.fs.s3a.secret.key" = "aws-secret"
 spark.sql.shuffle.partitions = 4
-""")
+""",
+    )
     cfg = load_config(path)
     key = "spark.hadoop.fs.s3a.secret.key"
     assert cfg.spark.conf == {key: "aws-secret", "spark.sql.shuffle.partitions": "4"}

@@ -6,7 +6,7 @@ import bisect
 from collections.abc import Iterable
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from drkit.core.checkpoints import (
@@ -22,8 +22,6 @@ from drkit.core.checkpoints import (
 from drkit.core.offsets import SyncRange, ranges_from_pairs
 from drkit.core.translate import Position, SyncIndex
 
-PROPS = settings(max_examples=200, deadline=None)
-
 FLOW = "A->B"
 TOPIC_MAP = {"orders": "A.orders", "payments": "A.payments"}
 # orders/0: upstream 10..14 -> 100..104, gap, 20..24 -> 110..114 (as in test_translate.py)
@@ -38,8 +36,7 @@ def offsets(group: str, *items: tuple[str, int, int] | tuple[str, int, int, str]
     return [CommittedOffset(group, *item) for item in items]
 
 
-def plan(committed: dict[str, list[CommittedOffset]],
-         previous: Iterable[Checkpoint] = ()) -> CheckpointPlan:
+def plan(committed: dict[str, list[CommittedOffset]], previous: Iterable[Checkpoint] = ()) -> CheckpointPlan:
     return plan_checkpoints(FLOW, committed, TOPIC_MAP, INDEXES, {c.key: c for c in previous})
 
 
@@ -119,11 +116,12 @@ def test_negative_offsets_of_some_partitions_are_ignored() -> None:
 
 
 def test_topic_not_mirrored_reported_once_per_group_and_topic() -> None:
-    p = plan({
-        "g1": offsets("g1", ("audit", 0, 5), ("audit", 1, 6), ("audit", 2, 7), ("orders", 1, 4),
-                      ("zz", 0, 1)),
-        "g2": offsets("g2", ("audit", 3, 1)),
-    })
+    p = plan(
+        {
+            "g1": offsets("g1", ("audit", 0, 5), ("audit", 1, 6), ("audit", 2, 7), ("orders", 1, 4), ("zz", 0, 1)),
+            "g2": offsets("g2", ("audit", 3, 1)),
+        }
+    )
     assert [(c.group, c.source_topic, c.partition) for c in p.current] == [("g1", "orders", 1)]
     assert kinds(p) == [
         (FindingKind.TOPIC_NOT_MIRRORED, "g1", "audit", None),
@@ -145,10 +143,12 @@ def test_target_topic_comes_from_topic_map() -> None:
 
 
 def test_groups_and_partitions_in_stable_order() -> None:
-    p = plan({
-        "b": offsets("b", ("orders", 1, 2), ("orders", 0, 12)),
-        "a": offsets("a", ("orders", 1, 1)),
-    })
+    p = plan(
+        {
+            "b": offsets("b", ("orders", 1, 2), ("orders", 0, 12)),
+            "a": offsets("a", ("orders", 1, 1)),
+        }
+    )
     assert [c.key for c in p.current] == [("a", "orders", 1), ("b", "orders", 0), ("b", "orders", 1)]
 
 
@@ -166,8 +166,7 @@ def test_same_offsets_are_not_appended_again() -> None:
 def test_only_the_changed_row_is_appended() -> None:
     first = plan({"g": offsets("g", ("orders", 0, 12), ("orders", 1, 3))})
     second = plan({"g": offsets("g", ("orders", 0, 13), ("orders", 1, 3))}, first.current)
-    assert [(c.key, c.upstream_offset, c.downstream_offset) for c in second.changed] == [
-        (("g", "orders", 0), 13, 103)]
+    assert [(c.key, c.upstream_offset, c.downstream_offset) for c in second.changed] == [(("g", "orders", 0), 13, 103)]
     assert len(second.current) == 2
 
 
@@ -184,10 +183,12 @@ def test_translation_change_with_same_upstream_offset_is_appended() -> None:
     assert only(first).position is Position.PAST_END
     longer = SyncIndex([SyncRange(10, 14, 100, 104), SyncRange(20, 29, 110, 119)])
     caught_up = {**INDEXES, ("orders", 0): longer}
-    second = plan_checkpoints(FLOW, {"g": offsets("g", ("orders", 0, 25))}, TOPIC_MAP, caught_up,
-                              {c.key: c for c in first.current})
+    second = plan_checkpoints(
+        FLOW, {"g": offsets("g", ("orders", 0, 25))}, TOPIC_MAP, caught_up, {c.key: c for c in first.current}
+    )
     assert [(c.upstream_offset, c.downstream_offset, c.position) for c in second.changed] == [
-        (25, 115, Position.MIRRORED)]
+        (25, 115, Position.MIRRORED)
+    ]
 
 
 def test_moved_backwards() -> None:
@@ -233,8 +234,9 @@ def test_retranslate_with_caught_up_syncs() -> None:
     assert (provisional.downstream_offset, provisional.position) == (115, Position.PAST_END)
     now = retranslate(provisional, SyncIndex([SyncRange(10, 14, 100, 104), SyncRange(20, 29, 110, 119)]))
     assert now == Checkpoint(FLOW, "g", "orders", "A.orders", 0, 25, 115, Position.MIRRORED, "m")
-    later = retranslate(provisional, SyncIndex([SyncRange(10, 14, 100, 104), SyncRange(20, 24, 110, 114),
-                                                SyncRange(26, 30, 120, 124)]))
+    later = retranslate(
+        provisional, SyncIndex([SyncRange(10, 14, 100, 104), SyncRange(20, 24, 110, 114), SyncRange(26, 30, 120, 124)])
+    )
     assert (later.downstream_offset, later.position) == (120, Position.IN_GAP)
 
 
@@ -294,20 +296,19 @@ def partition_mirrors(draw: st.DrawFn) -> dict[int, int]:
     return mirrored
 
 
-@PROPS
-@given(data=st.data(), partitions=st.lists(partition_mirrors(), min_size=1, max_size=4),
-       n_groups=st.integers(1, 4))
-def test_plan_matches_brute_force(data: st.DataObject, partitions: list[dict[int, int]],
-                                  n_groups: int) -> None:
-    indexes = {("orders", p): SyncIndex(ranges_from_pairs(sorted(m.items())))
-               for p, m in enumerate(partitions)}
+@given(data=st.data(), partitions=st.lists(partition_mirrors(), min_size=1, max_size=4), n_groups=st.integers(1, 4))
+def test_plan_matches_brute_force(data: st.DataObject, partitions: list[dict[int, int]], n_groups: int) -> None:
+    indexes = {("orders", p): SyncIndex(ranges_from_pairs(sorted(m.items()))) for p, m in enumerate(partitions)}
     top = max((u for m in partitions for u in m), default=0) + 5
     committed: dict[str, list[CommittedOffset]] = {}
     for g in range(n_groups):
-        chosen = data.draw(st.lists(st.integers(0, len(partitions) - 1), unique=True,
-                                    max_size=len(partitions)), label=f"partitions of g{g}")
-        committed[f"g{g}"] = [CommittedOffset(f"g{g}", "orders", p, data.draw(st.integers(0, top), label="C"))
-                              for p in chosen]
+        chosen = data.draw(
+            st.lists(st.integers(0, len(partitions) - 1), unique=True, max_size=len(partitions)),
+            label=f"partitions of g{g}",
+        )
+        committed[f"g{g}"] = [
+            CommittedOffset(f"g{g}", "orders", p, data.draw(st.integers(0, top), label="C")) for p in chosen
+        ]
     p = plan_checkpoints(FLOW, committed, TOPIC_MAP, indexes, {})
     assert len(p.current) == sum(len(v) for v in committed.values())
     by_key = {c.key: c for c in p.current}
@@ -319,26 +320,32 @@ def test_plan_matches_brute_force(data: st.DataObject, partitions: list[dict[int
             assert c.downstream_offset == ref_downstream(mirrored, o.offset), (mirrored, o.offset)
             assert c.position is ref_position(mirrored, o.offset)
     assert p.changed == p.current
-    position_kind = {Position.BEFORE_FIRST: FindingKind.BEFORE_FIRST, Position.IN_GAP: FindingKind.IN_GAP,
-                     Position.PAST_END: FindingKind.PROVISIONAL,
-                     Position.UNMIRRORED: FindingKind.PARTITION_NOT_MIRRORED}
+    position_kind = {
+        Position.BEFORE_FIRST: FindingKind.BEFORE_FIRST,
+        Position.IN_GAP: FindingKind.IN_GAP,
+        Position.PAST_END: FindingKind.PROVISIONAL,
+        Position.UNMIRRORED: FindingKind.PARTITION_NOT_MIRRORED,
+    }
     expected = [(FindingKind.NO_COMMITS, g, None, None) for g, v in committed.items() if not v]
-    expected += [(position_kind[c.position], c.group, c.source_topic, c.partition)
-                 for c in p.current if c.position in position_kind]
+    expected += [
+        (position_kind[c.position], c.group, c.source_topic, c.partition)
+        for c in p.current
+        if c.position in position_kind
+    ]
     assert sorted(kinds(p), key=_order) == sorted(expected, key=_order)
 
 
-@PROPS
 @given(mirrored=partition_mirrors(), committed=st.integers(0, 200))
 def test_downstream_is_first_record_at_or_after_commit(mirrored: dict[int, int], committed: int) -> None:
     """Seen from the target: starting at the translation reads exactly the mirrored records >= C."""
     index = SyncIndex(ranges_from_pairs(sorted(mirrored.items())))
-    c = plan_checkpoints(FLOW, {"g": [CommittedOffset("g", "orders", 0, committed)]}, TOPIC_MAP,
-                         {("orders", 0): index}, {}).current[0]
+    c = plan_checkpoints(
+        FLOW, {"g": [CommittedOffset("g", "orders", 0, committed)]}, TOPIC_MAP, {("orders", 0): index}, {}
+    ).current[0]
     if c.downstream_offset is None:
         assert not mirrored
         return
     downstream = sorted(mirrored.values())
     upstream_of = {d: u for u, d in mirrored.items()}
-    read = [upstream_of[d] for d in downstream[bisect.bisect_left(downstream, c.downstream_offset):]]
+    read = [upstream_of[d] for d in downstream[bisect.bisect_left(downstream, c.downstream_offset) :]]
     assert read == [u for u in sorted(mirrored) if u >= committed]

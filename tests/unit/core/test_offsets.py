@@ -5,13 +5,10 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from drkit.core.offsets import RangeBuilder, SyncRange, coalesce, ranges_from_pairs
-
-PROPS = settings(max_examples=250, deadline=None)
-
 
 # --------------------------------------------------------------------------- SyncRange
 
@@ -70,7 +67,6 @@ def test_downstream_of_and_upstream_of() -> None:
     assert r.upstream_of(1009) == 19
 
 
-@PROPS
 @given(
     uf=st.integers(0, 10**12),
     df=st.integers(0, 10**12),
@@ -156,7 +152,6 @@ def monotone_pairs(draw: st.DrawFn) -> list[tuple[int, int]]:
     return list(zip(draw(increasing(n)), draw(increasing(n)), strict=True))
 
 
-@PROPS
 @given(pairs=monotone_pairs())
 def test_ranges_from_pairs_preserves_pairs_and_is_maximal(pairs: list[tuple[int, int]]) -> None:
     ranges = ranges_from_pairs(pairs)
@@ -232,7 +227,6 @@ def batched_ranges(draw: st.DrawFn) -> tuple[list[tuple[int, int]], list[SyncRan
     return pairs, draw(st.permutations(ranges))
 
 
-@PROPS
 @given(data=batched_ranges())
 def test_coalesce_preserves_mapping(data: tuple[list[tuple[int, int]], list[SyncRange]]) -> None:
     pairs, ranges = data
@@ -242,7 +236,6 @@ def test_coalesce_preserves_mapping(data: tuple[list[tuple[int, int]], list[Sync
     assert len(merged) <= len(ranges)
 
 
-@PROPS
 @given(data=batched_ranges())
 def test_coalesce_of_batches_equals_ranges_of_whole_stream(
     data: tuple[list[tuple[int, int]], list[SyncRange]],
@@ -253,7 +246,6 @@ def test_coalesce_of_batches_equals_ranges_of_whole_stream(
     assert coalesce(ranges) == ranges_from_pairs(pairs)
 
 
-@PROPS
 @given(data=batched_ranges())
 def test_coalesce_is_idempotent(data: tuple[list[tuple[int, int]], list[SyncRange]]) -> None:
     _, ranges = data

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from drkit.core.policy import IdentityPolicy, PrefixPolicy
@@ -98,7 +98,6 @@ SAFE = st.text("abcxyz019._-", min_size=1, max_size=8)
     exclude=st.lists(SAFE, max_size=5),
     extra=st.lists(SAFE, max_size=5),
 )
-@settings(max_examples=250, deadline=None)
 def test_literal_names_property(include: list[str], exclude: list[str], extra: list[str]) -> None:
     s = NameSelector(tuple(re.escape(n) for n in include), tuple(re.escape(n) for n in exclude))
     names = set(include) | set(exclude) | set(extra)

@@ -8,14 +8,11 @@ import random
 from dataclasses import dataclass
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from drkit.core.offsets import SyncRange, ranges_from_pairs
 from drkit.core.translate import Position, SyncIndex, Translation, inverse_translate, translate
-
-PROPS = settings(max_examples=250, deadline=None)
-
 
 # --------------------------------------------------------------------------- examples
 
@@ -283,7 +280,6 @@ def ref_position(mirrored: list[int], committed: int) -> Position:
 # --------------------------------------------------------------------------- properties
 
 
-@PROPS
 @given(data=st.data(), mirror=mirrors())
 def test_forward_matches_brute_force_and_replay(data: st.DataObject, mirror: Mirror) -> None:
     committed = _draw_committed(data, mirror.log)
@@ -305,7 +301,6 @@ def test_forward_matches_brute_force_and_replay(data: st.DataObject, mirror: Mir
     assert received == [u for u in m if u >= committed]
 
 
-@PROPS
 @given(data=st.data(), mirror=mirrors())
 def test_inverse_matches_brute_force_and_replay(data: st.DataObject, mirror: Mirror) -> None:
     # the target log: mirrored records plus orphans / markers in the downstream gaps
@@ -328,7 +323,6 @@ def test_inverse_matches_brute_force_and_replay(data: st.DataObject, mirror: Mir
     assert received == [d for d in downs if d >= committed]
 
 
-@PROPS
 @given(mirror=mirrors())
 def test_round_trip(mirror: Mirror) -> None:
     index = SyncIndex(mirror.ranges)
@@ -338,7 +332,6 @@ def test_round_trip(mirror: Mirror) -> None:
         assert index.inverse(index.translate(u).offset) == Translation(u, Position.MIRRORED)  # type: ignore[arg-type]
 
 
-@PROPS
 @given(data=st.data(), mirror=replaying_mirrors())
 def test_replays_never_lose_a_record(data: st.DataObject, mirror: Mirror) -> None:
     committed = _draw_committed(data, mirror.log)
@@ -365,7 +358,6 @@ def test_replays_never_lose_a_record(data: st.DataObject, mirror: Mirror) -> Non
         assert all(u < committed for u in received)
 
 
-@PROPS
 @given(data=st.data(), mirror=replaying_mirrors())
 def test_replays_inverse_and_round_trip(data: st.DataObject, mirror: Mirror) -> None:
     index = SyncIndex(mirror.ranges)
