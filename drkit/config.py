@@ -34,6 +34,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from drkit.core.policy import ReplicationPolicy, policy_for
+from drkit.core.selection import NameSelector, group_selector, topic_selector
 from drkit.errors import ConfigError
 
 MASK = "********"
@@ -192,6 +193,10 @@ class FlowConfig(_Model):
     def policy(self) -> ReplicationPolicy:
         return policy_for(self.replication_policy, self.separator)
 
+    def group_selector(self) -> NameSelector:
+        """The consumer groups this flow translates (never drkit's own or Connect's)."""
+        return group_selector(self.groups.include, self.groups.exclude)
+
 
 class StateConfig(_Model):
     """Where drkit keeps its Delta tables and Spark checkpoints."""
@@ -287,6 +292,15 @@ class DrkitConfig(_Model):
     def flows_named(self, name: str | None) -> list[FlowConfig]:
         """All flows, or the one named."""
         return list(self.flows) if name is None else [self.flow(name)]
+
+    def topic_selector(self, flow: FlowConfig) -> NameSelector:
+        """The source topics ``flow`` mirrors: never internal topics, never copies of its target's."""
+        return topic_selector(flow.topics.include, flow.topics.exclude, flow.policy(), flow.target,
+                              frozenset(self.clusters))
+
+    def reverse_of(self, flow: FlowConfig) -> FlowConfig | None:
+        """The flow that copies ``flow``'s target back to its source, if one is configured."""
+        return next((f for f in self.flows if f.source == flow.target and f.target == flow.source), None)
 
     def state_root(self) -> Path:
         root = Path(self.state.root).expanduser()

@@ -1,31 +1,71 @@
-"""The facade that the CLI, notebooks and drills share: one object per config.
+"""The one door: every drkit capability is a method of :class:`Drkit` returning a frozen, typed result.
 
-It owns the lazily created Spark session and hands out the jobs and stores, so every entry point
-does the same thing the same way. Nothing here renders output.
+The CLI parses, calls one method and renders; notebooks and drills call the same methods. The
+facade wires the real adapters (confluent-kafka, the Delta stores, Spark) into an
+:class:`~drkit.operate.context.OperateContext` the first time an operation needs them, so a
+bad argument is refused before any cluster is contacted or Spark starts. Tests hand it a
+context of in-memory fakes instead. Nothing here renders output.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from drkit import metrics
 from drkit.config import DrkitConfig, load_config
-from drkit.runtime.process import pid_files, pid_path
-from drkit.store.tables import Tables
+from drkit.core.audit import OperationRecord
+from drkit.core.outcome import OperationResult
+from drkit.core.plan import Plan
+from drkit.core.reports import MirrorSummary, TranslationRun
+from drkit.core.status import GroupOffsets, StatusReport
+from drkit.layout import JobKind, StateLayout
+from drkit.operate.context import OperateContext
+from drkit.runtime.process import pid_files
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from drkit.checkpoint.job import CheckpointRun
-    from drkit.mirror.job import MirrorJob
+
+@dataclass(frozen=True)
+class OffsetsReport:
+    """A group's offsets in each selected flow."""
+
+    groups: tuple[GroupOffsets, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"flows": [g.as_dict() for g in self.groups]}
+
+
+@dataclass(frozen=True)
+class History:
+    """The audit trail, newest first."""
+
+    operations: tuple[OperationRecord, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"operations": [o.as_dict() for o in self.operations]}
+
+
+@dataclass(frozen=True)
+class MaintenanceReport:
+    """Figures of one ``maintain`` run (rows and files before/after per table, ranges merged, seconds)."""
+
+    figures: Mapping[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.figures)
 
 
 class Drkit:
-    def __init__(self, config: DrkitConfig, spark: SparkSession | None = None) -> None:
+    def __init__(self, config: DrkitConfig, spark: SparkSession | None = None,
+                 context: OperateContext | None = None) -> None:
         self.config = config
         self._spark = spark
+        self._context = context
 
     @classmethod
     def from_file(cls, path: str) -> Drkit:
@@ -40,30 +80,86 @@ class Drkit:
         return self._spark
 
     @property
-    def tables(self) -> Tables:
-        return Tables(self.config.state_root())
+    def layout(self) -> StateLayout:
+        return StateLayout(self.config.state_root())
+
+    @property
+    def context(self) -> OperateContext:
+        """The operations' collaborators (built on first use: this is where Spark starts)."""
+        if self._context is None:
+            from drkit.kafka.admin import KafkaClusters
+            from drkit.store.checkpoints import CheckpointStore
+            from drkit.store.offset_syncs import OffsetSyncStore
+            from drkit.store.operations import OperationStore
+
+            layout = self.layout
+            self._context = OperateContext(
+                self.config, KafkaClusters(self.config), OffsetSyncStore(self.spark, layout),
+                CheckpointStore(self.spark, layout), OperationStore(self.spark, layout), layout)
+        return self._context
+
+    # -- operator commands ------------------------------------------------------------------------
+
+    def failover(self, flow: str, groups: list[str] | None, as_of: datetime | None = None,
+                 allow_stale: bool = False, apply: bool = False,
+                 confirm: Callable[[Plan], bool] | None = None) -> OperationResult:
+        """Move ``groups`` (None: every group with checkpoints) to the flow's target; dry run unless ``apply``."""
+        from drkit.operate.failover import FailoverRequest, failover
+
+        name = self.config.flow(flow).name
+        return failover(self.context, FailoverRequest(name, groups, as_of, allow_stale, apply), confirm)
+
+    def failback(self, flow: str, groups: list[str] | None, apply: bool = False,
+                 confirm: Callable[[Plan], bool] | None = None) -> OperationResult:
+        """Move ``groups`` (None: every group the flow selects) back to the flow's source."""
+        from drkit.operate.failover import FailbackRequest, failback
+
+        name = self.config.flow(flow).name
+        return failback(self.context, FailbackRequest(name, groups, apply), confirm)
+
+    def status(self, flow: str | None = None) -> StatusReport:
+        """Lag, sync and checkpoint freshness per flow, with a verdict."""
+        from drkit.operate.status import status
+
+        self.config.flows_named(flow)
+        return status(self.context, flow)
+
+    def offsets(self, group: str, flow: str | None = None, as_of: datetime | None = None,
+                version: int | None = None) -> OffsetsReport:
+        """A group's offsets in each flow: source committed, checkpointed, translated now, on the target."""
+        from drkit.operate.status import group_offsets
+
+        flows = self.config.flows_named(flow)
+        return OffsetsReport(tuple(group_offsets(self.context, f.name, group, as_of, version) for f in flows))
+
+    def history(self, flow: str | None = None, limit: int = 20) -> History:
+        """The audit trail of failovers and failbacks (dry runs included), newest first."""
+        name = None if flow is None else self.config.flow(flow).name
+        return History(tuple(self.context.operations.list(name, limit)))
+
+    # -- jobs -------------------------------------------------------------------------------------
 
     def mirror(self, flow: str | None = None, once: bool = False,
-               on_progress: Callable[[list[MirrorJob]], None] | None = None) -> list[MirrorJob]:
+               on_progress: Callable[[list[MirrorSummary]], None] | None = None) -> list[MirrorSummary]:
         """Run the mirror of one flow (or all) until caught up (``once``) or stopped."""
         from drkit.mirror.job import MirrorRunner
 
         flows = self.config.flows_named(flow)
         metrics.serve(self.config.metrics.port, self.config.metrics.host)
-        with pid_files([pid_path(self.config, f, "mirror") for f in flows]):
+        with pid_files([self.layout.pid_file(JobKind.MIRROR, f.name) for f in flows]):
             return MirrorRunner(self.config, flows, self.spark).run(once, on_progress=on_progress)
 
-    def checkpoint(self, flow: str | None = None, once: bool = True, interval: float | None = None,
-                   max_runs: int | None = None) -> list[CheckpointRun]:
-        """Translate the selected groups' offsets once, or every ``interval`` seconds until stopped."""
-        from drkit.checkpoint.job import CheckpointRunner
+    def translate(self, flow: str | None = None, once: bool = True, interval: float | None = None,
+                  max_runs: int | None = None) -> list[TranslationRun]:
+        """Translate the selected groups' offsets into checkpoints once, or every ``interval`` seconds."""
+        from drkit.translator.job import TranslatorRunner
 
         flows = self.config.flows_named(flow)
         metrics.serve(self.config.metrics.port, self.config.metrics.host)
-        with pid_files([pid_path(self.config, f, "checkpoint") for f in flows]):
-            return CheckpointRunner(self.config, flows, self.spark).run(once, interval, max_runs)
+        with pid_files([self.layout.pid_file(JobKind.TRANSLATOR, f.name) for f in flows]):
+            return TranslatorRunner(self.config, flows, self.spark).run(once, interval, max_runs)
 
-    def maintain(self, keep_recent_batches: int = 100, vacuum_retention_hours: float = 168.0) -> dict[str, Any]:
+    def maintain(self, keep_recent_batches: int = 100, vacuum_retention_hours: float = 168.0) -> MaintenanceReport:
         """Coalesce old offset-syncs (translation unchanged), OPTIMIZE and VACUUM the Delta tables.
 
         Settings are checked before the Spark session starts, so a refused run costs nothing.
@@ -71,20 +167,5 @@ class Drkit:
         from drkit.store.maintenance import check_settings, maintain
 
         check_settings(keep_recent_batches, vacuum_retention_hours)
-        return maintain(self.spark, self.tables, self.config, keep_recent_batches, vacuum_retention_hours)
-
-    @staticmethod
-    def mirror_summary(jobs: list[MirrorJob]) -> list[dict[str, Any]]:
-        out = []
-        for job in jobs:
-            reports = job.reports
-            out.append({
-                "flow": job.flow.name,
-                "batches": len(reports),
-                "skipped_batches": sum(1 for r in reports if r.skipped),
-                "records": sum(r.records for r in reports),
-                "bytes": sum(r.bytes for r in reports),
-                "sync_ranges": sum(r.ranges for r in reports),
-                "created_topics": sorted({t for r in reports for t in r.created_topics}),
-            })
-        return out
+        return MaintenanceReport(maintain(self.spark, self.layout, self.config, keep_recent_batches,
+                                          vacuum_retention_hours))

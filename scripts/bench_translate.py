@@ -58,8 +58,8 @@ from drkit.config import DrkitConfig, parse_config  # noqa: E402
 from drkit.core.checkpoints import CommittedOffset, plan_checkpoints  # noqa: E402
 from drkit.core.offsets import SyncRange  # noqa: E402
 from drkit.core.translate import SyncIndex  # noqa: E402
+from drkit.layout import StateLayout  # noqa: E402
 from drkit.store.offset_syncs import OffsetSyncStore, SyncIndexCache, SyncRow  # noqa: E402
-from drkit.store.tables import Tables  # noqa: E402
 
 FLOW = "A->B"
 TOPIC = "orders"
@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         spark = build_session(config.spark, "drkit-bench-translate")
         session_seconds = time.monotonic() - started
         service = Drkit(config, spark)
-        store = OffsetSyncStore(spark, Tables(config.state_root()))
+        store = OffsetSyncStore(spark, StateLayout(config.state_root()))
         mapping = Mapping(args.batches, args.records, args.gap_every)
         log(f"writing {args.batches * args.partitions:,} offset-sync rows")
         fill_seconds = fill(spark, store, args)
@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
         log("loading syncs and translating")
         before, results_before = load_and_translate(store, committed, mapping, args)
         log("drkit maintain")
-        maintained = service.maintain(args.keep_recent_batches)
+        maintained = service.maintain(args.keep_recent_batches).as_dict()
         after_table = table_figures(spark, store.path)
         log("loading syncs and translating again")
         after, results_after = load_and_translate(store, committed, mapping, args)

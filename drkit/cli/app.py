@@ -14,6 +14,7 @@ import typer
 from drkit import __version__
 from drkit.cli import config_cmd
 from drkit.cli.console import Output, error
+from drkit.cli.options import FacadeFactory, Invocation
 from drkit.errors import DrkitError
 
 app = typer.Typer(
@@ -25,9 +26,6 @@ app = typer.Typer(
 )
 app.add_typer(config_cmd.app, name="config")
 
-_state = {"debug": False}
-
-
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"drkit {__version__}")
@@ -36,12 +34,15 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
+    ctx: typer.Context,
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version."
     ),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
 ) -> None:
-    _state["debug"] = debug
+    # One Invocation per run: commands get their facade from it (drkit.cli.options.facade).
+    invocation = ctx.ensure_object(Invocation)
+    invocation.debug = debug
 
 
 def _register() -> None:
@@ -60,15 +61,17 @@ def _output_of(argv: list[str]) -> Output:
     return Output.text
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None, facade_factory: FacadeFactory | None = None) -> None:
+    """Run the CLI; ``facade_factory`` builds the facade from the config path (tests pass fakes)."""
     args = list(sys.argv[1:] if argv is None else argv)
     _register()
+    invocation = Invocation(facade_factory)
     try:
         # With standalone_mode=False, `raise typer.Exit(code)` (and --help, --version) come back as
         # the return value instead of an exception.
-        result = app(args=args, prog_name="drkit", standalone_mode=False)
+        result = app(args=args, prog_name="drkit", standalone_mode=False, obj=invocation)
     except DrkitError as exc:
-        if _state["debug"]:
+        if invocation.debug:
             raise
         error(str(exc), _output_of(args), exc.exit_code)
         sys.exit(exc.exit_code)

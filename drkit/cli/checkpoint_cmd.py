@@ -1,19 +1,31 @@
-"""``drkit checkpoint``: translate the consumer groups' committed offsets into checkpoints."""
+"""``drkit checkpoint``: run the translator (committed source offsets -> checkpoints)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.console import RenderableType
 
 from drkit.cli.console import Output, Progress, emit, table
-from drkit.cli.options import ConfigOption, FlowOption, OutputOption
+from drkit.cli.options import ConfigOption, FlowOption, OutputOption, facade
+from drkit.core.reports import TranslationRun
+
+
+def _render(runs: list[TranslationRun]) -> Iterable[RenderableType]:
+    yield table("checkpoint", ["flow", "groups", "checkpoints", "appended", "synced groups", "seconds"],
+                [[r.flow, r.groups, r.checkpoints, r.appended, ", ".join(r.synced_groups) or "-", round(r.seconds, 3)]
+                 for r in runs])
+    findings = [(r.flow, f) for r in runs for f in r.findings]
+    if findings:
+        yield table("findings", ["flow", "group", "topic", "partition", "kind", "detail"],
+                    [[flow, f.group, f.topic or "-", "-" if f.partition is None else f.partition, f.kind, f.detail]
+                     for flow, f in findings])
 
 
 def checkpoint(
+    ctx: typer.Context,
     config: Path = ConfigOption,
     flow: str | None = FlowOption,
     once: bool = typer.Option(False, "--once", help="Translate once and stop."),
@@ -23,22 +35,8 @@ def checkpoint(
     output: Output = OutputOption,
 ) -> None:
     """Translate committed source offsets with the offset-syncs and append changes to `checkpoints`."""
-    from drkit.service import Drkit
-
-    service = Drkit.from_file(str(config))
-    service.config.flows_named(flow)  # fail fast on an unknown flow, before starting Spark
+    drkit = facade(ctx, config)
+    drkit.config.flows_named(flow)  # an unknown flow is refused before Spark starts
     with Progress("translating committed offsets...", output):
-        runs = service.checkpoint(flow, once=once, interval=interval)
-    data = [r.as_dict() for r in runs]
-
-    def render(d: list[dict[str, Any]]) -> Iterable[RenderableType]:
-        yield table("checkpoint", ["flow", "groups", "checkpoints", "appended", "synced groups", "seconds"],
-                    [[r["flow"], r["groups"], r["checkpoints"], r["appended"], ", ".join(r["synced_groups"]) or "-",
-                      r["seconds"]] for r in d])
-        findings = [f | {"flow": r["flow"]} for r in d for f in r["findings"]]
-        if findings:
-            yield table("findings", ["flow", "group", "topic", "partition", "kind", "detail"],
-                        [[f["flow"], f["group"], f["topic"] or "-", "-" if f["partition"] is None else f["partition"],
-                          f["kind"], f["detail"]] for f in findings])
-
-    emit(data, output, render)
+        runs = drkit.translate(flow, once=once, interval=interval)
+    emit(runs, output, _render, as_json=lambda rs: [r.as_dict() for r in rs])

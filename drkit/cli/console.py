@@ -10,11 +10,13 @@ import json
 import sys
 from collections.abc import Callable, Iterable
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import Console, RenderableType
 from rich.markup import escape
 from rich.table import Table
+
+T = TypeVar("T")
 
 stdout = Console(soft_wrap=True)
 stderr = Console(stderr=True, soft_wrap=True)
@@ -25,9 +27,16 @@ class Output(StrEnum):
     json = "json"
 
 
-def emit(data: Any, output: Output, render: Callable[[Any], Iterable[RenderableType]] | None = None) -> None:
+def emit(data: T, output: Output, render: Callable[[T], Iterable[RenderableType]] | None = None,
+         as_json: Callable[[T], Any] | None = None) -> None:
+    """Render ``data`` for a person, or print it as JSON: ``as_json(data)``, else its ``as_dict()``."""
     if output is Output.json or render is None:
-        sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
+        if as_json is not None:
+            payload = as_json(data)
+        else:
+            to_dict = getattr(data, "as_dict", None)
+            payload = to_dict() if callable(to_dict) else data
+        sys.stdout.write(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
         sys.stdout.flush()
         return
     for renderable in render(data):

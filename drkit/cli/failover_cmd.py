@@ -6,18 +6,19 @@ a plan with refusals is shown and exits 3 without touching any cluster.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.console import RenderableType
 
 from drkit.cli.console import Output, Progress, emit, stderr, table
-from drkit.cli.options import ConfigOption, OutputOption
+from drkit.cli.options import ConfigOption, OutputOption, facade, parse_time
+from drkit.core.audit import OperationStatus
+from drkit.core.outcome import OperationResult
 from drkit.core.plan import Plan
 from drkit.errors import RefusedError
+from drkit.service import History
 
 FlowRequired = typer.Option(..., "--flow", help="The replication flow, e.g. A->B.")
 GroupOption = typer.Option(None, "--group", "-g", help="Consumer group (repeatable).")
@@ -25,17 +26,13 @@ AllGroupsOption = typer.Option(False, "--all-groups", help="Every group with che
 ApplyOption = typer.Option(False, "--apply", help="Commit the offsets (default: dry run).")
 YesOption = typer.Option(False, "--yes", "-y", help="Do not ask for confirmation with --apply.")
 
-
-def parse_time(value: str | None) -> datetime | None:
-    """ISO 8601 (``2026-11-22T10:15:00Z``); without a zone, UTC."""
-    if value is None:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise typer.BadParameter(f"{value!r} is not an ISO 8601 time, e.g. 2026-11-22T10:15:00Z",
-                                 param_hint="--as-of") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+_VERDICTS = {
+    OperationStatus.DRY_RUN: "dry run: nothing was changed (add --apply to commit)",
+    OperationStatus.REFUSED: "refused: nothing was changed",
+    OperationStatus.DECLINED: "not confirmed: nothing was changed",
+    OperationStatus.APPLIED: "applied and verified",
+}
+_EXIT_CODES = {OperationStatus.REFUSED: RefusedError.exit_code, OperationStatus.DECLINED: 1}
 
 
 def _groups(group: list[str] | None, all_groups: bool) -> list[str] | None:
@@ -44,54 +41,48 @@ def _groups(group: list[str] | None, all_groups: bool) -> list[str] | None:
     return group or None
 
 
-def _render_plan(data: dict[str, Any]) -> Iterable[RenderableType]:
-    plan = data["plan"]
-    rows = [[m["group"], f"{m['from_topic']}/{m['partition']}", m["committed"], f"{m['to_topic']}/{m['partition']}",
-             "-" if m["current"] is None else m["current"], "-" if m["new"] is None else m["new"],
-             "yes" if m["changes"] else "", m["position"]] for m in plan["moves"]]
-    yield table(f"{plan['action']} {plan['flow']}: offsets on {plan['destination']}",
+def _render(result: OperationResult) -> Iterable[RenderableType]:
+    plan = result.plan
+    rows = [[m.group, f"{m.from_topic}/{m.partition}", m.committed, f"{m.to_topic}/{m.partition}",
+             "-" if m.current is None else m.current, "-" if m.new is None else m.new,
+             "yes" if m.changes else "", m.position.value] for m in plan.moves]
+    yield table(f"{plan.action} {plan.flow}: offsets on {plan.destination}",
                 ["group", "from", "offset", "to", "current", "new", "changes", "position"], rows)
-    rpo = data.get("rpo") or {}
-    if rpo:
-        yield (f"RPO: {rpo.get('unmirrored_offsets', 'unknown')} offsets not mirrored "
-               f"(source {'reachable' if rpo.get('source_reachable') else 'unreachable'}, ends from "
-               f"{rpo.get('source_ends_from')}, observed {rpo.get('observed_at') or 'never'})")
-    for w in plan["warnings"]:
+    rpo = result.rpo
+    if rpo is not None:
+        unknown = "unknown" if rpo.unmirrored_offsets is None else rpo.unmirrored_offsets
+        yield (f"RPO: {unknown} offsets not mirrored (source {'reachable' if rpo.source_reachable else 'unreachable'}, "
+               f"ends from {rpo.source_ends_from}, observed {rpo.observed_at or 'never'})")
+    for w in plan.warnings:
         yield f"[yellow]warning:[/] {w}"
-    for r in plan["refusals"]:
-        yield f"[red]refused ({r['reason']}):[/] {r['detail']}"
-    status = data["status"]
-    verdict = {"dry_run": "dry run: nothing was changed (add --apply to commit)",
-               "refused": "refused: nothing was changed", "declined": "not confirmed: nothing was changed",
-               "applied": "applied and verified"}[status]
-    yield f"[bold]{verdict}[/] (operation {data['operation_id']})"
+    for r in plan.refusals:
+        yield f"[red]refused ({r.reason}):[/] {r.detail}"
+    yield f"[bold]{_VERDICTS[result.status]}[/] (operation {result.operation_id})"
 
 
-def _confirm(output: Output, yes: bool, progress: Progress) -> Any:
+def _confirm(output: Output, yes: bool, progress: Progress) -> Callable[[Plan], bool]:
     def ask(plan: Plan) -> bool:
         if yes:
             return True
         progress.stop()  # the spinner would draw over the prompt
         if output is Output.json:
             raise RefusedError("--apply with --output json needs --yes (no prompt in JSON mode)")
-        changes = sum(1 for m in plan.moves if m.changes)
-        stderr.print(f"{plan.action}: commit {changes} changed offsets for {len(plan.commits())} group(s) "
-                     f"on {plan.destination}?")
+        stderr.print(f"{plan.action}: commit {plan.changed_moves} changed offsets for {len(plan.commits())} "
+                     f"group(s) on {plan.destination}?")
         return bool(typer.confirm("Apply", default=False))
 
     return ask
 
 
-def _finish(outcome: Any, output: Output) -> None:
-    data = outcome.as_dict()
-    emit(data, output, _render_plan)
-    if outcome.status == "refused":
-        raise typer.Exit(RefusedError.exit_code)
-    if outcome.status == "declined":
-        raise typer.Exit(1)
+def _finish(result: OperationResult, output: Output) -> None:
+    emit(result, output, _render)
+    code = _EXIT_CODES.get(result.status)
+    if code is not None:
+        raise typer.Exit(code)
 
 
 def failover(
+    ctx: typer.Context,
     config: Path = ConfigOption,
     flow: str = FlowRequired,
     group: list[str] | None = GroupOption,
@@ -103,20 +94,15 @@ def failover(
     output: Output = OutputOption,
 ) -> None:
     """Move consumer groups to the flow's target at their exactly translated offsets (works with the source down)."""
-    from drkit.operate.failover import Operator
-    from drkit.service import Drkit
-
-    names = _groups(group, all_groups)
-    when = parse_time(as_of)
-    service = Drkit.from_file(str(config))
-    service.config.flow(flow)
+    names, when = _groups(group, all_groups), parse_time(as_of)
+    drkit = facade(ctx, config)
     with Progress("reading checkpoints and offset-syncs, checking the target...", output) as progress:
-        outcome = Operator(service).failover(flow, names, when, allow_stale, apply,
-                                             _confirm(output, yes, progress))
-    _finish(outcome, output)
+        result = drkit.failover(flow, names, when, allow_stale, apply, _confirm(output, yes, progress))
+    _finish(result, output)
 
 
 def failback(
+    ctx: typer.Context,
     config: Path = ConfigOption,
     flow: str = FlowRequired,
     group: list[str] | None = GroupOption,
@@ -126,35 +112,26 @@ def failback(
     output: Output = OutputOption,
 ) -> None:
     """Move consumer groups back to the flow's source, across mirrored and locally produced records."""
-    from drkit.operate.failover import Operator
-    from drkit.service import Drkit
-
     names = _groups(group, all_groups)
-    service = Drkit.from_file(str(config))
-    service.config.flow(flow)
+    drkit = facade(ctx, config)
     with Progress("reading offsets and offset-syncs, checking both clusters...", output) as progress:
-        outcome = Operator(service).failback(flow, names, apply, _confirm(output, yes, progress))
-    _finish(outcome, output)
+        result = drkit.failback(flow, names, apply, _confirm(output, yes, progress))
+    _finish(result, output)
 
 
 def history(
+    ctx: typer.Context,
     config: Path = ConfigOption,
     flow: str | None = typer.Option(None, "--flow", help="Only this flow."),
     limit: int = typer.Option(20, "--limit", min=1, help="How many operations, newest first."),
     output: Output = OutputOption,
 ) -> None:
     """The audit trail: every failover and failback, dry runs included."""
-    from drkit.service import Drkit
-    from drkit.store.operations import OperationStore
+    result = facade(ctx, config).history(flow, limit)
 
-    service = Drkit.from_file(str(config))
-    if flow is not None:
-        flow = service.config.flow(flow).name
-    ops = OperationStore(service.spark, service.tables).list(flow, limit)
-
-    def render(d: list[dict[str, Any]]) -> Iterable[RenderableType]:
+    def render(h: History) -> Iterable[RenderableType]:
         yield table("operations", ["started", "action", "flow", "groups", "dry run", "status", "user@host", "id"],
-                    [[o["started_at"], o["action"], o["flow"], ", ".join(o["groups"]), o["dry_run"],
-                      (o["result"] or {}).get("status"), f"{o['user']}@{o['host']}", o["id"][:12]] for o in d])
+                    [[o.started_at.isoformat(), o.action, o.flow, ", ".join(o.groups), o.dry_run, o.status,
+                      f"{o.user}@{o.host}", o.id[:12]] for o in h.operations])
 
-    emit(ops, output, render)
+    emit(result, output, render, as_json=lambda h: [o.as_dict() for o in h.operations])

@@ -10,10 +10,11 @@ import typer
 from rich.console import RenderableType
 
 from drkit.cli.console import Output, Progress, emit, table
-from drkit.cli.options import ConfigOption, OutputOption
+from drkit.cli.options import ConfigOption, OutputOption, facade
 
 
 def maintain(
+    ctx: typer.Context,
     config: Path = ConfigOption,
     keep_recent_batches: int = typer.Option(
         100, "--keep-recent-batches", min=1,
@@ -26,11 +27,9 @@ def maintain(
     output: Output = OutputOption,
 ) -> None:
     """Merge old offset-syncs that continue each other (translation unchanged), OPTIMIZE and VACUUM."""
-    from drkit.service import Drkit
-
-    service = Drkit.from_file(str(config))  # settings are checked before Spark starts (Drkit.maintain)
+    drkit = facade(ctx, config)  # settings are checked before Spark starts (Drkit.maintain)
     with Progress("maintaining the Delta tables...", output):
-        data = service.maintain(keep_recent_batches, vacuum_retention_hours)
+        report = drkit.maintain(keep_recent_batches, vacuum_retention_hours)
 
     def render(d: dict[str, Any]) -> Iterable[RenderableType]:
         rows = []
@@ -51,4 +50,4 @@ def maintain(
         yield table("maintain", ["keep recent batches", "vacuum retention (h)", "seconds"],
                     [[d["keep_recent_batches"], d["vacuum_retention_hours"], d["seconds"]]])
 
-    emit(data, output, render)
+    emit(report.as_dict(), output, render)

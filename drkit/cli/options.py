@@ -1,13 +1,57 @@
-"""Options shared by every command."""
+"""Options shared by every command, and the one facade of an invocation."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
 
 from drkit.cli.console import Output
+from drkit.service import Drkit
 
 ConfigOption = typer.Option(Path("drkit.toml"), "--config", "-c", help="Path to the drkit TOML config.")
 OutputOption = typer.Option(Output.text, "--output", "-o", help="text (Rich tables) or json.")
 FlowOption = typer.Option(None, "--flow", help="Flow name, e.g. A->B (default: every flow).")
+
+#: How an invocation builds its facade from the config path (tests pass one with fakes).
+FacadeFactory = Callable[[Path], Drkit]
+
+
+def _from_file(path: Path) -> Drkit:
+    return Drkit.from_file(str(path))
+
+
+class Invocation:
+    """What the root callback keeps for one ``drkit`` run: the facade, made once."""
+
+    def __init__(self, factory: FacadeFactory | None = None) -> None:
+        self.factory = factory or _from_file
+        self.debug = False
+        self._facades: dict[Path, Drkit] = {}
+
+    def facade(self, config: Path) -> Drkit:
+        if config not in self._facades:
+            self._facades[config] = self.factory(config)
+        return self._facades[config]
+
+
+def facade(ctx: typer.Context, config: Path) -> Drkit:
+    """The invocation's facade for ``config`` (built on first use, once)."""
+    invocation = ctx.find_object(Invocation)
+    if invocation is None:  # a command called outside `drkit.cli.app.main`
+        invocation = ctx.ensure_object(Invocation)
+    return invocation.facade(config)
+
+
+def parse_time(value: str | None, option: str = "--as-of") -> datetime | None:
+    """ISO 8601 (``2026-11-22T10:15:00Z``); without a zone, UTC."""
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise typer.BadParameter(f"{value!r} is not an ISO 8601 time, e.g. 2026-11-22T10:15:00Z",
+                                 param_hint=option) from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)

@@ -4,57 +4,65 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.console import RenderableType
 
 from drkit.cli.console import Output, emit, table
-from drkit.cli.failover_cmd import parse_time
-from drkit.cli.options import ConfigOption, FlowOption, OutputOption
+from drkit.cli.options import ConfigOption, FlowOption, OutputOption, facade, parse_time
+from drkit.core.status import StatusReport, Verdict
+from drkit.service import OffsetsReport
 
-_COLOURS = {"healthy": "green", "lagging": "yellow", "stale": "red", "source unreachable": "red"}
+_COLOURS = {Verdict.HEALTHY: "green", Verdict.LAGGING: "yellow", Verdict.STALE: "red",
+            Verdict.SOURCE_UNREACHABLE: "red"}
 
 
 def _ago(seconds: float | None) -> str:
     return "never" if seconds is None else f"{seconds}s ago"
 
 
+def _running(flag: bool) -> str:
+    return "running" if flag else "not running"
+
+
+def _render_status(report: StatusReport) -> Iterable[RenderableType]:
+    for f in report.flows:
+        yield table(
+            f"{f.flow}: {f.verdict} (mirror {_running(f.mirror_running)}, checkpoint {_running(f.checkpoint_running)}, "
+            f"last checkpoint run {_ago(f.checkpoint_last_run_age_seconds)})",
+            ["topic", "partition", "mirrored up to", "source end", "lag records", "lag s", "last sync s ago"],
+            [[p.topic, p.partition, p.mirrored_up_to, p.source_end, p.lag_records, p.lag_seconds,
+              p.seconds_since_last_sync] for p in f.partitions])
+        if f.groups:
+            yield table("checkpoints", ["group", "age s"], [[g.group, g.checkpoint_age_seconds] for g in f.groups])
+    yield f"[bold {_COLOURS[report.verdict]}]{report.verdict}[/]"
+
+
 def status(
+    ctx: typer.Context,
     config: Path = ConfigOption,
     flow: str | None = FlowOption,
     output: Output = OutputOption,
 ) -> None:
     """Replication lag, sync and checkpoint freshness per flow; exit 0 healthy, 20 lagging, 21 stale,
     22 source unreachable."""
-    from drkit.operate.status import VERDICT_CODES
-    from drkit.operate.status import status as compute
-    from drkit.service import Drkit
+    report = facade(ctx, config).status(flow)
+    emit(report, output, _render_status)
+    raise typer.Exit(report.verdict.exit_code)
 
-    service = Drkit.from_file(str(config))
-    service.config.flows_named(flow)
-    flows, verdict = compute(service, flow)
 
-    def render(d: dict[str, Any]) -> Iterable[RenderableType]:
-        for f in d["flows"]:
-            yield table(
-                f"{f['flow']}: {f['verdict']} (mirror {'running' if f['mirror_running'] else 'not running'}, "
-                f"checkpoint {'running' if f['checkpoint_running'] else 'not running'}, last checkpoint run "
-                f"{_ago(f['checkpoint_last_run_age_seconds'])})",
-                ["topic", "partition", "mirrored up to", "source end", "lag records", "lag s", "last sync s ago"],
-                [[p["topic"], p["partition"], p["mirrored_up_to"], p["source_end"], p["lag_records"],
-                  p["lag_seconds"], p["seconds_since_last_sync"]] for p in f["partitions"]])
-            if f["groups"]:
-                yield table("checkpoints", ["group", "age s"],
-                            [[g["group"], g["checkpoint_age_seconds"]] for g in f["groups"]])
-        colour = _COLOURS[d["verdict"]]
-        yield f"[bold {colour}]{d['verdict']}[/]"
-
-    emit({"verdict": verdict, "flows": flows}, output, render)
-    raise typer.Exit(VERDICT_CODES[verdict])
+def _render_offsets(report: OffsetsReport) -> Iterable[RenderableType]:
+    for g in report.groups:
+        yield table(f"{g.flow} group {g.group}",
+                    ["topic", "p", "source committed", "checkpointed", "target topic", "translated now",
+                     "position", "target group", "age s"],
+                    [[p.topic, p.partition, p.source_committed, p.checkpointed_offset, p.target_topic,
+                      p.translated_now, p.position, p.target_group_offset, p.checkpoint_age_seconds]
+                     for p in g.partitions])
 
 
 def offsets(
+    ctx: typer.Context,
     config: Path = ConfigOption,
     group: str = typer.Option(..., "--group", "-g", help="The consumer group."),
     flow: str | None = FlowOption,
@@ -63,24 +71,7 @@ def offsets(
     output: Output = OutputOption,
 ) -> None:
     """A group's offsets: on the source, checkpointed, translated now, and on the target."""
-    from drkit.operate.status import group_offsets
-    from drkit.service import Drkit
-
     if as_of is not None and version is not None:
         raise typer.BadParameter("give --as-of or --version, not both", param_hint="--as-of")
-    service = Drkit.from_file(str(config))
-    flows = service.config.flows_named(flow)
-    when = parse_time(as_of)
-    data = [{"flow": f.name, "group": group, "partitions": group_offsets(service, f.name, group, when, version)}
-            for f in flows]
-
-    def render(d: list[dict[str, Any]]) -> Iterable[RenderableType]:
-        for f in d:
-            yield table(f"{f['flow']} group {f['group']}",
-                        ["topic", "p", "source committed", "checkpointed", "target topic", "translated now",
-                         "position", "target group", "age s"],
-                        [[p["topic"], p["partition"], p["source_committed"], p["checkpointed_offset"],
-                          p["target_topic"], p["translated_now"], p["position"], p["target_group_offset"],
-                          p["checkpoint_age_seconds"]] for p in f["partitions"]])
-
-    emit(data, output, render)
+    report = facade(ctx, config).offsets(group, flow, parse_time(as_of), version)
+    emit(report, output, _render_offsets, as_json=lambda r: [g.as_dict() for g in r.groups])

@@ -58,6 +58,18 @@ class Checkpoint:
             other.upstream_offset, other.downstream_offset, other.position, other.metadata, other.target_topic)
 
 
+@dataclass(frozen=True)
+class RecordedCheckpoint:
+    """A checkpoint as the ``checkpoints`` table holds it: with the time it was written."""
+
+    checkpoint: Checkpoint
+    checkpointed_at_ms: int  # epoch milliseconds, UTC
+
+    def age_at(self, reference_ms: float) -> float:
+        """Seconds between the checkpoint and ``reference_ms`` (never negative)."""
+        return max(0.0, (reference_ms - self.checkpointed_at_ms) / 1000)
+
+
 class FindingKind(StrEnum):
     NO_COMMITS = "no_commits"  # the group has no committed offsets at all
     TOPIC_NOT_MIRRORED = "topic_not_mirrored"  # offsets on a topic the flow does not mirror

@@ -1,17 +1,32 @@
 """Failover and failback plans: which offsets to commit for which groups, and why not.
 
 Pure: the adapters gather the facts (checkpoints or live offsets, sync indexes, the destination
-groups' state and current offsets); this module decides the moves and the refusals. A plan with
-refusals is never applied. Every refusal says what to do about it.
+groups' state and current offsets); this module decides the routes, the moves and the refusals.
+A plan with refusals is never applied, and every refusal says what to do about it. A plan is
+frozen: what was shown in a dry run, recorded in the audit trail and applied is the same object.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
-from drkit.core.translate import Position, SyncIndex
+from drkit.core.audit import Action
+from drkit.core.checkpoints import CommittedOffset
+from drkit.core.groups import GroupState
+from drkit.core.policy import ReplicationPolicy
+from drkit.core.selection import NameSelector
+from drkit.core.translate import Position, SyncIndex, Translation
+
+
+class RefusalReason(StrEnum):
+    UNKNOWN_GROUP = "unknown_group"  # no checkpoint or committed offset for the group
+    ACTIVE_GROUP = "active_group"  # consumers are in the group on the destination
+    STALE = "stale"  # the checkpoint is older than the flow's limit
+    UNTRANSLATABLE = "untranslatable"  # nothing of the partition was mirrored
+    LAGGING = "lagging"  # the reverse flow has not caught up (failback)
 
 
 @dataclass(frozen=True)
@@ -25,7 +40,7 @@ class Move:
     committed: int  # the offset translated (source committed offset, or target offset for failback)
     current: int | None  # the group's offset on the destination now (None: no commit)
     new: int | None  # the offset to commit (None: cannot translate)
-    position: str
+    position: Position
     age_seconds: float | None = None  # age of the checkpoint the offset came from
     via: str = ""  # which flow's syncs translated it
 
@@ -36,23 +51,27 @@ class Move:
 
 @dataclass(frozen=True)
 class Refusal:
-    reason: str  # machine-readable kind: active_group, stale, unknown_group, untranslatable, lagging
+    reason: RefusalReason
     group: str
     detail: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
-    action: str  # failover | failback
+    action: Action
     flow: str
     destination: str  # cluster alias the offsets are committed on
-    moves: list[Move] = field(default_factory=list)
-    refusals: list[Refusal] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    moves: tuple[Move, ...] = ()
+    refusals: tuple[Refusal, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
         return not self.refusals
+
+    @property
+    def changed_moves(self) -> int:
+        return sum(1 for m in self.moves if m.changes)
 
     def commits(self) -> dict[str, dict[tuple[str, int], int]]:
         """group -> {(destination topic, partition): offset} for every translatable move."""
@@ -64,20 +83,46 @@ class Plan:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "action": self.action, "flow": self.flow, "destination": self.destination, "ok": self.ok,
-            "moves": [asdict(m) | {"changes": m.changes} for m in self.moves],
-            "refusals": [asdict(r) for r in self.refusals],
+            "action": self.action.value, "flow": self.flow, "destination": self.destination, "ok": self.ok,
+            "moves": [asdict(m) | {"position": m.position.value, "changes": m.changes} for m in self.moves],
+            "refusals": [asdict(r) | {"reason": r.reason.value} for r in self.refusals],
             "warnings": list(self.warnings),
         }
 
 
+@dataclass
+class _Draft:
+    """A plan while it is being decided (internal; every builder returns a frozen :class:`Plan`)."""
+
+    action: Action
+    flow: str
+    destination: str
+    moves: list[Move] = field(default_factory=list)
+    refusals: list[Refusal] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def refuse(self, reason: RefusalReason, group: str, detail: str) -> None:
+        self.refusals.append(Refusal(reason, group, detail))
+
+    def freeze(self) -> Plan:
+        return Plan(self.action, self.flow, self.destination, tuple(self.moves), tuple(self.refusals),
+                    tuple(self.warnings))
+
+
 @dataclass(frozen=True)
 class GroupFacts:
-    """What the destination cluster says about a group."""
+    """What the destination cluster says about a group: its state (None: unknown there) and offsets."""
 
-    active: bool
-    members: tuple[str, ...]  # "client_id@host" of each member
+    state: GroupState | None
     offsets: Mapping[tuple[str, int], int]
+
+    @property
+    def active(self) -> bool:
+        return self.state is not None and self.state.active
+
+    @property
+    def members(self) -> tuple[str, ...]:
+        return tuple(str(m) for m in self.state.members) if self.state is not None else ()
 
 
 @dataclass(frozen=True)
@@ -90,19 +135,28 @@ class CheckpointFact:
     age_seconds: float
 
 
-def _group_refusals(plan: Plan, groups: Iterable[str], facts: Mapping[str, GroupFacts], known: set[str]) -> None:
+def _group_refusals(draft: _Draft, groups: Iterable[str], facts: Mapping[str, GroupFacts], known: set[str]) -> None:
     for group in groups:
         if group not in known:
-            plan.refusals.append(Refusal("unknown_group", group,
-                                         f"no checkpoint or committed offset for group {group!r}: check the name "
-                                         "and that the flow's groups selection includes it"))
+            draft.refuse(RefusalReason.UNKNOWN_GROUP, group,
+                         f"no checkpoint or committed offset for group {group!r}: check the name "
+                         "and that the flow's groups selection includes it")
             continue
         fact = facts.get(group)
         if fact is not None and fact.active:
             members = ", ".join(fact.members) or "members joining"
-            plan.refusals.append(Refusal("active_group", group,
-                                         f"group {group!r} has active members on {plan.destination} ({members}); "
-                                         "stop those consumers first"))
+            draft.refuse(RefusalReason.ACTIVE_GROUP, group,
+                         f"group {group!r} has active members on {draft.destination} ({members}); "
+                         "stop those consumers first")
+
+
+def _current(facts: Mapping[str, GroupFacts], group: str, topic: str, partition: int) -> int | None:
+    fact = facts.get(group)
+    return None if fact is None else fact.offsets.get((topic, partition))
+
+
+def _unmirrored() -> Translation:
+    return Translation(None, Position.UNMIRRORED)
 
 
 def failover_plan(
@@ -116,46 +170,34 @@ def failover_plan(
     allow_stale: bool = False,
 ) -> Plan:
     """Move ``groups`` to the flow's target from their checkpoints, re-translated with the syncs now."""
-    plan = Plan("failover", flow, destination)
+    draft = _Draft(Action.FAILOVER, flow, destination)
     wanted = set(groups)
     rows = sorted((c for c in checkpoints if c.group in wanted),
                   key=lambda c: (c.group, c.source_topic, c.partition))
-    _group_refusals(plan, groups, facts, {c.group for c in rows})
+    _group_refusals(draft, groups, facts, {c.group for c in rows})
     for c in rows:
         index = indexes.get((c.source_topic, c.partition))
-        t = index.translate(c.upstream_offset) if index is not None else None
-        current = facts[c.group].offsets.get((c.target_topic, c.partition)) if c.group in facts else None
-        move = Move(c.group, c.source_topic, c.target_topic, c.partition, c.upstream_offset, current,
-                    t.offset if t is not None else None,
-                    (t.position if t is not None else Position.UNMIRRORED).value, round(c.age_seconds, 3), flow)
-        plan.moves.append(move)
+        t = index.translate(c.upstream_offset) if index is not None else _unmirrored()
+        move = Move(c.group, c.source_topic, c.target_topic, c.partition, c.upstream_offset,
+                    _current(facts, c.group, c.target_topic, c.partition), t.offset, t.position,
+                    round(c.age_seconds, 3), flow)
+        draft.moves.append(move)
         if move.new is None:
-            plan.refusals.append(Refusal("untranslatable", c.group,
-                                         f"{c.source_topic}/{c.partition}: committed offset {c.upstream_offset} "
-                                         "cannot be translated (nothing of the partition was mirrored)"))
+            draft.refuse(RefusalReason.UNTRANSLATABLE, c.group,
+                         f"{c.source_topic}/{c.partition}: committed offset {c.upstream_offset} "
+                         "cannot be translated (nothing of the partition was mirrored)")
         if c.age_seconds > max_age_seconds:
             detail = (f"{c.source_topic}/{c.partition}: checkpoint is {c.age_seconds:.0f}s old "
                       f"(limit {max_age_seconds:.0f}s)")
             if allow_stale:
-                plan.warnings.append(f"group {c.group}: {detail}; allowed by --allow-stale")
+                draft.warnings.append(f"group {c.group}: {detail}; allowed by --allow-stale")
             else:
-                plan.refusals.append(Refusal("stale", c.group,
-                                             f"{detail}; is the checkpoint process running? "
-                                             "Use --allow-stale to accept it"))
+                draft.refuse(RefusalReason.STALE, c.group,
+                             f"{detail}; is the checkpoint process running? Use --allow-stale to accept it")
         if move.current is not None and move.new is not None and move.new < move.current:
-            plan.warnings.append(f"group {c.group} {c.target_topic}/{c.partition}: moves back from "
-                                 f"{move.current} to {move.new} (records will be read again on the target)")
-    return plan
-
-
-@dataclass(frozen=True)
-class LiveOffset:
-    """A group's committed offset on the cluster it is leaving (failback reads them live)."""
-
-    group: str
-    topic: str
-    partition: int
-    offset: int
+            draft.warnings.append(f"group {c.group} {c.target_topic}/{c.partition}: moves back from "
+                                  f"{move.current} to {move.new} (records will be read again on the target)")
+    return draft.freeze()
 
 
 @dataclass(frozen=True)
@@ -173,49 +215,82 @@ class Route:
     via: str
 
 
+@dataclass(frozen=True)
+class ReverseFlow:
+    """The flow that copies the cluster being left back to the destination (failback)."""
+
+    name: str
+    source: str  # alias of the cluster being left
+    selector: NameSelector
+    policy: ReplicationPolicy
+
+
+def failback_routes(
+    topics: Iterable[str], forward_flow: str, forward_copies: Mapping[str, str], reverse: ReverseFlow | None,
+) -> dict[str, Route]:
+    """Route every topic a group has offsets on: back through the forward flow's inverse when it is
+    one of that flow's copies (``forward_copies``: target topic -> source topic), through the reverse
+    flow when that flow mirrors it; topics on neither route are left out (the plan warns)."""
+    routes: dict[str, Route] = {}
+    for topic in sorted(set(topics)):
+        if topic in forward_copies:
+            routes[topic] = Route(forward_copies[topic], True, forward_flow)
+        elif reverse is not None and reverse.selector.matches(topic):
+            routes[topic] = Route(reverse.policy.target_topic(reverse.source, topic), False, reverse.name)
+    return routes
+
+
 def failback_plan(
     flow: str,
     destination: str,
     groups: list[str],
-    offsets: Iterable[LiveOffset],
+    offsets: Iterable[CommittedOffset],
     routes: Mapping[str, Route],
     indexes: Mapping[tuple[str, str, int], SyncIndex],
     facts: Mapping[str, GroupFacts],
     caught_up: Mapping[tuple[str, int], tuple[int, int]],
+    leaving: str,
+    reverse_flow: str | None,
 ) -> Plan:
     """Move ``groups`` back to the flow's source.
 
-    ``indexes`` is keyed by (flow name, source topic of that flow, partition). ``caught_up`` holds,
-    for each local topic-partition of the cluster being left, (end offset there, next offset the
-    reverse flow will mirror): failback refuses while the reverse flow has not caught up.
+    ``offsets`` are the groups' committed offsets on the cluster being left. ``indexes`` is keyed
+    by (flow name, source topic of that flow, partition). ``caught_up`` holds, for each local
+    topic-partition of the cluster being left, (end offset there, next offset the reverse flow
+    will mirror): failback refuses while the reverse flow has not caught up. ``leaving`` is the
+    alias of the cluster being left; ``reverse_flow`` None means no flow copies it back, so offsets
+    on its own topics cannot come back.
     """
-    plan = Plan("failback", flow, destination)
+    draft = _Draft(Action.FAILBACK, flow, destination)
     wanted = set(groups)
-    rows = sorted((o for o in offsets if o.group in wanted), key=lambda o: (o.group, o.topic, o.partition))
-    _group_refusals(plan, groups, facts, {o.group for o in rows})
+    rows = sorted((o for o in offsets if o.group in wanted and o.offset >= 0),
+                  key=lambda o: (o.group, o.topic, o.partition))
+    _group_refusals(draft, groups, facts, {o.group for o in rows})
     for o in rows:
         route = routes.get(o.topic)
         if route is None:
-            plan.warnings.append(f"group {o.group}: offsets on {o.topic} are not covered by the flows; left alone")
+            draft.warnings.append(f"group {o.group}: offsets on {o.topic} are not covered by the flows; left alone")
             continue
         if route.inverse:
             index = indexes.get((route.via, route.to_topic, o.partition))
-            t = index.inverse(o.offset) if index is not None else None
+            t = index.inverse(o.offset) if index is not None else _unmirrored()
         else:
             index = indexes.get((route.via, o.topic, o.partition))
-            t = index.translate(o.offset) if index is not None else None
+            t = index.translate(o.offset) if index is not None else _unmirrored()
             end, mirrored = caught_up.get((o.topic, o.partition), (0, 0))
             if mirrored < end:
-                plan.refusals.append(Refusal("lagging", o.group,
-                                             f"{o.topic}/{o.partition}: reverse flow {route.via} has mirrored up to "
-                                             f"{mirrored} of {end}; run the reverse mirror until it catches up"))
-        current = facts[o.group].offsets.get((route.to_topic, o.partition)) if o.group in facts else None
-        move = Move(o.group, o.topic, route.to_topic, o.partition, o.offset, current,
-                    t.offset if t is not None else None,
-                    (t.position if t is not None else Position.UNMIRRORED).value, None, route.via)
-        plan.moves.append(move)
+                draft.refuse(RefusalReason.LAGGING, o.group,
+                             f"{o.topic}/{o.partition}: reverse flow {route.via} has mirrored up to "
+                             f"{mirrored} of {end}; run the reverse mirror until it catches up")
+        move = Move(o.group, o.topic, route.to_topic, o.partition, o.offset,
+                    _current(facts, o.group, route.to_topic, o.partition), t.offset, t.position, None, route.via)
+        draft.moves.append(move)
         if move.new is None:
-            plan.refusals.append(Refusal("untranslatable", o.group,
-                                         f"{o.topic}/{o.partition}: offset {o.offset} cannot be translated back "
-                                         f"(flow {route.via} has no syncs for it)"))
-    return plan
+            draft.refuse(RefusalReason.UNTRANSLATABLE, o.group,
+                         f"{o.topic}/{o.partition}: offset {o.offset} cannot be translated back "
+                         f"(flow {route.via} has no syncs for it)")
+    if reverse_flow is None and any(o.topic not in routes for o in rows):
+        # Kept a warning (not a refusal) as before: the group's other offsets still move back.
+        draft.warnings.append(f"no reverse flow {leaving}->{destination} is configured: records produced on "
+                              f"{leaving} cannot be brought back")
+    return draft.freeze()

@@ -29,19 +29,20 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from drkit import metrics
 from drkit.config import DrkitConfig, FlowConfig
 from drkit.core.offsets import SyncRange
-from drkit.core.selection import NameSelector, topic_selector
+from drkit.core.reports import MirrorSummary
+from drkit.core.selection import NameSelector
 from drkit.errors import DrkitError, MirrorError
 from drkit.kafka import clients
-from drkit.kafka.topics import TopicPair, end_offsets, ensure_target_topics, partition_counts
+from drkit.kafka.admin import KafkaAdmin
+from drkit.kafka.topics import TopicPair, ensure_target_topics
+from drkit.layout import StateLayout, flow_dir_name
 from drkit.mirror.deliver import FAILURE_MARKER, RANGE_SCHEMA, deliver_batches
 from drkit.store.offset_syncs import OffsetSyncStore, SyncRow
-from drkit.store.tables import Tables
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -64,10 +65,6 @@ PRODUCER_DEFAULTS = {
 }
 
 
-def flow_dir_name(flow: FlowConfig) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", flow.name.replace("->", "_to_"))
-
-
 @dataclass
 class BatchReport:
     batch_id: int
@@ -82,6 +79,13 @@ class BatchReport:
 class MirrorJob:
     """Wires the Spark Kafka source, the delivery tasks and the offset-sync store for one flow."""
 
+    def summary(self) -> MirrorSummary:
+        reports = list(self.reports)
+        return MirrorSummary(self.flow.name, len(reports), sum(1 for r in reports if r.skipped),
+                             sum(r.records for r in reports), sum(r.bytes for r in reports),
+                             sum(r.ranges for r in reports),
+                             tuple(sorted({t for r in reports for t in r.created_topics})))
+
     def __init__(self, config: DrkitConfig, flow: FlowConfig, spark: SparkSession) -> None:
         self.config = config
         self.flow = flow
@@ -89,12 +93,12 @@ class MirrorJob:
         self.source = config.clusters[flow.source]
         self.target = config.clusters[flow.target]
         self.policy = flow.policy()
-        self.selector: NameSelector = topic_selector(
-            flow.topics.include, flow.topics.exclude, self.policy, flow.target, frozenset(config.clusters)
-        )
-        self.tables = Tables(config.state_root())
-        self.syncs = OffsetSyncStore(spark, self.tables)
-        self.checkpoint_dir = config.state_root() / "mirror" / flow_dir_name(flow) / "checkpoint"
+        self.selector: NameSelector = config.topic_selector(flow)
+        self.layout = StateLayout(config.state_root())
+        self.syncs = OffsetSyncStore(spark, self.layout)
+        self.stream_checkpoint = self.layout.stream_checkpoint(flow.name)
+        self.source_admin = KafkaAdmin(self.source, flow.source)
+        self.target_admin = KafkaAdmin(self.target, flow.target)
         self._stream_id: str | None = None
         self._first_batch_done = False
         self._next_offset: dict[tuple[str, int], int] = {}
@@ -124,10 +128,10 @@ class MirrorJob:
 
     def start(self, once: bool) -> StreamingQuery:
         self.syncs.ensure()
-        self.checkpoint_dir.parent.mkdir(parents=True, exist_ok=True)
+        self.stream_checkpoint.parent.mkdir(parents=True, exist_ok=True)
         writer = (
-            self.source_stream().writeStream.queryName(f"drkit-mirror-{flow_dir_name(self.flow)}")
-            .option("checkpointLocation", str(self.checkpoint_dir))
+            self.source_stream().writeStream.queryName(f"drkit-mirror-{flow_dir_name(self.flow.name)}")
+            .option("checkpointLocation", str(self.stream_checkpoint))
             .foreachBatch(self._process_batch)
         )
         if once:
@@ -140,7 +144,7 @@ class MirrorJob:
 
     def stream_id(self) -> str:
         if self._stream_id is None:
-            metadata = json.loads((self.checkpoint_dir / "metadata").read_text())
+            metadata = json.loads((self.stream_checkpoint / "metadata").read_text())
             self._stream_id = str(metadata["id"])
         return self._stream_id
 
@@ -187,9 +191,8 @@ class MirrorJob:
             key = (r.source_topic, r.partition)
             self._next_offset[key] = max(self._next_offset.get(key, 0), r.range.upstream_last + 1)
         try:
-            admin = clients.admin(self.source, self.flow.source)
-            counts = partition_counts(admin, self.flow.source)
-            ends = end_offsets(admin, self.flow.source, {t: counts[t] for t in topic_map if t in counts})
+            counts = self.source_admin.partition_counts()
+            ends = self.source_admin.end_offsets({t: counts[t] for t in topic_map if t in counts})
         except DrkitError as exc:  # metrics must never fail a batch
             log.warning("flow %s: lag not measured: %s", self.flow.name, exc)
             return
@@ -198,14 +201,12 @@ class MirrorJob:
             metrics.MIRROR_LAG.labels(self.flow.name, topic, str(partition)).set(lag)
 
     def _prepare_targets(self) -> tuple[dict[str, str], list[str]]:
-        source_admin = clients.admin(self.source, self.flow.source)
-        counts = partition_counts(source_admin, self.flow.source)
+        counts = self.source_admin.partition_counts()
         selected = self.selector.select(counts)
         pairs = [TopicPair(t, self.policy.target_topic(self.flow.source, t), counts[t]) for t in selected]
         created: list[str] = []
         if any(p.source not in self._known_targets for p in pairs):
-            target_admin = clients.admin(self.target, self.flow.target)
-            created = ensure_target_topics(source_admin, target_admin, pairs,
+            created = ensure_target_topics(self.source_admin.client, self.target_admin.client, pairs,
                                            self.flow.mirror.target_replication_factor, self.flow.target)
             self._known_targets.update({p.source: p.target for p in pairs})
         return {p.source: p.target for p in pairs}, created
@@ -245,7 +246,7 @@ class MirrorRunner:
         self._stop = threading.Event()
 
     def run(self, once: bool, poll_seconds: float = 0.5,
-            on_progress: Callable[[list[MirrorJob]], None] | None = None) -> list[MirrorJob]:
+            on_progress: Callable[[list[MirrorSummary]], None] | None = None) -> list[MirrorSummary]:
         queries = [job.start(once) for job in self.jobs]
         previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
         if threading.current_thread() is threading.main_thread():
@@ -257,7 +258,7 @@ class MirrorRunner:
                     self._stop_after_current_batch(queries)
                     break
                 if on_progress is not None:
-                    on_progress(self.jobs)
+                    on_progress([job.summary() for job in self.jobs])
                 time.sleep(poll_seconds)
             for query, job in zip(queries, self.jobs, strict=True):
                 error = query.exception()
@@ -271,7 +272,7 @@ class MirrorRunner:
             if threading.current_thread() is threading.main_thread():
                 for s, handler in previous.items():
                     signal.signal(s, handler)
-        return self.jobs
+        return [job.summary() for job in self.jobs]
 
     def stop(self) -> None:
         self._stop.set()
@@ -283,7 +284,3 @@ class MirrorRunner:
             while q.isActive and q.status.get("isTriggerActive") and time.monotonic() < deadline:
                 time.sleep(0.1)
             q.stop()
-
-
-def checkpoint_path(config: DrkitConfig, flow: FlowConfig) -> Path:
-    return config.state_root() / "mirror" / flow_dir_name(flow) / "checkpoint"

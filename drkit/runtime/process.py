@@ -1,4 +1,7 @@
-"""PID files of the long-running drkit processes, so ``drkit status`` can tell whether they run."""
+"""PID files of the long-running drkit processes, so ``drkit status`` can tell whether they run.
+
+The paths come from :meth:`drkit.layout.StateLayout.pid_file`.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +9,6 @@ import contextlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
-
-from drkit.config import DrkitConfig, FlowConfig
-
-
-def pid_path(config: DrkitConfig, flow: FlowConfig, kind: str) -> Path:
-    """Where a running ``kind`` (mirror | checkpoint) process of ``flow`` writes its PID."""
-    import re
-
-    name = re.sub(r"[^A-Za-z0-9_.-]", "_", flow.name.replace("->", "_to_"))
-    return config.state_root() / kind / name / "pid"
 
 
 @contextlib.contextmanager

@@ -8,31 +8,21 @@ history itself, so it survives VACUUM) and ``version`` (Delta time travel to a t
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from drkit.core.checkpoints import Checkpoint
+from drkit.core.checkpoints import Checkpoint, RecordedCheckpoint
 from drkit.core.translate import Position
 from drkit.errors import StoreError
-from drkit.store.tables import CHECKPOINTS_DDL, Tables, ensure_table, table_exists
+from drkit.layout import StateLayout
+from drkit.store.tables import CHECKPOINTS_DDL, ensure_table, table_exists
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 
-@dataclass(frozen=True)
-class RecordedCheckpoint:
-    checkpoint: Checkpoint
-    checkpointed_at_ms: int  # epoch milliseconds, UTC
-
-    @property
-    def age_seconds(self) -> float:
-        return max(0.0, datetime.now(UTC).timestamp() - self.checkpointed_at_ms / 1000)
-
-
 class CheckpointStore:
-    def __init__(self, spark: SparkSession, tables: Tables) -> None:
+    def __init__(self, spark: SparkSession, tables: StateLayout) -> None:
         self.spark = spark
         self.path = tables.checkpoints
 

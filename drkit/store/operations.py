@@ -6,58 +6,37 @@ the result as JSON (applied, refused, verified offsets, or the error).
 
 from __future__ import annotations
 
-import getpass
 import json
-import socket
-import uuid
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from drkit import __version__
-from drkit.store.tables import OPERATIONS_DDL, Tables, ensure_table, table_exists
+from drkit.core.audit import Action, OperationRecord
+from drkit.layout import StateLayout
+from drkit.store.tables import OPERATIONS_DDL, ensure_table, table_exists
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-@dataclass
-class Operation:
-    action: str
-    flow: str
-    groups: list[str]
-    as_of: str | None
-    dry_run: bool
-    plan: dict[str, Any]
-    result: dict[str, Any]
-    started_at: datetime
-    finished_at: datetime
-    id: str = ""
-
-    def __post_init__(self) -> None:
-        self.id = self.id or uuid.uuid4().hex
-
-
-def _user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"
+def _time(ms: int | None) -> datetime | None:
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC)
 
 
 class OperationStore:
-    def __init__(self, spark: SparkSession, tables: Tables) -> None:
+    def __init__(self, spark: SparkSession, layout: StateLayout) -> None:
         self.spark = spark
-        self.path = tables.operations
+        self.path = layout.operations
 
-    def append(self, op: Operation) -> None:
+    def append(self, record: OperationRecord) -> None:
         ensure_table(self.spark, self.path, OPERATIONS_DDL, "operations")
-        row = (op.id, op.action, op.flow, op.groups, op.as_of, op.dry_run, json.dumps(op.plan, default=str),
-               json.dumps(op.result, default=str), _user(), socket.gethostname(), __version__,
-               op.started_at.astimezone(UTC), op.finished_at.astimezone(UTC))
+        finished = None if record.finished_at is None else record.finished_at.astimezone(UTC)
+        row = (record.id, record.action.value, record.flow, list(record.groups), record.as_of, record.dry_run,
+               json.dumps(record.plan, default=str), json.dumps(record.result, default=str), record.user,
+               record.host, record.drkit_version, record.started_at.astimezone(UTC), finished)
         self.spark.createDataFrame([row], OPERATIONS_DDL).write.format("delta").mode("append").save(self.path)
 
-    def list(self, flow: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
+    def list(self, flow: str | None = None, limit: int = 50) -> list[OperationRecord]:
+        """The latest ``limit`` operations (of ``flow``), newest first."""
         from pyspark.sql import functions as F
 
         if not table_exists(self.spark, self.path):
@@ -68,16 +47,13 @@ class OperationStore:
         rows = (df.withColumn("started_ms", F.expr("unix_millis(started_at)"))
                 .withColumn("finished_ms", F.expr("unix_millis(finished_at)"))
                 .orderBy(F.col("started_ms").desc()).limit(limit).collect())
-        out = []
-        for r in rows:
-            out.append({
-                "id": r["id"], "action": r["action"], "flow": r["flow"], "groups": list(r["groups"] or []),
-                "as_of": r["as_of"], "dry_run": r["dry_run"], "user": r["user"], "host": r["host"],
-                "drkit_version": r["drkit_version"],
-                "started_at": datetime.fromtimestamp(r["started_ms"] / 1000, UTC).isoformat(),
-                "finished_at": datetime.fromtimestamp(r["finished_ms"] / 1000, UTC).isoformat()
-                if r["finished_ms"] is not None else None,
-                "plan": json.loads(r["plan"]) if r["plan"] else None,
-                "result": json.loads(r["result"]) if r["result"] else None,
-            })
-        return out
+        return [
+            OperationRecord(
+                id=r["id"], action=Action(r["action"]), flow=r["flow"], groups=tuple(r["groups"] or ()),
+                as_of=r["as_of"], dry_run=r["dry_run"], plan=json.loads(r["plan"]) if r["plan"] else {},
+                result=json.loads(r["result"]) if r["result"] else {}, user=r["user"], host=r["host"],
+                drkit_version=r["drkit_version"], started_at=datetime.fromtimestamp(r["started_ms"] / 1000, UTC),
+                finished_at=_time(r["finished_ms"]),
+            )
+            for r in rows
+        ]

@@ -22,18 +22,18 @@ from support.mirror_checks import audit_syncs, by_partition
 from drkit.config import DrkitConfig
 from drkit.core.translate import SyncIndex
 from drkit.errors import MirrorError
-from drkit.mirror.job import checkpoint_path
+from drkit.layout import StateLayout
 from drkit.service import Drkit
 from drkit.store.offset_syncs import OffsetSyncStore
 
 
 def partition_syncs(spark: Any, config: DrkitConfig, topic: str) -> dict[int, list[Any]]:
-    ranges = OffsetSyncStore(spark, Drkit(config, spark).tables).ranges("A->B", [topic])
+    ranges = OffsetSyncStore(spark, Drkit(config, spark).layout).ranges("A->B", [topic])
     return {p: rs for (t, p), rs in ranges.items() if t == topic}
 
 
 def committed_batches(config: DrkitConfig) -> list[str]:
-    commits = checkpoint_path(config, config.flows[0]) / "commits"
+    commits = StateLayout(config.state_root()).stream_checkpoint(config.flows[0].name) / "commits"
     return sorted(p.name for p in commits.iterdir()) if commits.exists() else []
 
 

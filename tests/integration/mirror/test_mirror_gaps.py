@@ -18,7 +18,7 @@ from drkit.store.offset_syncs import OffsetSyncStore
 
 
 def partition_syncs(spark: Any, config: DrkitConfig, topic: str) -> dict[int, list[Any]]:
-    ranges = OffsetSyncStore(spark, Drkit(config, spark).tables).ranges("A->B", [topic])
+    ranges = OffsetSyncStore(spark, Drkit(config, spark).layout).ranges("A->B", [topic])
     return {p: rs for (t, p), rs in ranges.items() if t == topic}
 
 

@@ -26,9 +26,7 @@ from support.mirror_checks import by_partition
 
 from drkit.config import DrkitConfig, load_config
 from drkit.localdev.clusters import LocalKafka
-from drkit.operate.failover import Operator
 from drkit.service import Drkit
-from drkit.store.operations import OperationStore
 
 TOPIC, GROUP, PARTITIONS = "orders", "billing", 2
 
@@ -81,10 +79,10 @@ def test_disaster_failover_then_failback(dr: tuple[LocalKafka, dict[str, str]], 
     processed_on_a = {(TOPIC, 0): 120, (TOPIC, 1): 35}
     commit(clusters["A"], GROUP, processed_on_a)
     service.mirror("A->B", once=True)
-    service.checkpoint("A->B", once=True)
+    service.translate("A->B", once=True)
     produce(clusters["A"], TOPIC, [{"partition": i % PARTITIONS, "key": b"late", "value": f"late{i}".encode(),
                                     "timestamp": now + 400 + i} for i in range(30)])
-    service.checkpoint("A->B", once=True)  # observes A's end offsets: 30 records not mirrored
+    service.translate("A->B", once=True)  # observes A's end offsets: 30 records not mirrored
     source_before = read_all(clusters["A"], TOPIC)
     mirrored_end = {p: 200 for p in range(PARTITIONS)}  # 400 records over 2 partitions were mirrored
     kafka.stop("A", kill=True)
@@ -113,7 +111,7 @@ def test_disaster_failover_then_failback(dr: tuple[LocalKafka, dict[str, str]], 
     assert code == 0 and again["status"] == "applied"
     assert {m["group"] for m in again["plan"]["moves"]} == {GROUP}
     assert committed_on(clusters["B"], GROUP, f"A.{TOPIC}") == target_offsets
-    ops = OperationStore(spark, service.tables).list("A->B")
+    ops = [o.as_dict() for o in service.history("A->B", limit=50).operations]
     assert [(o["action"], o["dry_run"], o["result"]["status"]) for o in reversed(ops)] == [
         ("failover", True, "dry_run"), ("failover", False, "applied"), ("failover", False, "applied")]
 
@@ -157,14 +155,13 @@ def test_refusals_change_nothing(clusters: dict[str, str], spark: Any, make_conf
     commit(clusters["A"], group, {(topic, 0): 5})
     commit(clusters["A"], busy, {(topic, 0): 7})
     commit(clusters["A"], empty_group, {(topic, 1): 0})  # partition 1 has nothing mirrored
-    service.checkpoint(None, once=True)
-    operator = Operator(service)
+    service.translate(None, once=True)
     target = f"A.{topic}"
 
-    unknown = operator.failover("A->B", ["no-such-group"], apply=True)
+    unknown = service.failover("A->B", ["no-such-group"], apply=True)
     assert unknown.status == "refused" and unknown.plan.refusals[0].reason == "unknown_group"
 
-    untranslatable = operator.failover("A->B", [empty_group], apply=True)
+    untranslatable = service.failover("A->B", [empty_group], apply=True)
     assert untranslatable.status == "refused"
     assert [r.reason for r in untranslatable.plan.refusals] == ["untranslatable"]
     assert committed_on(clusters["B"], empty_group, target) == {}
@@ -176,7 +173,7 @@ def test_refusals_change_nothing(clusters: dict[str, str], spark: Any, make_conf
     while not consumer.assignment() and time.monotonic() < deadline:
         consumer.poll(0.5)
     try:
-        active = operator.failover("A->B", [busy], apply=True)
+        active = service.failover("A->B", [busy], apply=True)
         assert active.status == "refused"
         refusal = next(r for r in active.plan.refusals if r.reason == "active_group")
         assert "busy-consumer" in refusal.detail
@@ -187,11 +184,11 @@ def test_refusals_change_nothing(clusters: dict[str, str], spark: Any, make_conf
     # The same state with a freshness limit the checkpoints cannot meet: stale.
     strict = make_config([{"source": "A", "target": "B", "topics": {"include": [topic]},
                            "checkpoint": {"max_age_seconds": 0.001}}])
-    operator = Operator(Drkit(strict, spark))
-    stale = operator.failover("A->B", [group], apply=True)
+    strict_drkit = Drkit(strict, spark)
+    stale = strict_drkit.failover("A->B", [group], apply=True)
     assert stale.status == "refused" and {r.reason for r in stale.plan.refusals} == {"stale"}
     assert committed_on(clusters["B"], group, target) == {}
-    allowed = operator.failover("A->B", [group], allow_stale=True, apply=True)
+    allowed = strict_drkit.failover("A->B", [group], allow_stale=True, apply=True)
     assert allowed.status == "applied" and committed_on(clusters["B"], group, target) == {0: 5}
     # --apply without --yes asks; answering no changes nothing (the CLI, with a real prompt).
     toml = tmp_path / "refusals.toml"
@@ -200,11 +197,11 @@ def test_refusals_change_nothing(clusters: dict[str, str], spark: Any, make_conf
         + "".join(f'[clusters.{a}]\nbootstrap_servers = "{bs}"\n' for a, bs in clusters.items())
         + f'[[flows]]\nsource = "A"\ntarget = "B"\ntopics = {{ include = [{json.dumps(topic)}] }}\n')
     commit(clusters["A"], group, {(topic, 0): 9})
-    Drkit(config, spark).checkpoint(None, once=True)
+    Drkit(config, spark).translate(None, once=True)
     proc = subprocess.run([sys.executable, "-m", "drkit.cli.app", "failover", "-c", str(toml), "--flow", "A->B",
                            "--group", group, "--apply"], input="n\n", capture_output=True, text=True, timeout=300)
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert "Apply" in proc.stdout + proc.stderr
     assert committed_on(clusters["B"], group, target) == {0: 5}
-    statuses = [o["result"]["status"] for o in OperationStore(spark, service.tables).list("A->B")]
+    statuses = [o.as_dict()["result"]["status"] for o in service.history("A->B", limit=50).operations]
     assert sorted(statuses) == sorted(["refused", "refused", "refused", "refused", "applied", "declined"])

@@ -15,11 +15,21 @@ from typing import Any
 
 from support.kafka_io import commit, create_topic, produce, unique
 
-from drkit.checkpoint.job import CheckpointRunner
 from drkit.config import DrkitConfig
-from drkit.operate.status import group_offsets, status
 from drkit.service import Drkit
 from drkit.store.checkpoints import CheckpointStore
+from drkit.translator.job import TranslatorRunner
+
+
+def status(service: Drkit, flow: str | None) -> tuple[list[dict[str, Any]], str]:
+    """The facade's status as plain data: (flows, overall verdict)."""
+    report = service.status(flow).as_dict()
+    return report["flows"], report["verdict"]
+
+
+def group_offsets(service: Drkit, flow: str, group: str) -> list[dict[str, Any]]:
+    partitions: list[dict[str, Any]] = service.offsets(group, flow).groups[0].as_dict()["partitions"]
+    return partitions
 
 
 def free_port() -> int:
@@ -39,7 +49,7 @@ def test_status_offsets_and_metrics(clusters: dict[str, str], spark: Any,
     service = Drkit(config, spark)
     service.mirror(None, once=True)
     commit(clusters["A"], group, {(topic, 0): 20, (topic, 1): 50})
-    service.checkpoint(None, once=True)
+    service.translate(None, once=True)
 
     flows_status, verdict = status(service, None)
     assert verdict == "healthy", flows_status
@@ -89,10 +99,10 @@ def test_checkpoint_freshness_with_interval(clusters: dict[str, str], spark: Any
                            "groups": {"include": [group]}}])
     service = Drkit(config, spark)
     service.mirror(None, once=True)
-    runner = CheckpointRunner(config, config.flows, spark)
+    runner = TranslatorRunner(config, config.flows, spark)
     thread = threading.Thread(target=runner.run, args=(False, 1.0), daemon=True)
     thread.start()
-    store = CheckpointStore(spark, service.tables)
+    store = CheckpointStore(spark, service.layout)
     try:
         time.sleep(2)
         commit(clusters["A"], group, {(topic, 0): 17})

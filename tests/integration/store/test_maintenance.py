@@ -18,9 +18,9 @@ from drkit.config import DrkitConfig, parse_config
 from drkit.core.offsets import SyncRange
 from drkit.core.translate import SyncIndex
 from drkit.errors import ConfigError
+from drkit.layout import StateLayout
 from drkit.store.maintenance import maintain
 from drkit.store.offset_syncs import OffsetSyncStore, SyncRow
-from drkit.store.tables import Tables
 
 Pair = tuple[str, str, int, int, int]  # flow, source topic, partition, upstream, downstream
 KEEP = 3
@@ -71,12 +71,12 @@ class Writer:
         self.store.write(self.flow, self.stream_id, batch_id, rows, at=at)
 
 
-def all_rows(spark: Any, tables: Tables) -> list[tuple[Any, ...]]:
+def all_rows(spark: Any, tables: StateLayout) -> list[tuple[Any, ...]]:
     df = spark.read.format("delta").load(tables.offset_syncs)
     return sorted(tuple(r) for r in df.collect())
 
 
-def pairs(spark: Any, tables: Tables) -> set[Pair]:
+def pairs(spark: Any, tables: StateLayout) -> set[Pair]:
     """Every (flow, topic, partition, upstream, downstream) pair the rows stand for."""
     out: set[Pair] = set()
     for r in spark.read.format("delta").load(tables.offset_syncs).collect():
@@ -97,7 +97,7 @@ def translations(ranges: dict[tuple[str, int], list[SyncRange]]) -> dict[tuple[s
     return out
 
 
-def data_commits_since(spark: Any, tables: Tables, version: int) -> list[str]:
+def data_commits_since(spark: Any, tables: StateLayout, version: int) -> list[str]:
     """Operations after ``version`` that changed rows (OPTIMIZE and VACUUM do not)."""
     from delta.tables import DeltaTable
 
@@ -106,7 +106,7 @@ def data_commits_since(spark: Any, tables: Tables, version: int) -> list[str]:
     return [r.operation for r in history.collect() if r.operation not in quiet]
 
 
-def table_version(spark: Any, tables: Tables) -> int:
+def table_version(spark: Any, tables: StateLayout) -> int:
     from delta.tables import DeltaTable
 
     return int(DeltaTable.forPath(spark, tables.offset_syncs).history(1).first()[0])  # type: ignore[index]
@@ -137,15 +137,15 @@ def write_history(store: OffsetSyncStore) -> None:
 
 
 @pytest.fixture
-def state(spark: Any, tmp_path: Path) -> tuple[DrkitConfig, Tables, OffsetSyncStore]:
+def state(spark: Any, tmp_path: Path) -> tuple[DrkitConfig, StateLayout, OffsetSyncStore]:
     config = config_for(tmp_path)
-    tables = Tables(config.state_root())
+    tables = StateLayout(config.state_root())
     store = OffsetSyncStore(spark, tables)
     store.ensure()
     return config, tables, store
 
 
-def test_maintain_keeps_translation_and_recent_batches(spark: Any, state: tuple[DrkitConfig, Tables,
+def test_maintain_keeps_translation_and_recent_batches(spark: Any, state: tuple[DrkitConfig, StateLayout,
                                                                                   OffsetSyncStore]) -> None:
     config, tables, store = state
     write_history(store)
@@ -203,7 +203,7 @@ def test_maintain_keeps_translation_and_recent_batches(spark: Any, state: tuple[
     assert data_commits_since(spark, tables, version) == []
 
 
-def test_retention_below_168_hours_is_refused(spark: Any, state: tuple[DrkitConfig, Tables,
+def test_retention_below_168_hours_is_refused(spark: Any, state: tuple[DrkitConfig, StateLayout,
                                                                          OffsetSyncStore]) -> None:
     config, tables, store = state
     write_history(store)
@@ -217,7 +217,7 @@ def test_retention_below_168_hours_is_refused(spark: Any, state: tuple[DrkitConf
 
 
 def test_mirror_appending_during_maintenance_is_not_disturbed(
-        spark: Any, state: tuple[DrkitConfig, Tables, OffsetSyncStore]) -> None:
+        spark: Any, state: tuple[DrkitConfig, StateLayout, OffsetSyncStore]) -> None:
     config, tables, store = state
     s1 = Writer(store, "A->B", "s1")
     for b in range(12):
@@ -247,7 +247,7 @@ def test_mirror_appending_during_maintenance_is_not_disturbed(
     assert len(all_rows(spark, tables)) < (12 + appended) * len(PARTITIONS)
 
 
-def test_incremental_sync_cache_matches_full_reads(spark: Any, state: tuple[DrkitConfig, Tables,
+def test_incremental_sync_cache_matches_full_reads(spark: Any, state: tuple[DrkitConfig, StateLayout,
                                                                              OffsetSyncStore]) -> None:
     """The checkpoint translator's cache reads only new rows; it must always equal a full read."""
     from drkit.store.offset_syncs import SyncIndexCache

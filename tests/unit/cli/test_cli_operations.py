@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,3 +48,86 @@ def test_missing_config_file(capsys: pytest.CaptureFixture[str], tmp_path: Path)
     code, _, err = run(capsys, "status", "-c", str(tmp_path / "nope.toml"))
     assert code == 2
     assert "config file not found" in err
+
+
+# -- the commands on a facade of in-memory fakes: parse, one facade call, render, exit code ----------
+
+
+def fake_world(tmp_path: Path) -> Any:
+    from support.fakes import NOW_MS, world
+
+    from drkit.core.offsets import SyncRange
+    from drkit.store.runs import RunFiles, TranslatorRun
+
+    w = world(tmp_path)
+    w.syncs.add("A->B", "orders", "A.orders", 0, SyncRange(0, 99, 0, 99))
+    w.a.ends[("orders", 0)] = 100
+    w.checkpoints.add("A->B", "billing", "orders", "A.orders", 0, 40)
+    RunFiles(w.context.layout).write_last_run("A->B", TranslatorRun(NOW_MS, 0.1, 1, 1, 0))
+    RunFiles(w.context.layout).write_last_run("B->A", TranslatorRun(NOW_MS, 0.1, 0, 0, 0))
+    w.syncs.add("B->A", "local", "B.local", 0, SyncRange(0, 0, 0, 0))
+    w.b.ends[("local", 0)] = 1
+    return w
+
+
+def run_on(w: Any, capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    from drkit.service import Drkit
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(args), facade_factory=lambda path: Drkit(w.config, context=w.context))
+    out, err = capsys.readouterr()
+    return int(exit_info.value.code or 0), out, err
+
+
+def test_status_exit_code_is_the_verdict(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    w = fake_world(tmp_path)
+    code, out, _ = run_on(w, capsys, "status", "-o", "json")
+    assert (code, json.loads(out)["verdict"]) == (0, "healthy")
+    w.a.ends[("orders", 0)] = 130
+    code, out, _ = run_on(w, capsys, "status", "--flow", "A->B", "-o", "json")
+    assert (code, json.loads(out)["flows"][0]["lag_records"]) == (20, 30)
+    w.a.reachable = False
+    code, out, _ = run_on(w, capsys, "status")
+    assert code == 22 and "source unreachable" in out
+
+
+def test_failover_dry_run_then_apply(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    w = fake_world(tmp_path)
+    code, out, _ = run_on(w, capsys, "failover", "--flow", "A->B", "--group", "billing")
+    assert code == 0 and "dry run: nothing was changed" in out and w.b.commits == []
+    code, out, _ = run_on(w, capsys, "failover", "--flow", "A->B", "--group", "billing", "--apply", "--yes",
+                          "-o", "json")
+    data = json.loads(out)
+    assert code == 0 and data["status"] == "applied" and data["verified"] == {"billing": {"A.orders/0": 40}}
+    assert data["rpo"]["unmirrored_offsets"] == 0
+
+
+def test_failover_refused_exits_3_and_changes_nothing(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    w = fake_world(tmp_path)
+    code, out, _ = run_on(w, capsys, "failover", "--flow", "A->B", "--group", "nobody", "--apply", "--yes")
+    assert code == 3 and "refused (unknown_group)" in out and w.b.commits == []
+
+
+def test_apply_in_json_mode_needs_yes(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    w = fake_world(tmp_path)
+    code, out, _ = run_on(w, capsys, "failover", "--flow", "A->B", "--group", "billing", "--apply", "-o", "json")
+    assert code == 3 and "needs --yes" in json.loads(out)["error"] and w.b.commits == []
+
+
+def test_failback_and_history(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    w = fake_world(tmp_path)
+    w.b.offsets["billing"] = {("A.orders", 0): 70}
+    code, out, _ = run_on(w, capsys, "failback", "--flow", "A->B", "--all-groups", "--apply", "--yes", "-o", "json")
+    assert code == 0 and json.loads(out)["status"] == "applied"
+    assert w.a.commits == [("billing", {("orders", 0): 70})]
+    code, out, _ = run_on(w, capsys, "history", "-o", "json")
+    assert code == 0 and [(o["action"], o["result"]["status"]) for o in json.loads(out)] == [("failback", "applied")]
+    code, out, _ = run_on(w, capsys, "history")
+    assert code == 0 and "applied" in out
+
+
+def test_offsets_of_a_group(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    w = fake_world(tmp_path)
+    code, out, _ = run_on(w, capsys, "offsets", "--group", "billing", "--flow", "A->B", "-o", "json")
+    [flow] = json.loads(out)
+    assert code == 0 and flow["partitions"][0]["translated_now"] == 40

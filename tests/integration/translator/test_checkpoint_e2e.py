@@ -21,7 +21,7 @@ from drkit.store.checkpoints import CheckpointStore
 
 
 def latest(spark: Any, config: DrkitConfig, group: str, **kw: Any) -> dict[tuple[str, int], Any]:
-    store = CheckpointStore(spark, Drkit(config, spark).tables)
+    store = CheckpointStore(spark, Drkit(config, spark).layout)
     return {(r.checkpoint.source_topic, r.checkpoint.partition): r.checkpoint
             for r in store.latest("A->B", [group], **kw)}
 
@@ -58,7 +58,7 @@ def test_group_resumes_on_target_exactly(clusters: dict[str, str], spark: Any,
                            "groups": {"include": [group]}}])
     service = Drkit(config, spark)
     service.mirror(None, once=True)
-    runs = service.checkpoint(None, once=True)
+    runs = service.translate(None, once=True)
     assert runs[0].groups == 1 and runs[0].appended == len(by_partition(consumed))
 
     checkpoints = latest(spark, config, group)
@@ -72,7 +72,7 @@ def test_group_resumes_on_target_exactly(clusters: dict[str, str], spark: Any,
     assert unread == 900 - 400
 
     # Nothing changed: the next run appends nothing.
-    assert service.checkpoint(None, once=True)[0].appended == 0
+    assert service.translate(None, once=True)[0].appended == 0
 
 
 def test_compacted_and_transactional_topics(clusters: dict[str, str], spark: Any,
@@ -120,7 +120,7 @@ def test_compacted_and_transactional_topics(clusters: dict[str, str], spark: Any
             commit(clusters["A"], group, {(topic, 0): committed_offset})
             config_g = make_config([{"source": "A", "target": "B", "topics": {"include": [f"{tag}\\..*"]},
                                      "groups": {"include": [group]}}])
-            Drkit(config_g, spark).checkpoint(None, once=True)
+            Drkit(config_g, spark).translate(None, once=True)
             cp = latest(spark, config_g, group)[(topic, 0)]
             assert cp.upstream_offset == committed_offset
             assert_resumes_exactly(clusters, topic, {0: committed_offset}, {0: cp.downstream_offset})
@@ -140,7 +140,7 @@ def test_time_travel_and_findings(clusters: dict[str, str], spark: Any,
 
     # Partition 1 has nothing mirrored; the other topic is not mirrored at all.
     commit(clusters["A"], group, {(topic, 0): 10, (topic, 1): 0, (other, 0): 1})
-    run1 = service.checkpoint(None, once=True)[0]
+    run1 = service.translate(None, once=True)[0]
     kinds = {(f.kind, f.topic, f.partition) for f in run1.findings}
     assert (FindingKind.PARTITION_NOT_MIRRORED, topic, 1) in kinds
     assert (FindingKind.TOPIC_NOT_MIRRORED, other, None) in kinds
@@ -153,28 +153,28 @@ def test_time_travel_and_findings(clusters: dict[str, str], spark: Any,
     time.sleep(1.1)
 
     commit(clusters["A"], group, {(topic, 0): 40})
-    service.checkpoint(None, once=True)
+    service.translate(None, once=True)
     assert latest(spark, config, group)[(topic, 0)].downstream_offset == 40
     # As of a time between the two runs: the offsets the group had then.
     assert latest(spark, config, group, as_of=between)[(topic, 0)].downstream_offset == 10
     # Delta time travel to the first version that held checkpoints gives the same answer.
     from delta.tables import DeltaTable
 
-    path = Drkit(config, spark).tables.checkpoints
+    path = Drkit(config, spark).layout.checkpoints
     versions = sorted(r["version"] for r in DeltaTable.forPath(spark, path).history().collect()
                       if r["operation"] == "WRITE")
     assert latest(spark, config, group, version=versions[0])[(topic, 0)].downstream_offset == 10
 
     # Reset backwards on the source: recorded, and reported.
     commit(clusters["A"], group, {(topic, 0): 5})
-    run3 = service.checkpoint(None, once=True)[0]
+    run3 = service.translate(None, once=True)[0]
     assert any(f.kind is FindingKind.MOVED_BACKWARDS and f.partition == 0 for f in run3.findings)
     assert latest(spark, config, group)[(topic, 0)].downstream_offset == 5
 
     # A deleted group is reported; its last checkpoint stays.
     admin = AdminClient({"bootstrap.servers": clusters["A"]})  # kept alive until the future resolves
     admin.delete_consumer_groups([group])[group].result(30)
-    run4 = service.checkpoint(None, once=True)[0]
+    run4 = service.translate(None, once=True)[0]
     assert any(f.kind is FindingKind.GROUP_DELETED and f.group == group for f in run4.findings)
     assert latest(spark, config, group)[(topic, 0)].upstream_offset == 5
 
@@ -189,13 +189,13 @@ def test_continuous_group_offset_sync(clusters: dict[str, str], spark: Any,
     service = Drkit(config, spark)
     service.mirror(None, once=True)
     commit(clusters["A"], group, {(topic, 0): 20})
-    assert service.checkpoint(None, once=True)[0].synced_groups == [group]
+    assert list(service.translate(None, once=True)[0].synced_groups) == [group]
     from support.kafka_io import committed_on
 
     assert committed_on(clusters["B"], group, f"A.{topic}") == {0: 20}
     # A reset backwards on the source never moves the target group back.
     commit(clusters["A"], group, {(topic, 0): 7})
-    assert service.checkpoint(None, once=True)[0].synced_groups == []
+    assert list(service.translate(None, once=True)[0].synced_groups) == []
     assert committed_on(clusters["B"], group, f"A.{topic}") == {0: 20}
 
 

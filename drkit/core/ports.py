@@ -1,0 +1,86 @@
+"""The ports the operations talk through: cluster admin, offset-sync, checkpoint and audit stores.
+
+Adapters implement them at the edges (confluent-kafka in ``drkit.kafka``, Delta in ``drkit.store``);
+unit tests implement them in memory (``tests/support/fakes.py``). Every cluster port carries its
+alias, and every broker error it raises is a ``ClusterError`` naming that cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from drkit.core.audit import OperationRecord
+from drkit.core.checkpoints import CommittedOffset, RecordedCheckpoint
+from drkit.core.groups import GroupState
+from drkit.core.offsets import SyncRange
+
+#: (topic, partition)
+TopicPartition = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class SyncProgress:
+    """What the mirror had done for one source partition when it last recorded offset-syncs."""
+
+    last_upstream: int  # the greatest upstream offset mirrored
+    last_downstream: int  # where it landed
+    synced_at_ms: int | None  # epoch ms of the last sync row written
+
+    @property
+    def next_upstream(self) -> int:
+        return self.last_upstream + 1
+
+
+class ClusterAdmin(Protocol):
+    """One Kafka cluster, by alias. Every method raises ``ClusterError`` naming the cluster."""
+
+    @property
+    def alias(self) -> str: ...
+
+    def partition_counts(self) -> dict[str, int]: ...
+
+    def end_offsets(self, partitions: Mapping[str, int]) -> dict[TopicPartition, int]:
+        """read_committed end offsets of every partition of ``partitions`` (topic -> count)."""
+        ...
+
+    def first_timestamps(self, positions: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Timestamp (ms) of the first record at or after each position, where one exists."""
+        ...
+
+    def list_groups(self) -> list[str]: ...
+
+    def committed_offsets(self, group: str) -> list[CommittedOffset]: ...
+
+    def describe_groups(self, groups: Iterable[str]) -> dict[str, GroupState]: ...
+
+    def commit_offsets(self, group: str, offsets: Mapping[TopicPartition, int]) -> None: ...
+
+
+class Clusters(Protocol):
+    """Hands out the admin of a configured cluster; ``probe`` gives a short timeout (the source side)."""
+
+    def admin(self, alias: str, probe: bool = False) -> ClusterAdmin: ...
+
+
+class SyncReader(Protocol):
+    def ranges(self, flow: str) -> dict[TopicPartition, list[SyncRange]]: ...
+
+    def progress(self, flow: str) -> dict[TopicPartition, SyncProgress]: ...
+
+    def target_topics(self, flow: str) -> dict[str, str]:
+        """source topic -> target topic, for every topic the flow has mirrored."""
+        ...
+
+
+class CheckpointReader(Protocol):
+    def latest(self, flow: str, groups: list[str] | None = None, as_of: datetime | None = None,
+               version: int | None = None) -> list[RecordedCheckpoint]: ...
+
+
+class OperationLog(Protocol):
+    def append(self, record: OperationRecord) -> None: ...
+
+    def list(self, flow: str | None = None, limit: int = 50) -> list[OperationRecord]: ...

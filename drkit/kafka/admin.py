@@ -1,0 +1,129 @@
+"""One Kafka cluster's admin side, by alias: topics, end offsets, consumer groups, commits.
+
+The object carries its cluster's alias, and every broker error becomes a :class:`ClusterError`
+that names the cluster (and the group, where there is one), so an operator always knows which
+side failed. It implements ``drkit.core.ports.ClusterAdmin``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from functools import cached_property
+
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from drkit.config import ClusterConfig, DrkitConfig
+from drkit.core.checkpoints import CommittedOffset
+from drkit.core.groups import GroupState, Member
+from drkit.errors import ClusterError
+from drkit.kafka import clients, topics
+
+#: Seconds an admin request may take on a cluster that should answer.
+TIMEOUT = 15.0
+#: Seconds a probe waits (the source side of status, offsets and failover, which may be gone).
+PROBE_TIMEOUT = 5.0
+
+
+class KafkaAdmin:
+    def __init__(self, cluster: ClusterConfig, alias: str, timeout: float = TIMEOUT) -> None:
+        self._cluster = cluster
+        self._alias = alias
+        self.timeout = timeout
+
+    @property
+    def alias(self) -> str:
+        return self._alias
+
+    @cached_property
+    def client(self) -> AdminClient:
+        """The confluent-kafka admin client (for adapters that need more than this class offers)."""
+        return clients.admin(self._cluster, self._alias, timeout_ms=int(self.timeout * 1000))
+
+    def _fail(self, what: str, exc: KafkaException) -> ClusterError:
+        return ClusterError(f"cluster {self._alias}: {what}: {exc.args[0]}")
+
+    # -- topics ---------------------------------------------------------------------------------
+
+    def partition_counts(self) -> dict[str, int]:
+        return topics.partition_counts(self.client, self._alias, timeout=self.timeout)
+
+    def end_offsets(self, partitions: Mapping[str, int]) -> dict[tuple[str, int], int]:
+        return topics.end_offsets(self.client, self._alias, dict(partitions), timeout=self.timeout)
+
+    def first_timestamps(self, positions: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        if not positions:
+            return {}
+        consumer = clients.consumer(self._cluster, self._alias, "_drkit-status",
+                                    **{"isolation.level": "read_committed", "enable.partition.eof": False})
+        try:
+            return topics.first_timestamps(consumer, dict(positions), timeout=self.timeout)
+        finally:
+            consumer.close()
+
+    # -- consumer groups ------------------------------------------------------------------------
+
+    def list_groups(self) -> list[str]:
+        try:
+            result = self.client.list_consumer_groups(request_timeout=self.timeout).result()
+        except KafkaException as exc:
+            raise self._fail("cannot list consumer groups", exc) from None
+        return sorted(g.group_id for g in result.valid)
+
+    def committed_offsets(self, group: str) -> list[CommittedOffset]:
+        """Every committed offset of ``group`` (an unknown group has none)."""
+        try:
+            futures = self.client.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
+                                                              request_timeout=self.timeout)
+            result = futures[group].result()
+        except KafkaException as exc:
+            raise self._fail(f"cannot read committed offsets of group {group!r}", exc) from None
+        out = []
+        for tp in result.topic_partitions or []:
+            if tp.error is not None:
+                raise ClusterError(f"cluster {self._alias}: group {group!r} {tp.topic}/{tp.partition}: {tp.error}")
+            out.append(CommittedOffset(group, tp.topic, tp.partition, tp.offset, tp.metadata or None))
+        return out
+
+    def offsets_of(self, group: str) -> dict[tuple[str, int], int]:
+        """The group's committed offsets as {(topic, partition): offset} (only real commits)."""
+        return {(c.topic, c.partition): c.offset for c in self.committed_offsets(group) if c.offset >= 0}
+
+    def describe_groups(self, groups: Iterable[str]) -> dict[str, GroupState]:
+        names = list(groups)
+        if not names:
+            return {}
+        out: dict[str, GroupState] = {}
+        try:
+            futures = self.client.describe_consumer_groups(names, request_timeout=self.timeout)
+            for name, future in futures.items():
+                d = future.result()
+                members = tuple(Member(m.member_id, m.client_id, m.host) for m in d.members)
+                out[name] = GroupState(name, str(getattr(d.state, "name", d.state)), members)
+        except KafkaException as exc:
+            raise self._fail("cannot describe consumer groups", exc) from None
+        return out
+
+    def commit_offsets(self, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
+        """Commit ``offsets`` for ``group`` (the broker refuses while the group has members)."""
+        if not offsets:
+            return
+        request = ConsumerGroupTopicPartitions(
+            group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())])
+        try:
+            result = self.client.alter_consumer_group_offsets([request], request_timeout=self.timeout)[group].result()
+        except KafkaException as exc:
+            raise self._fail(f"cannot commit offsets for group {group!r}", exc) from None
+        for tp in result.topic_partitions or []:
+            if tp.error is not None:
+                raise ClusterError(f"cluster {self._alias}: group {group!r} {tp.topic}/{tp.partition}: {tp.error}")
+
+
+class KafkaClusters:
+    """The configured clusters; implements ``drkit.core.ports.Clusters``."""
+
+    def __init__(self, config: DrkitConfig) -> None:
+        self._config = config
+
+    def admin(self, alias: str, probe: bool = False) -> KafkaAdmin:
+        return KafkaAdmin(self._config.clusters[alias], alias, PROBE_TIMEOUT if probe else TIMEOUT)

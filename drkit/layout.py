@@ -1,0 +1,65 @@
+"""Every path under the state root, built in one place.
+
+The state folder holds the Delta tables, each mirror's Spark streaming checkpoint, the PID files
+of running jobs and the translator's run files. Only :class:`StateLayout` joins those paths, so
+two components can never disagree about where a thing lives (a flow's folder name, say).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+
+class JobKind(StrEnum):
+    """The long-running drkit processes that keep state per flow."""
+
+    MIRROR = "mirror"
+    TRANSLATOR = "checkpoint"  # folder name kept: existing state folders stay valid
+
+
+def flow_dir_name(flow: str) -> str:
+    """A flow name (``A->B``) as a file-system-safe folder name (``A_to_B``)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", flow.replace("->", "_to_"))
+
+
+@dataclass(frozen=True)
+class StateLayout:
+    """The paths under one state root."""
+
+    root: Path
+
+    # -- Delta tables ---------------------------------------------------------------------------
+
+    @property
+    def offset_syncs(self) -> str:
+        return str(self.root / "delta" / "offset_syncs")
+
+    @property
+    def checkpoints(self) -> str:
+        return str(self.root / "delta" / "checkpoints")
+
+    @property
+    def operations(self) -> str:
+        return str(self.root / "delta" / "operations")
+
+    # -- per flow -------------------------------------------------------------------------------
+
+    def job_dir(self, kind: JobKind, flow: str) -> Path:
+        return self.root / kind.value / flow_dir_name(flow)
+
+    def pid_file(self, kind: JobKind, flow: str) -> Path:
+        """Where a running job of ``kind`` for ``flow`` writes its PID."""
+        return self.job_dir(kind, flow) / "pid"
+
+    def stream_checkpoint(self, flow: str) -> Path:
+        """Spark's streaming checkpoint of the flow's mirror query (offsets, commits, query id)."""
+        return self.job_dir(JobKind.MIRROR, flow) / "checkpoint"
+
+    def translator_last_run(self, flow: str) -> Path:
+        return self.job_dir(JobKind.TRANSLATOR, flow) / "last_run.json"
+
+    def translator_source_ends(self, flow: str) -> Path:
+        return self.job_dir(JobKind.TRANSLATOR, flow) / "source_ends.json"

@@ -1,0 +1,151 @@
+"""The translator of one flow: committed offsets -> checkpoints; read, translate, append changes, sync.
+
+One run: list the source's consumer groups the flow selects, read their committed offsets,
+translate them with the flow's offset-syncs (reloaded only when the ``offset_syncs`` table has a
+new version), append the checkpoints that changed, and record when the run finished (status
+reads that file to report the checkpoint lag). With ``sync_group_offsets`` it also commits the
+translated offsets to the target's groups that have no active members, never moving one back.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from drkit import metrics
+from drkit.config import DrkitConfig, FlowConfig
+from drkit.core.checkpoints import Checkpoint, CheckpointPlan, plan_checkpoints
+from drkit.core.reports import TranslationRun
+from drkit.core.translate import SyncIndex
+from drkit.errors import ClusterError
+from drkit.kafka.admin import KafkaAdmin
+from drkit.layout import StateLayout
+from drkit.store.checkpoints import CheckpointStore
+from drkit.store.offset_syncs import OffsetSyncStore, SyncIndexCache
+from drkit.store.runs import RunFiles, SourceEnds, TranslatorRun
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
+
+
+class TranslatorJob:
+    def __init__(self, config: DrkitConfig, flow: FlowConfig, spark: SparkSession) -> None:
+        self.config = config
+        self.flow = flow
+        layout = StateLayout(config.state_root())
+        self.syncs = OffsetSyncStore(spark, layout)
+        self.store = CheckpointStore(spark, layout)
+        self.runs = RunFiles(layout)
+        self.groups = flow.group_selector()
+        self.topics = config.topic_selector(flow)
+        self.source = KafkaAdmin(config.clusters[flow.source], flow.source)
+        self.target = KafkaAdmin(config.clusters[flow.target], flow.target)
+        self.policy = flow.policy()
+        self.sync_cache = SyncIndexCache(self.syncs, flow.name)
+        self._previous: dict[tuple[str, str, int], Checkpoint] | None = None
+
+    def indexes(self) -> dict[tuple[str, int], SyncIndex]:
+        """The flow's syncs per partition, updated with only the rows appended since the last run."""
+        return self.sync_cache.indexes()
+
+    def run_once(self) -> TranslationRun:
+        started = time.monotonic()
+        selected = self.groups.select(self.source.list_groups())
+        committed = {g: self.source.committed_offsets(g) for g in selected}
+        self._observe_source_ends()
+        self.store.ensure()
+        if self._previous is None:
+            self._previous = {r.checkpoint.key: r.checkpoint for r in self.store.latest(self.flow.name)}
+        topics = {c.topic for offsets in committed.values() for c in offsets}
+        topic_map = {t: self.policy.target_topic(self.flow.source, t) for t in self.topics.select(topics)}
+        plan = plan_checkpoints(self.flow.name, committed, topic_map, self.indexes(), self._previous)
+        appended = self.store.append(plan.changed)
+        self._previous.update({c.key: c for c in plan.changed})
+        synced = self.sync_target_groups(plan) if self.flow.checkpoint.sync_group_offsets else []
+        finished_ms = int(datetime.now(UTC).timestamp() * 1000)
+        run = TranslationRun(self.flow.name, len(selected), len(plan.current), appended, tuple(synced),
+                             tuple(plan.findings), time.monotonic() - started, finished_ms)
+        metrics.CHECKPOINT_RUNS.labels(self.flow.name).inc()
+        metrics.CHECKPOINT_SECONDS.labels(self.flow.name).observe(run.seconds)
+        metrics.CHECKPOINT_APPENDED.labels(self.flow.name).inc(run.appended)
+        metrics.CHECKPOINT_LAST_SUCCESS.labels(self.flow.name).set_to_current_time()
+        self._record(run)
+        return run
+
+    def sync_target_groups(self, plan: CheckpointPlan) -> list[str]:
+        """Commit translated offsets to target groups that have no members; never move one back."""
+        by_group: dict[str, list[Checkpoint]] = {}
+        for c in plan.current:
+            if c.downstream_offset is not None:
+                by_group.setdefault(c.group, []).append(c)
+        states = self.target.describe_groups(by_group)
+        synced = []
+        for group, checkpoints in sorted(by_group.items()):
+            state = states.get(group)
+            if state is not None and state.active:
+                log.info("flow %s: group %s is active on %s; not syncing its offsets", self.flow.name, group,
+                         self.flow.target)
+                continue
+            current = self.target.offsets_of(group)
+            forward = {
+                (c.target_topic, c.partition): c.downstream_offset
+                for c in checkpoints
+                if c.downstream_offset is not None
+                and c.downstream_offset > current.get((c.target_topic, c.partition), -1)
+            }
+            if forward:
+                self.target.commit_offsets(group, forward)
+                synced.append(group)
+        return synced
+
+    def _observe_source_ends(self) -> None:
+        """Record the source's end offsets of the mirrored topics: after the source is lost, this last
+        observation is what tells failover how many records the mirror had not copied (RPO)."""
+        counts = self.source.partition_counts()
+        ends = self.source.end_offsets({t: counts[t] for t in self.topics.select(counts)})
+        self.runs.write_source_ends(self.flow.name, SourceEnds(int(datetime.now(UTC).timestamp() * 1000), ends))
+
+    def _record(self, run: TranslationRun) -> None:
+        self.runs.write_last_run(self.flow.name, TranslatorRun(run.finished_at_ms, run.seconds, run.groups,
+                                                               run.checkpoints, run.appended))
+
+
+class TranslatorRunner:
+    """Runs the jobs of one or more flows once, or every ``interval`` seconds until stopped."""
+
+    def __init__(self, config: DrkitConfig, flows: list[FlowConfig], spark: SparkSession) -> None:
+        self.jobs = [TranslatorJob(config, f, spark) for f in flows]
+        self.stopped = threading.Event()
+
+    def run(self, once: bool, interval: float | None = None, max_runs: int | None = None) -> list[TranslationRun]:
+        if once:
+            return [job.run_once() for job in self.jobs]
+        import signal
+
+        runs: list[TranslationRun] = []
+        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        if threading.current_thread() is threading.main_thread():
+            for s in previous:
+                signal.signal(s, lambda *_: self.stopped.set())
+        try:
+            n = 0
+            while not self.stopped.is_set() and (max_runs is None or n < max_runs):
+                for job in self.jobs:
+                    try:
+                        runs.append(job.run_once())
+                    except ClusterError as exc:  # keep going: the source may come back
+                        metrics.ERRORS.labels(job.flow.name, "checkpoint").inc()
+                        log.error("flow %s: %s", job.flow.name, exc)
+                n += 1
+                wait = interval if interval is not None else min(j.flow.checkpoint.interval_seconds for j in self.jobs)
+                self.stopped.wait(wait)
+        finally:
+            if threading.current_thread() is threading.main_thread():
+                for s, handler in previous.items():
+                    signal.signal(s, handler)
+        return runs[-len(self.jobs):] if runs else []

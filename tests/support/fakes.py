@@ -1,0 +1,195 @@
+"""In-memory stand-ins for the ports of ``drkit.core.ports``: clusters, offset-syncs, checkpoints, audit.
+
+Small on purpose (like httpx's MockTransport): enough state to drive every decision of failover,
+failback and status in milliseconds. They claim nothing about Kafka or Delta; the integration
+tests prove the real adapters against real brokers and tables.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from drkit.config import DrkitConfig, parse_config
+from drkit.core.audit import OperationRecord
+from drkit.core.checkpoints import Checkpoint, CommittedOffset, RecordedCheckpoint
+from drkit.core.groups import GroupState, Member
+from drkit.core.offsets import SyncRange
+from drkit.core.ports import SyncProgress, TopicPartition
+from drkit.core.translate import Position
+from drkit.errors import ClusterError
+from drkit.layout import StateLayout
+from drkit.operate.context import OperateContext
+
+NOW = datetime(2026, 11, 23, 12, 0, 0, tzinfo=UTC)
+NOW_MS = int(NOW.timestamp() * 1000)
+
+
+@dataclass
+class FakeCluster:
+    """One cluster: topics with end offsets, groups with offsets and members, first timestamps."""
+
+    alias: str
+    ends: dict[TopicPartition, int] = field(default_factory=dict)
+    offsets: dict[str, dict[TopicPartition, int]] = field(default_factory=dict)
+    members: dict[str, tuple[Member, ...]] = field(default_factory=dict)
+    timestamps: dict[TopicPartition, int] = field(default_factory=dict)
+    reachable: bool = True
+    commits: list[tuple[str, dict[TopicPartition, int]]] = field(default_factory=list)
+    #: Offsets the broker "keeps" instead of what was committed (to test the read-back check).
+    tamper: dict[TopicPartition, int] = field(default_factory=dict)
+
+    def _check(self) -> None:
+        if not self.reachable:
+            raise ClusterError(f"cluster {self.alias} is unreachable: fake")
+
+    def partition_counts(self) -> dict[str, int]:
+        self._check()
+        counts: dict[str, int] = {}
+        for topic, p in self.ends:
+            counts[topic] = max(counts.get(topic, 0), p + 1)
+        return counts
+
+    def end_offsets(self, partitions: Mapping[str, int]) -> dict[TopicPartition, int]:
+        self._check()
+        return {(t, p): self.ends.get((t, p), 0) for t, n in partitions.items() for p in range(n)}
+
+    def first_timestamps(self, positions: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        self._check()
+        return {k: self.timestamps[k] for k in positions if k in self.timestamps}
+
+    def list_groups(self) -> list[str]:
+        self._check()
+        return sorted(set(self.offsets) | set(self.members))
+
+    def committed_offsets(self, group: str) -> list[CommittedOffset]:
+        self._check()
+        return [CommittedOffset(group, t, p, o) for (t, p), o in sorted(self.offsets.get(group, {}).items())]
+
+    def describe_groups(self, groups: Iterable[str]) -> dict[str, GroupState]:
+        self._check()
+        out = {}
+        for g in groups:
+            members = self.members.get(g, ())
+            if members or g in self.offsets:
+                out[g] = GroupState(g, "Stable" if members else "Empty", members)
+        return out
+
+    def commit_offsets(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
+        self._check()
+        if self.members.get(group):
+            raise ClusterError(f"cluster {self.alias}: cannot commit offsets for group {group!r}: active")
+        self.commits.append((group, dict(offsets)))
+        kept = {k: self.tamper.get(k, v) for k, v in offsets.items()}
+        self.offsets.setdefault(group, {}).update(kept)
+
+
+@dataclass
+class FakeClusters:
+    clusters: dict[str, FakeCluster]
+    probes: list[str] = field(default_factory=list)
+
+    def admin(self, alias: str, probe: bool = False) -> FakeCluster:
+        if probe:
+            self.probes.append(alias)
+        return self.clusters[alias]
+
+
+@dataclass
+class FakeSyncs:
+    """flow -> (source topic, partition) -> ranges; plus the source->target topic map per flow."""
+
+    ranges_by_flow: dict[str, dict[TopicPartition, list[SyncRange]]] = field(default_factory=dict)
+    topics_by_flow: dict[str, dict[str, str]] = field(default_factory=dict)
+    synced_at_ms: int = NOW_MS - 2_000
+
+    def add(self, flow: str, source_topic: str, target_topic: str, partition: int, *ranges: SyncRange) -> None:
+        self.ranges_by_flow.setdefault(flow, {}).setdefault((source_topic, partition), []).extend(ranges)
+        self.topics_by_flow.setdefault(flow, {})[source_topic] = target_topic
+
+    def ranges(self, flow: str) -> dict[TopicPartition, list[SyncRange]]:
+        return {k: list(v) for k, v in self.ranges_by_flow.get(flow, {}).items()}
+
+    def progress(self, flow: str) -> dict[TopicPartition, SyncProgress]:
+        out = {}
+        for key, ranges in self.ranges_by_flow.get(flow, {}).items():
+            last = max(ranges, key=lambda r: r.upstream_last)
+            out[key] = SyncProgress(last.upstream_last, last.downstream_last, self.synced_at_ms)
+        return out
+
+    def target_topics(self, flow: str) -> dict[str, str]:
+        return dict(self.topics_by_flow.get(flow, {}))
+
+
+@dataclass
+class FakeCheckpoints:
+    rows: list[RecordedCheckpoint] = field(default_factory=list)
+
+    def add(self, flow: str, group: str, topic: str, target_topic: str, partition: int, upstream: int,
+            at_ms: int = NOW_MS - 1_000) -> None:
+        checkpoint = Checkpoint(flow, group, topic, target_topic, partition, upstream, None, Position.UNMIRRORED)
+        self.rows.append(RecordedCheckpoint(checkpoint, at_ms))
+
+    def latest(self, flow: str, groups: list[str] | None = None, as_of: datetime | None = None,
+               version: int | None = None) -> list[RecordedCheckpoint]:
+        limit = None if as_of is None else as_of.timestamp() * 1000
+        latest: dict[tuple[str, str, int], RecordedCheckpoint] = {}
+        for r in self.rows:
+            c = r.checkpoint
+            if c.flow != flow or (groups is not None and c.group not in groups):
+                continue
+            if limit is not None and r.checkpointed_at_ms > limit:
+                continue
+            if c.key not in latest or r.checkpointed_at_ms >= latest[c.key].checkpointed_at_ms:
+                latest[c.key] = r
+        return sorted(latest.values(), key=lambda r: r.checkpoint.key)
+
+
+@dataclass
+class FakeOperations:
+    records: list[OperationRecord] = field(default_factory=list)
+
+    def append(self, record: OperationRecord) -> None:
+        self.records.append(record)
+
+    def list(self, flow: str | None = None, limit: int = 50) -> list[OperationRecord]:
+        rows = [r for r in self.records if flow is None or r.flow == flow]
+        return list(reversed(rows))[:limit]
+
+
+def two_cluster_config(tmp_path: Path, **extra: Any) -> DrkitConfig:
+    """Clusters A and B (addresses never contacted), flows A->B and B->A, state under tmp_path."""
+    data: dict[str, Any] = {
+        "clusters": {"A": {"bootstrap_servers": "127.0.0.1:1"}, "B": {"bootstrap_servers": "127.0.0.1:2"}},
+        "flows": [{"source": "A", "target": "B"}, {"source": "B", "target": "A"}],
+        "state": {"root": str(tmp_path / "state")},
+    }
+    data.update(extra)
+    return parse_config(data, str(tmp_path / "drkit.toml"))
+
+
+@dataclass
+class World:
+    """A config, two fake clusters and fake stores, wired into an operations context."""
+
+    config: DrkitConfig
+    a: FakeCluster
+    b: FakeCluster
+    syncs: FakeSyncs
+    checkpoints: FakeCheckpoints
+    operations: FakeOperations
+    clusters: FakeClusters
+
+    @property
+    def context(self) -> OperateContext:
+        return OperateContext(self.config, self.clusters, self.syncs, self.checkpoints, self.operations,
+                              StateLayout(self.config.state_root()), clock=lambda: NOW)
+
+
+def world(tmp_path: Path, config: DrkitConfig | None = None) -> World:
+    a, b = FakeCluster("A"), FakeCluster("B")
+    return World(config or two_cluster_config(tmp_path), a, b, FakeSyncs(), FakeCheckpoints(), FakeOperations(),
+                 FakeClusters({"A": a, "B": b}))

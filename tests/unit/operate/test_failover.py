@@ -1,0 +1,259 @@
+"""Failover and failback decisions through the operations, with in-memory clusters and stores.
+
+Every refusal and every plan path, in milliseconds. The wiring against real brokers, Spark and
+Delta is proven by tests/integration/operate.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from support.fakes import NOW, NOW_MS, World, two_cluster_config, world
+
+from drkit.core.audit import OperationStatus
+from drkit.core.groups import Member
+from drkit.core.offsets import SyncRange
+from drkit.core.plan import RefusalReason
+from drkit.core.status import EndsSource
+from drkit.core.translate import Position
+from drkit.errors import ClusterError, RefusedError
+from drkit.operate.failover import FailbackRequest, FailoverRequest, failback, failover
+from drkit.store.runs import RunFiles, SourceEnds
+
+
+@pytest.fixture
+def w(tmp_path: Path) -> World:
+    """orders/0 mirrored 0..99 -> 0..99; orders/1 mirrored 0..49 -> 10..59 (a downstream gap first)."""
+    w = world(tmp_path)
+    w.syncs.add("A->B", "orders", "A.orders", 0, SyncRange(0, 99, 0, 99))
+    w.syncs.add("A->B", "orders", "A.orders", 1, SyncRange(0, 49, 10, 59))
+    w.a.ends.update({("orders", 0): 100, ("orders", 1): 50})
+    w.checkpoints.add("A->B", "billing", "orders", "A.orders", 0, 40)
+    w.checkpoints.add("A->B", "billing", "orders", "A.orders", 1, 20)
+    return w
+
+
+def request(**kw: object) -> FailoverRequest:
+    return FailoverRequest(**{"flow": "A->B", "groups": ["billing"], **kw})  # type: ignore[arg-type]
+
+
+def test_dry_run_plans_exact_offsets_and_changes_nothing(w: World) -> None:
+    result = failover(w.context, request())
+    assert result.status is OperationStatus.DRY_RUN
+    assert result.plan.commits() == {"billing": {("A.orders", 0): 40, ("A.orders", 1): 30}}
+    assert [m.position for m in result.plan.moves] == [Position.MIRRORED, Position.MIRRORED]
+    assert w.b.commits == []
+    [record] = w.operations.records
+    assert (record.action, record.dry_run, record.status) == ("failover", True, "dry_run")
+    assert record.id == result.operation_id
+
+
+def test_apply_commits_reads_back_and_audits(w: World) -> None:
+    result = failover(w.context, request(apply=True))
+    assert result.status is OperationStatus.APPLIED
+    assert w.b.commits == [("billing", {("A.orders", 0): 40, ("A.orders", 1): 30})]
+    assert result.verified == {"billing": {"A.orders/0": 40, "A.orders/1": 30}}
+    assert w.operations.records[0].status == "applied"
+
+
+def test_all_groups_means_every_group_with_checkpoints(w: World) -> None:
+    w.checkpoints.add("A->B", "audit", "orders", "A.orders", 0, 7)
+    result = failover(w.context, request(groups=None, apply=True))
+    assert result.plan.commits() == {"billing": {("A.orders", 0): 40, ("A.orders", 1): 30},
+                                     "audit": {("A.orders", 0): 7}}
+
+
+def test_no_checkpoints_at_all_is_refused_before_anything(tmp_path: Path) -> None:
+    w = world(tmp_path)
+    with pytest.raises(RefusedError, match="has no checkpoints: run `drkit checkpoint` first"):
+        failover(w.context, request(groups=None))
+    assert w.operations.records == []
+
+
+def test_unknown_group_is_refused(w: World) -> None:
+    result = failover(w.context, request(groups=["billing", "nobody"], apply=True))
+    assert result.status is OperationStatus.REFUSED
+    assert [(r.reason, r.group) for r in result.plan.refusals] == [(RefusalReason.UNKNOWN_GROUP, "nobody")]
+    assert w.b.commits == [] and w.operations.records[0].status == "refused"
+
+
+def test_active_group_on_the_target_is_refused_naming_its_members(w: World) -> None:
+    w.b.members["billing"] = (Member("m1", "billing-consumer", "/10.0.0.7"),)
+    result = failover(w.context, request(apply=True))
+    assert result.status is OperationStatus.REFUSED
+    [refusal] = result.plan.refusals
+    assert refusal.reason is RefusalReason.ACTIVE_GROUP and "billing-consumer@/10.0.0.7" in refusal.detail
+    assert w.b.commits == []
+
+
+def test_stale_checkpoint_is_refused_unless_allowed(tmp_path: Path, w: World) -> None:
+    w.checkpoints.add("A->B", "billing", "orders", "A.orders", 0, 40, at_ms=NOW_MS - 400_000)
+    w.checkpoints.rows = [r for r in w.checkpoints.rows if r.checkpointed_at_ms == NOW_MS - 400_000
+                          or r.checkpoint.partition == 1]
+    refused = failover(w.context, request(apply=True))
+    assert refused.status is OperationStatus.REFUSED
+    assert [r.reason for r in refused.plan.refusals] == [RefusalReason.STALE]
+    assert "checkpoint is 400s old (limit 300s)" in refused.plan.refusals[0].detail
+    assert w.b.commits == []
+    allowed = failover(w.context, request(apply=True, allow_stale=True))
+    assert allowed.status is OperationStatus.APPLIED
+    assert any("allowed by --allow-stale" in warning for warning in allowed.plan.warnings)
+
+
+def test_partition_with_nothing_mirrored_is_refused(w: World) -> None:
+    w.checkpoints.add("A->B", "billing", "orders", "A.orders", 2, 5)
+    result = failover(w.context, request(apply=True))
+    assert [(r.reason, r.detail) for r in result.plan.refusals] == [
+        (RefusalReason.UNTRANSLATABLE, "orders/2: committed offset 5 cannot be translated "
+                                       "(nothing of the partition was mirrored)")]
+    assert next(m for m in result.plan.moves if m.partition == 2).position is Position.UNMIRRORED
+    assert w.b.commits == []
+
+
+def test_declined_confirmation_changes_nothing(w: World) -> None:
+    asked = []
+    result = failover(w.context, request(apply=True), confirm=lambda plan: asked.append(plan) is not None)
+    assert result.status is OperationStatus.DECLINED and len(asked) == 1
+    assert w.b.commits == [] and w.operations.records[0].status == "declined"
+
+
+def test_refused_plan_never_asks_for_confirmation(w: World) -> None:
+    w.b.members["billing"] = (Member("m1", "c", "h"),)
+    result = failover(w.context, request(apply=True), confirm=lambda plan: pytest.fail("asked"))
+    assert result.status is OperationStatus.REFUSED
+
+
+def test_as_of_uses_the_checkpoints_of_that_moment(w: World) -> None:
+    w.checkpoints.add("A->B", "billing", "orders", "A.orders", 0, 90, at_ms=NOW_MS)
+    now = failover(w.context, request())
+    before = failover(w.context, request(as_of=NOW - timedelta(milliseconds=500)))
+    assert now.plan.commits()["billing"][("A.orders", 0)] == 90
+    assert before.plan.commits()["billing"][("A.orders", 0)] == 40
+    assert w.operations.records[-1].as_of == (NOW - timedelta(milliseconds=500)).isoformat()
+
+
+def test_moving_a_group_backwards_warns(w: World) -> None:
+    w.b.offsets["billing"] = {("A.orders", 0): 60}
+    result = failover(w.context, request())
+    assert result.plan.ok
+    assert result.plan.warnings == ("group billing A.orders/0: moves back from 60 to 40 "
+                                    "(records will be read again on the target)",)
+
+
+def test_past_the_mirror_is_provisional_at_the_end_of_what_was_copied(w: World) -> None:
+    w.checkpoints.add("A->B", "billing", "orders", "A.orders", 1, 70, at_ms=NOW_MS)
+    move = next(m for m in failover(w.context, request()).plan.moves if m.partition == 1)
+    assert (move.new, move.position) == (60, Position.PAST_END)
+
+
+def test_a_commit_that_does_not_read_back_fails_and_is_audited(w: World) -> None:
+    w.b.tamper[("A.orders", 1)] = 29
+    with pytest.raises(ClusterError, match=r"A\.orders/1 reads back 29 after committing 30"):
+        failover(w.context, request(apply=True))
+    assert w.operations.records[0].status == "failed"
+    assert "reads back 29" in w.operations.records[0].result["error"]
+
+
+def test_rpo_is_live_when_the_source_answers(w: World) -> None:
+    w.a.ends[("orders", 0)] = 130
+    rpo = failover(w.context, request()).rpo
+    assert rpo is not None
+    assert (rpo.source_reachable, rpo.source_ends_from, rpo.unmirrored_offsets) == (True, EndsSource.LIVE, 30)
+    assert w.clusters.probes == ["A"]  # the source is only ever probed (short timeout)
+
+
+def test_failover_works_with_the_source_gone_and_reports_the_last_observation(w: World) -> None:
+    w.a.reachable = False
+    RunFiles(w.context.layout).write_source_ends(
+        "A->B", SourceEnds(NOW_MS - 5_000, {("orders", 0): 104, ("orders", 1): 50}))
+    result = failover(w.context, request(apply=True))
+    assert result.status is OperationStatus.APPLIED
+    assert result.rpo is not None
+    assert (result.rpo.source_reachable, result.rpo.source_ends_from, result.rpo.unmirrored_offsets) == (
+        False, EndsSource.LAST_OBSERVATION, 4)
+
+
+def test_rpo_is_unknown_without_source_or_observation(w: World) -> None:
+    w.a.reachable = False
+    rpo = failover(w.context, request()).rpo
+    assert rpo is not None and rpo.unmirrored_offsets is None and rpo.source_ends_from is EndsSource.UNKNOWN
+
+
+# -- failback ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def back(w: World) -> World:
+    """The group runs on B: on A.orders (a copy of A's orders) and on B's own orders, mirrored B->A."""
+    w.b.offsets["billing"] = {("A.orders", 0): 55, ("A.orders", 1): 30, ("orders", 0): 8}
+    w.b.ends[("orders", 0)] = 12
+    w.syncs.add("B->A", "orders", "B.orders", 0, SyncRange(0, 11, 100, 111))
+    return w
+
+
+def back_request(**kw: object) -> FailbackRequest:
+    return FailbackRequest(**{"flow": "A->B", "groups": ["billing"], **kw})  # type: ignore[arg-type]
+
+
+def test_failback_routes_copies_through_the_inverse_and_local_topics_through_the_reverse_flow(back: World) -> None:
+    result = failback(back.context, back_request(apply=True))
+    assert result.status is OperationStatus.APPLIED
+    assert back.a.commits == [("billing", {("orders", 0): 55, ("orders", 1): 20, ("B.orders", 0): 108})]
+    assert {(m.from_topic, m.to_topic, m.via) for m in result.plan.moves} == {
+        ("A.orders", "orders", "A->B"), ("orders", "B.orders", "B->A")}
+    assert result.rpo is None
+
+
+def test_failback_refuses_while_the_reverse_flow_lags(back: World) -> None:
+    back.b.ends[("orders", 0)] = 15
+    result = failback(back.context, back_request(apply=True))
+    assert [(r.reason, r.detail) for r in result.plan.refusals] == [
+        (RefusalReason.LAGGING, "orders/0: reverse flow B->A has mirrored up to 12 of 15; "
+                                "run the reverse mirror until it catches up")]
+    assert back.a.commits == []
+
+
+def test_failback_refuses_a_group_active_on_the_origin(back: World) -> None:
+    back.a.members["billing"] = (Member("m", "old-consumer", "h"),)
+    result = failback(back.context, back_request(apply=True))
+    assert [r.reason for r in result.plan.refusals] == [RefusalReason.ACTIVE_GROUP]
+    assert back.a.commits == []
+
+
+def test_failback_of_a_copied_partition_without_syncs_is_refused(back: World) -> None:
+    back.b.offsets["billing"][("A.orders", 2)] = 3
+    result = failback(back.context, back_request())
+    assert [r.reason for r in result.plan.refusals] == [RefusalReason.UNTRANSLATABLE]
+
+
+def test_failback_leaves_uncovered_topics_alone_with_a_warning(back: World) -> None:
+    back.b.offsets["billing"][("__internal_thing", 0)] = 3
+    result = failback(back.context, back_request())
+    assert result.plan.ok
+    assert "offsets on __internal_thing are not covered by the flows; left alone" in result.plan.warnings[0]
+
+
+def test_failback_without_a_reverse_flow_warns_and_moves_the_copies(tmp_path: Path) -> None:
+    config = two_cluster_config(tmp_path, flows=[{"source": "A", "target": "B"}])
+    w = world(tmp_path, config)
+    w.syncs.add("A->B", "orders", "A.orders", 0, SyncRange(0, 99, 0, 99))
+    w.b.offsets["billing"] = {("A.orders", 0): 55, ("orders", 0): 8}
+    result = failback(w.context, back_request(apply=True))
+    assert result.status is OperationStatus.APPLIED
+    assert w.a.commits == [("billing", {("orders", 0): 55})]
+    assert ("no reverse flow B->A is configured: records produced on B cannot be brought back"
+            in result.plan.warnings)
+
+
+def test_failback_of_all_groups_selects_the_flows_groups_on_the_cluster_being_left(back: World) -> None:
+    back.b.offsets["_drkit-status"] = {("A.orders", 0): 1}  # drkit's own group is never moved
+    back.b.offsets["reports"] = {("A.orders", 0): 10}
+    result = failback(back.context, back_request(groups=None))
+    assert sorted(result.plan.commits()) == ["billing", "reports"]
+
+
+def test_failback_of_an_unknown_group_is_refused(back: World) -> None:
+    result = failback(back.context, back_request(groups=["nobody"]))
+    assert [r.reason for r in result.plan.refusals] == [RefusalReason.UNKNOWN_GROUP]

@@ -1,0 +1,122 @@
+"""Status verdicts, lag figures and a group's offsets, with in-memory clusters and stores."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from support.fakes import NOW_MS, World, two_cluster_config, world
+
+from drkit.core.offsets import SyncRange
+from drkit.core.status import Verdict
+from drkit.layout import JobKind
+from drkit.operate.status import group_offsets, status
+from drkit.store.runs import RunFiles, TranslatorRun
+
+
+def ran_translator(w: World, flow: str, seconds_ago: float) -> None:
+    RunFiles(w.context.layout).write_last_run(
+        flow, TranslatorRun(int(NOW_MS - seconds_ago * 1000), 0.25, 1, 2, 0))
+
+
+@pytest.fixture
+def w(tmp_path: Path) -> World:
+    """One flow A->B; orders/0 and orders/1 mirrored up to 100 and 50, the source at the same ends."""
+    w = world(tmp_path, two_cluster_config(tmp_path, flows=[{"source": "A", "target": "B"}]))
+    w.syncs.add("A->B", "orders", "A.orders", 0, SyncRange(0, 99, 0, 99))
+    w.syncs.add("A->B", "orders", "A.orders", 1, SyncRange(0, 49, 0, 49))
+    w.a.ends.update({("orders", 0): 100, ("orders", 1): 50})
+    w.checkpoints.add("A->B", "billing", "orders", "A.orders", 0, 40, at_ms=NOW_MS - 3_000)
+    w.checkpoints.add("A->B", "billing", "orders", "A.orders", 1, 20, at_ms=NOW_MS - 7_000)
+    ran_translator(w, "A->B", 2.0)
+    return w
+
+
+def test_healthy(w: World) -> None:
+    report = status(w.context, None)
+    assert report.verdict is Verdict.HEALTHY and report.verdict.exit_code == 0
+    [flow] = report.flows
+    assert flow.lag_records == 0 and flow.source_reachable
+    assert [(p.partition, p.mirrored_up_to, p.source_end, p.lag_records, p.lag_seconds) for p in flow.partitions] == [
+        (0, 100, 100, 0, 0.0), (1, 50, 50, 0, 0.0)]
+    assert [(g.group, g.checkpoint_age_seconds) for g in flow.groups] == [("billing", 7.0)]
+    assert flow.checkpoint_last_run_age_seconds == 2.0 and flow.checkpoint_last_run_seconds == 0.25
+    assert flow.heartbeat_latency_seconds is None
+
+
+def test_lagging_with_the_age_of_the_oldest_unmirrored_record(w: World) -> None:
+    w.a.ends[("orders", 1)] = 57
+    w.a.timestamps[("orders", 1)] = NOW_MS - 12_500
+    report = status(w.context, "A->B")
+    assert report.verdict is Verdict.LAGGING and report.verdict.exit_code == 20
+    lagging = report.flows[0].partitions[1]
+    assert (lagging.lag_records, lagging.lag_seconds) == (7, 12.5)
+    assert report.flows[0].lag_records == 7
+
+
+def test_lag_seconds_unknown_when_the_oldest_record_cannot_be_read(w: World) -> None:
+    w.a.ends[("orders", 1)] = 57
+    assert status(w.context, None).flows[0].partitions[1].lag_seconds is None
+
+
+@pytest.mark.parametrize("case", ["never ran", "ran too long ago", "nothing mirrored"])
+def test_stale(w: World, case: str) -> None:
+    if case == "never ran":
+        w.context.layout.translator_last_run("A->B").unlink()
+    elif case == "ran too long ago":
+        ran_translator(w, "A->B", 301)
+    else:
+        w.syncs.ranges_by_flow.clear()
+    report = status(w.context, None)
+    assert report.verdict is Verdict.STALE and report.verdict.exit_code == 21
+
+
+def test_source_unreachable_says_so_and_claims_no_lag(w: World) -> None:
+    w.a.reachable = False
+    report = status(w.context, None)
+    assert report.verdict is Verdict.SOURCE_UNREACHABLE and report.verdict.exit_code == 22
+    flow = report.flows[0]
+    assert flow.lag_records is None and not flow.source_reachable
+    assert all(p.source_end is None and p.lag_records is None and p.lag_seconds is None for p in flow.partitions)
+
+
+def test_overall_verdict_is_the_worst_flow(tmp_path: Path) -> None:
+    w = world(tmp_path)  # flows A->B and B->A
+    w.syncs.add("A->B", "orders", "A.orders", 0, SyncRange(0, 9, 0, 9))
+    w.a.ends[("orders", 0)] = 12
+    ran_translator(w, "A->B", 1)
+    report = status(w.context, None)
+    assert [f.verdict for f in report.flows] == [Verdict.LAGGING, Verdict.STALE]
+    assert report.verdict is Verdict.STALE
+
+
+def test_running_jobs_are_seen_from_their_pid_files(w: World) -> None:
+    layout = w.context.layout
+    pid = layout.pid_file(JobKind.MIRROR, "A->B")
+    pid.parent.mkdir(parents=True)
+    pid.write_text(f"{os.getpid()}\n")
+    flow = status(w.context, None).flows[0]
+    assert flow.mirror_running and not flow.checkpoint_running
+
+
+def test_status_as_dict_is_plain_json_data(w: World) -> None:
+    d = status(w.context, None).as_dict()
+    assert d["verdict"] == "healthy" and d["flows"][0]["verdict"] == "healthy"
+    assert d["flows"][0]["partitions"][0]["mirrored_up_to"] == 100
+
+
+def test_group_offsets_live_checkpointed_translated_and_on_target(w: World) -> None:
+    w.a.offsets["billing"] = {("orders", 0): 45, ("orders", 1): 20}
+    w.b.offsets["billing"] = {("A.orders", 0): 40}
+    rows = group_offsets(w.context, "A->B", "billing").partitions
+    assert [(r.partition, r.source_committed, r.checkpointed_offset, r.translated_now, r.target_group_offset)
+            for r in rows] == [(0, 45, 40, 40, 40), (1, 20, 20, 20, None)]
+    assert [r.checkpoint_age_seconds for r in rows] == [3.0, 7.0]
+
+
+def test_group_offsets_with_the_source_gone(w: World) -> None:
+    w.a.reachable = False
+    rows = group_offsets(w.context, "A->B", "billing").partitions
+    assert [r.source_committed for r in rows] == [None, None]
+    assert [r.translated_now for r in rows] == [40, 20]
