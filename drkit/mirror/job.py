@@ -79,13 +79,6 @@ class BatchReport:
 class MirrorJob:
     """Wires the Spark Kafka source, the delivery tasks and the offset-sync store for one flow."""
 
-    def summary(self) -> MirrorSummary:
-        reports = list(self.reports)
-        return MirrorSummary(self.flow.name, len(reports), sum(1 for r in reports if r.skipped),
-                             sum(r.records for r in reports), sum(r.bytes for r in reports),
-                             sum(r.ranges for r in reports),
-                             tuple(sorted({t for r in reports for t in r.created_topics})))
-
     def __init__(self, config: DrkitConfig, flow: FlowConfig, spark: SparkSession) -> None:
         self.config = config
         self.flow = flow
@@ -104,6 +97,13 @@ class MirrorJob:
         self._next_offset: dict[tuple[str, int], int] = {}
         self._known_targets: dict[str, str] = {}
         self.reports: list[BatchReport] = []
+
+    def summary(self) -> MirrorSummary:
+        reports = list(self.reports)
+        return MirrorSummary(self.flow.name, len(reports), sum(1 for r in reports if r.skipped),
+                             sum(r.records for r in reports), sum(r.bytes for r in reports),
+                             sum(r.ranges for r in reports),
+                             tuple(sorted({t for r in reports for t in r.created_topics})))
 
     # -- the stream -------------------------------------------------------------------------
 

@@ -1,8 +1,8 @@
 """Session-scoped integration fixtures: two real local Kafka clusters and one Spark session.
 
-The clusters run on their own ports (29092 / 29102) and state folder, so they never collide with
-clusters a user started with scripts/local-kafka. Each test makes its own topics and groups with
-unique names, so tests neither depend on each other nor on their order.
+The clusters run on their own ports (29092 / 29102 unless DRKIT_TEST_BASE_PORT moves them) and state
+folder, so they never collide with clusters a user started with scripts/local-kafka. Each test makes
+its own topics and groups with unique names, so tests neither depend on each other nor on their order.
 """
 
 from __future__ import annotations
@@ -12,11 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.ports import TEST_BASE_PORT
 
 from drkit.config import DrkitConfig, parse_config
 from drkit.localdev.clusters import LocalKafka
-
-TEST_BASE_PORT = 29092
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

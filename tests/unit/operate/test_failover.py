@@ -15,7 +15,7 @@ from support.fakes import NOW, NOW_MS, World, two_cluster_config, world
 from drkit.core.audit import OperationStatus
 from drkit.core.groups import Member
 from drkit.core.offsets import SyncRange
-from drkit.core.plan import RefusalReason
+from drkit.core.plan import Plan, RefusalReason
 from drkit.core.status import EndsSource
 from drkit.core.translate import Position
 from drkit.errors import ClusterError, RefusedError
@@ -113,8 +113,13 @@ def test_partition_with_nothing_mirrored_is_refused(w: World) -> None:
 
 
 def test_declined_confirmation_changes_nothing(w: World) -> None:
-    asked = []
-    result = failover(w.context, request(apply=True), confirm=lambda plan: asked.append(plan) is not None)
+    asked: list[Plan] = []
+
+    def decline(plan: Plan) -> bool:
+        asked.append(plan)
+        return False
+
+    result = failover(w.context, request(apply=True), confirm=decline)
     assert result.status is OperationStatus.DECLINED and len(asked) == 1
     assert w.b.commits == [] and w.operations.records[0].status == "declined"
 
