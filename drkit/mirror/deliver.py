@@ -17,13 +17,13 @@ import functools
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from drkit.core.offsets import RangeBuilder
+from drkit.core.offsets import ranges_from_pairs
+from drkit.store.tables import RANGE_COLUMNS, ColumnSpec, arrow_schema, column_names, ddl
 
-#: Output rows of a task: one per contiguous range.
-RANGE_SCHEMA = (
-    "source_topic STRING, target_topic STRING, partition INT, upstream_first BIGINT, upstream_last BIGINT, "
-    "downstream_first BIGINT, downstream_last BIGINT, record_count BIGINT, bytes BIGINT"
-)
+#: Output rows of a task: one per contiguous range, with the bytes (keys and values) of the partition
+#: on its first range.
+OUTPUT_COLUMNS: tuple[ColumnSpec, ...] = (*RANGE_COLUMNS, ("bytes", "BIGINT"))
+RANGE_SCHEMA = ddl(OUTPUT_COLUMNS, not_null=False)
 
 #: Prefix of the message of a delivery failure, so the driver can find it in a Spark stack trace.
 FAILURE_MARKER = "DRKIT-DELIVERY-FAILED: "
@@ -130,15 +130,9 @@ def deliver_batches(
             producer.flush(5)
             raise DeliveryFailed(FAILURE_MARKER + failures[0])
 
-        out: dict[str, list[Any]] = {name: [] for name in (
-            "source_topic", "target_topic", "partition", "upstream_first", "upstream_last",
-            "downstream_first", "downstream_last", "record_count", "bytes")}
+        out: dict[str, list[Any]] = {name: [] for name in column_names(OUTPUT_COLUMNS)}
         for (topic, partition), pairs in sorted(delivered.items()):
-            builder = RangeBuilder()
-            for upstream, downstream in sorted(pairs):
-                builder.add(upstream, downstream)
-            ranges = builder.build()
-            for n, r in enumerate(ranges):
+            for n, r in enumerate(ranges_from_pairs(sorted(pairs))):
                 out["source_topic"].append(topic)
                 out["target_topic"].append(topic_map[topic])
                 out["partition"].append(partition)
@@ -148,16 +142,6 @@ def deliver_batches(
                 out["downstream_last"].append(r.downstream_last)
                 out["record_count"].append(r.record_count)
                 out["bytes"].append(sizes.get((topic, partition), 0) if n == 0 else 0)
-        yield pa.RecordBatch.from_pydict(out, schema=_arrow_schema())
+        yield pa.RecordBatch.from_pydict(out, schema=arrow_schema(OUTPUT_COLUMNS))
 
     return run
-
-
-def _arrow_schema() -> Any:
-    import pyarrow as pa
-
-    return pa.schema([
-        ("source_topic", pa.string()), ("target_topic", pa.string()), ("partition", pa.int32()),
-        ("upstream_first", pa.int64()), ("upstream_last", pa.int64()), ("downstream_first", pa.int64()),
-        ("downstream_last", pa.int64()), ("record_count", pa.int64()), ("bytes", pa.int64()),
-    ])

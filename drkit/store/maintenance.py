@@ -46,7 +46,8 @@ from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
 from drkit.errors import ConfigError, StoreError
-from drkit.store.tables import Tables, check_version, table_exists
+from drkit.store.offset_syncs import merge_islands
+from drkit.store.tables import OFFSET_SYNCS_COLUMNS, Tables, check_version, column_names, table_exists
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -64,9 +65,7 @@ log = logging.getLogger(__name__)
 _STREAM = ["flow", "stream_id"]
 #: Rows are merged only within one stream, one source partition and one target topic.
 _RANGE_KEYS = ["flow", "stream_id", "source_topic", "partition", "target_topic", "sync_date"]
-_COLUMNS = ["flow", "source_topic", "target_topic", "partition", "upstream_first", "upstream_last",
-            "downstream_first", "downstream_last", "record_count", "batch_id", "stream_id", "written_at",
-            "sync_date"]
+_COLUMNS = column_names(OFFSET_SYNCS_COLUMNS)
 
 
 @dataclass
@@ -268,36 +267,19 @@ def _cutoffs(df: DataFrame, keep_recent_batches: int) -> list[tuple[str, str, in
 
 
 def _merge_islands(old: DataFrame) -> DataFrame:
-    """Gaps-and-islands: rows that continue the previous one on both sides form one island.
+    """Gaps-and-islands per :data:`_RANGE_KEYS` (drkit.store.offset_syncs.merge_islands).
 
-    Within a key, rows are ordered by upstream then downstream start; an island is a chain of
-    rows each starting right after the previous one ends, on both sides, so its merged range
-    stands for exactly the union of their pairs. ``_rows`` counts the rows of an island (1: the
-    row is written back unchanged except for ``record_count``, which is recomputed).
+    Rows with the same start on both sides are ordered by batch id. A merged row carries the
+    greatest batch id and ``written_at`` of its rows; ``_rows`` counts the rows of an island (1: the
+    row is written back unchanged except for ``record_count``, which is recomputed) and ``_pairs``
+    the pairs they stand for (checked by :func:`_broken`).
     """
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    w = Window.partitionBy(*_RANGE_KEYS).orderBy("upstream_first", "downstream_first", "batch_id")
-    continues = (
-        (F.lag("upstream_last").over(w) + 1 == F.col("upstream_first"))
-        & (F.lag("downstream_last").over(w) + 1 == F.col("downstream_first"))
-    )
-    islands = old.withColumn("_new", F.when(continues, 0).otherwise(1)).withColumn(
-        "_island", F.sum("_new").over(w.rowsBetween(Window.unboundedPreceding, Window.currentRow))
-    )
-    return (
-        islands.groupBy(*_RANGE_KEYS, "_island")
-        .agg(
-            F.min("upstream_first").alias("upstream_first"), F.max("upstream_last").alias("upstream_last"),
-            F.min("downstream_first").alias("downstream_first"),
-            F.max("downstream_last").alias("downstream_last"),
-            F.max("batch_id").alias("batch_id"), F.max("written_at").alias("written_at"),
-            F.count(F.lit(1)).alias("_rows"),
-            F.sum(F.col("upstream_last") - F.col("upstream_first") + 1).alias("_pairs"),
-        )
-        .withColumn("record_count", F.col("upstream_last") - F.col("upstream_first") + 1)
-    )
+    return merge_islands(old, _RANGE_KEYS, tiebreak=["batch_id"], aggregates={
+        "batch_id": F.max("batch_id"), "written_at": F.max("written_at"), "_rows": F.count(F.lit(1)),
+        "_pairs": F.sum(F.col("upstream_last") - F.col("upstream_first") + 1),
+    })
 
 
 def _broken() -> Any:

@@ -9,6 +9,7 @@ deleted checkpoint is a new stream, whose batch ids start again at 0 under a new
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -18,7 +19,7 @@ from drkit.core.translate import SyncIndex
 from drkit.store.tables import OFFSET_SYNCS_DDL, OFFSET_SYNCS_PARTITIONS, Tables, ensure_table, table_exists
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 
 @dataclass(frozen=True)
@@ -144,32 +145,54 @@ class OffsetSyncStore:
         return {r[0]: r[1] for r in df.select("source_topic", "target_topic").distinct().collect()}
 
 
-def coalesced(df: DataFrame) -> DataFrame:
-    """(source_topic, partition, upstream_first, upstream_last, downstream_first, downstream_last,
-    record_count, target_topic) with ranges that continue each other on both sides merged."""
+#: The offset columns of a range row.
+OFFSETS = ("upstream_first", "upstream_last", "downstream_first", "downstream_last")
+
+
+def merge_islands(df: DataFrame, keys: Sequence[str], tiebreak: Sequence[str] = (),
+                  aggregates: Mapping[str, Column] | None = None) -> DataFrame:
+    """Gaps-and-islands: merge the rows of ``df`` that continue each other on both sides, per ``keys``.
+
+    Within a key, rows are ordered by upstream then downstream start (then ``tiebreak``); an
+    island is a chain of rows each starting right after the previous one ends, on both sides, so
+    its merged range stands for exactly the union of their pairs. Returns ``keys``, the four
+    offsets, ``record_count`` (recomputed from the merged range) and one column per
+    ``aggregates`` entry (name -> aggregate expression over the island's rows), in that order.
+    """
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    keys = ["source_topic", "partition"]
-    offsets = ["upstream_first", "upstream_last", "downstream_first", "downstream_last"]
-    w = Window.partitionBy(*keys).orderBy("upstream_first", "downstream_first")
+    extra = aggregates or {}
+    w = Window.partitionBy(*keys).orderBy("upstream_first", "downstream_first", *tiebreak)
     continues = (
         (F.lag("upstream_last").over(w) + 1 == F.col("upstream_first"))
         & (F.lag("downstream_last").over(w) + 1 == F.col("downstream_first"))
     )
-    islands = (
-        df.select(*keys, *offsets, "target_topic").dropDuplicates([*keys, *offsets])
-        .withColumn("_new", F.when(continues, 0).otherwise(1))
-        .withColumn("_island", F.sum("_new").over(w.rowsBetween(Window.unboundedPreceding, Window.currentRow)))
+    islands = df.withColumn("_new", F.when(continues, 0).otherwise(1)).withColumn(
+        "_island", F.sum("_new").over(w.rowsBetween(Window.unboundedPreceding, Window.currentRow))
     )
     return (
         islands.groupBy(*keys, "_island")
         .agg(F.min("upstream_first").alias("upstream_first"), F.max("upstream_last").alias("upstream_last"),
              F.min("downstream_first").alias("downstream_first"),
-             F.max("downstream_last").alias("downstream_last"), F.first("target_topic").alias("target_topic"))
-        .select(*keys, *offsets, (F.col("upstream_last") - F.col("upstream_first") + 1).alias("record_count"),
-                "target_topic")
+             F.max("downstream_last").alias("downstream_last"),
+             *(agg.alias(name) for name, agg in extra.items()))
+        .select(*keys, *OFFSETS, (F.col("upstream_last") - F.col("upstream_first") + 1).alias("record_count"),
+                *extra)
     )
+
+
+def coalesced(df: DataFrame) -> DataFrame:
+    """(source_topic, partition, upstream_first, upstream_last, downstream_first, downstream_last,
+    record_count, target_topic) with ranges that continue each other on both sides merged.
+
+    Identical ranges (the same pairs in rows of more than one stream) are taken once.
+    """
+    from pyspark.sql import functions as F
+
+    keys = ["source_topic", "partition"]
+    ranges = df.select(*keys, *OFFSETS, "target_topic").dropDuplicates([*keys, *OFFSETS])
+    return merge_islands(ranges, keys, aggregates={"target_topic": F.first("target_topic")})
 
 
 def _collect_ranges(df: DataFrame) -> dict[tuple[str, int], list[SyncRange]]:

@@ -14,16 +14,49 @@ from typing import TYPE_CHECKING
 from drkit.errors import StoreError
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import SparkSession
 
 SCHEMA_VERSION = "1"
 
-OFFSET_SYNCS_DDL = (
-    "flow STRING NOT NULL, source_topic STRING NOT NULL, target_topic STRING NOT NULL, "
-    "partition INT NOT NULL, upstream_first BIGINT NOT NULL, upstream_last BIGINT NOT NULL, "
-    "downstream_first BIGINT NOT NULL, downstream_last BIGINT NOT NULL, record_count BIGINT NOT NULL, "
-    "batch_id BIGINT NOT NULL, stream_id STRING NOT NULL, written_at TIMESTAMP NOT NULL, sync_date DATE NOT NULL"
+#: A column as (name, Spark SQL type).
+ColumnSpec = tuple[str, str]
+
+#: The columns of one offset-sync range, in table order: declared once, for the rows a mirror task
+#: returns (drkit.mirror.deliver) and for the middle of an ``offset_syncs`` row.
+RANGE_COLUMNS: tuple[ColumnSpec, ...] = (
+    ("source_topic", "STRING"), ("target_topic", "STRING"), ("partition", "INT"),
+    ("upstream_first", "BIGINT"), ("upstream_last", "BIGINT"), ("downstream_first", "BIGINT"),
+    ("downstream_last", "BIGINT"), ("record_count", "BIGINT"),
 )
+OFFSET_SYNCS_COLUMNS: tuple[ColumnSpec, ...] = (
+    ("flow", "STRING"), *RANGE_COLUMNS,
+    ("batch_id", "BIGINT"), ("stream_id", "STRING"), ("written_at", "TIMESTAMP"), ("sync_date", "DATE"),
+)
+
+
+def column_names(columns: tuple[ColumnSpec, ...]) -> list[str]:
+    return [name for name, _ in columns]
+
+
+def ddl(columns: tuple[ColumnSpec, ...], not_null: bool = True) -> str:
+    """A Spark DDL schema string: ``name TYPE NOT NULL, ...`` (without ``NOT NULL`` if not ``not_null``)."""
+    suffix = " NOT NULL" if not_null else ""
+    return ", ".join(f"{name} {kind}{suffix}" for name, kind in columns)
+
+
+def arrow_schema(columns: tuple[ColumnSpec, ...]) -> pa.Schema:
+    """The pyarrow schema of ``columns`` (where Spark exchanges Arrow batches with Python workers).
+
+    Only the types of the range columns are mapped; another type is a KeyError.
+    """
+    import pyarrow as pa
+
+    types = {"STRING": pa.string(), "INT": pa.int32(), "BIGINT": pa.int64()}
+    return pa.schema([(name, types[kind]) for name, kind in columns])
+
+
+OFFSET_SYNCS_DDL = ddl(OFFSET_SYNCS_COLUMNS)
 #: ``offset_syncs`` is partitioned by the UTC date of ``written_at``. Why: open-source Delta commits every
 #: data change at Serializable isolation and checks a concurrent append against a rewrite's *partition*
 #: predicates only; without a partition column, maintenance's rewrite of old rows would conflict with every

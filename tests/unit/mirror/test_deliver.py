@@ -1,0 +1,318 @@
+"""deliver_batches: the mirror task, with a fake producer instead of a target cluster (no Spark, no broker)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import confluent_kafka
+import pyarrow as pa
+import pytest
+
+from drkit.mirror import deliver
+from drkit.mirror.deliver import FAILURE_MARKER, INPUT_COLUMNS, RANGE_SCHEMA, DeliveryFailed, deliver_batches
+from drkit.store.tables import OFFSET_SYNCS_DDL
+
+TOPIC_MAP = {"orders": "A.orders", "users": "A.users"}
+CONF = {"bootstrap.servers": "target:9092"}
+
+HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+INPUT_SCHEMA = pa.schema([
+    ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()), ("key", pa.binary()),
+    ("value", pa.binary()), ("ts", pa.int64()), ("headers", HEADERS_TYPE),
+])
+
+
+class FakeError:
+    """What librdkafka hands a delivery callback: a KafkaError."""
+
+    def name(self) -> str:
+        return "MSG_SIZE_TOO_LARGE"
+
+    def str(self) -> str:
+        return "Broker: Message size too large"
+
+
+class FakeMessage:
+    def __init__(self, offset: int) -> None:
+        self._offset = offset
+
+    def offset(self) -> int:
+        return self._offset
+
+
+class FakeProducer:
+    """Assigns downstream offsets per target partition, in produce order; reports on poll/flush.
+
+    ``skip``: downstream offsets never assigned, per (target topic, partition): a gap downstream.
+    ``fail``: values whose delivery report is an error. ``buffer_full``: produce calls that raise
+    BufferError first (the local queue is full).
+    """
+
+    def __init__(self, skip: dict[tuple[str, int], set[int]] | None = None, fail: Iterable[bytes] = (),
+                 buffer_full: int = 0) -> None:
+        self.skip = skip or {}
+        self.fail = set(fail)
+        self.buffer_full = buffer_full
+        self.next: dict[tuple[str, int], int] = defaultdict(int)
+        self.produced: list[dict[str, Any]] = []
+        self.pending: list[tuple[Callable[[Any, Any], None], Any, Any]] = []
+        self.polls = 0
+        self.flushes: list[float] = []
+
+    def produce(self, topic: str, *, partition: int, key: bytes | None, value: bytes | None, timestamp: int,
+                on_delivery: Callable[[Any, Any], None], headers: list[tuple[str, bytes]] | None = None) -> None:
+        if self.buffer_full:
+            self.buffer_full -= 1
+            raise BufferError("Local: Queue full")
+        self.produced.append({"topic": topic, "partition": partition, "key": key, "value": value,
+                              "timestamp": timestamp, "headers": headers})
+        if value in self.fail:
+            self.pending.append((on_delivery, FakeError(), None))
+            return
+        where = (topic, partition)
+        while self.next[where] in self.skip.get(where, set()):
+            self.next[where] += 1
+        self.pending.append((on_delivery, None, FakeMessage(self.next[where])))
+        self.next[where] += 1
+
+    def _report(self) -> int:
+        pending, self.pending = self.pending, []
+        for callback, err, msg in pending:
+            callback(err, msg)
+        return len(pending)
+
+    def poll(self, timeout: float) -> int:
+        self.polls += 1
+        return self._report()
+
+    def flush(self, timeout: float) -> int:
+        self.flushes.append(timeout)
+        self._report()
+        return 0
+
+
+Record = tuple[str, int, int, bytes | None, bytes | None]  # topic, partition, offset, key, value
+
+
+def batch(records: list[Record], headers: list[list[dict[str, Any]] | None] | None = None) -> pa.RecordBatch:
+    """Records as the mirror's source stream gives them to mapInArrow (INPUT_COLUMNS, ts = offset * 10)."""
+    columns = {
+        "topic": [r[0] for r in records], "partition": [r[1] for r in records], "offset": [r[2] for r in records],
+        "key": [r[3] for r in records], "value": [r[4] for r in records], "ts": [r[2] * 10 for r in records],
+        "headers": headers or [None] * len(records),
+    }
+    assert tuple(columns) == INPUT_COLUMNS
+    return pa.RecordBatch.from_pydict(columns, schema=INPUT_SCHEMA)
+
+
+@pytest.fixture
+def install(monkeypatch: pytest.MonkeyPatch) -> Callable[[FakeProducer], list[dict[str, Any]]]:
+    """Make ``confluent_kafka.Producer(conf)`` build the given fake; returns the confs it was built with."""
+    monkeypatch.setattr(deliver, "_PRODUCERS", {})
+    built: list[dict[str, Any]] = []
+
+    def use(fake: FakeProducer) -> list[dict[str, Any]]:
+        def factory(conf: dict[str, Any]) -> FakeProducer:
+            built.append(conf)
+            return fake
+
+        monkeypatch.setattr(confluent_kafka, "Producer", factory)
+        return built
+
+    return use
+
+
+def run(batches: list[pa.RecordBatch], topic_map: dict[str, str] = TOPIC_MAP) -> list[dict[str, Any]]:
+    out = list(deliver_batches(CONF, topic_map)(iter(batches)))
+    assert len(out) == 1
+    assert out[0].schema.names == [c.split()[0] for c in RANGE_SCHEMA.split(", ")]
+    return list(out[0].to_pylist())
+
+
+def ranges(rows: list[dict[str, Any]]) -> dict[tuple[str, int], list[tuple[int, int, int, int]]]:
+    out: dict[tuple[str, int], list[tuple[int, int, int, int]]] = defaultdict(list)
+    for r in rows:
+        assert r["record_count"] == r["upstream_last"] - r["upstream_first"] + 1
+        assert r["target_topic"] == TOPIC_MAP[r["source_topic"]]
+        out[(r["source_topic"], r["partition"])].append(
+            (r["upstream_first"], r["upstream_last"], r["downstream_first"], r["downstream_last"]))
+    return dict(out)
+
+
+def contiguous(topic: str, partition: int, offsets: Iterable[int], size: int = 3) -> list[Record]:
+    return [(topic, partition, o, b"k", b"v" * size) for o in offsets]
+
+
+# ------------------------------------------------------------------------------ schema
+
+
+def test_task_rows_are_the_range_columns_of_offset_syncs_plus_bytes() -> None:
+    range_ddl = RANGE_SCHEMA.removesuffix(", bytes BIGINT")
+    assert RANGE_SCHEMA.endswith(", bytes BIGINT") and "NOT NULL" not in RANGE_SCHEMA
+    assert range_ddl.replace(",", " NOT NULL,") + " NOT NULL" in OFFSET_SYNCS_DDL
+
+
+# ------------------------------------------------------------------------------ delivery
+
+
+def test_contiguous_delivery_is_one_range_per_partition(install: Any) -> None:
+    fake = FakeProducer()
+    install(fake)
+    records = (contiguous("orders", 0, range(0, 5)) + contiguous("orders", 1, range(10, 13), size=7)
+               + contiguous("users", 0, range(3, 4)))
+    rows = run([batch(records[:4]), batch(records[4:])])
+
+    assert ranges(rows) == {
+        ("orders", 0): [(0, 4, 0, 4)],
+        ("orders", 1): [(10, 12, 0, 2)],
+        ("users", 0): [(3, 3, 0, 0)],
+    }
+    # bytes: key + value of every record of the partition
+    assert {(r["source_topic"], r["partition"]): r["bytes"] for r in rows} == {
+        ("orders", 0): 5 * (1 + 3), ("orders", 1): 3 * (1 + 7), ("users", 0): 1 + 3}
+    assert fake.flushes == [300.0]
+
+
+def test_upstream_gap_starts_a_new_range(install: Any) -> None:
+    install(FakeProducer())
+    rows = run([batch(contiguous("orders", 0, [0, 1, 5, 6]))])  # 2..4 compacted away
+
+    assert ranges(rows) == {("orders", 0): [(0, 1, 0, 1), (5, 6, 2, 3)]}
+    assert [r["bytes"] for r in rows] == [4 * 4, 0]  # the partition's bytes are on its first range
+
+
+def test_downstream_gap_starts_a_new_range(install: Any) -> None:
+    install(FakeProducer(skip={("A.orders", 2): {2, 3}}))  # e.g. a transaction marker on the target
+    rows = run([batch(contiguous("orders", 2, range(100, 105)))])
+
+    assert ranges(rows) == {("orders", 2): [(100, 101, 0, 1), (102, 104, 4, 6)]}
+
+
+def test_gaps_on_both_sides(install: Any) -> None:
+    install(FakeProducer(skip={("A.orders", 0): {1}}))
+    rows = run([batch(contiguous("orders", 0, [0, 1, 2, 7, 8]))])
+
+    assert ranges(rows) == {("orders", 0): [(0, 0, 0, 0), (1, 2, 2, 3), (7, 8, 4, 5)]}
+
+
+def test_records_go_in_source_order_to_the_same_partition_with_key_value_timestamp(install: Any) -> None:
+    fake = FakeProducer()
+    install(fake)
+    records: list[Record] = [
+        ("orders", 3, 40, b"a", b"1"), ("users", 1, 7, None, b"2"), ("orders", 3, 41, b"b", None),
+        ("orders", 0, 9, b"c", b"3"), ("orders", 3, 42, b"d", b"4"),
+    ]
+    run([batch(records[:2]), batch(records[2:])])
+
+    assert [(p["topic"], p["partition"], p["key"], p["value"], p["timestamp"]) for p in fake.produced] == [
+        ("A.orders", 3, b"a", b"1", 400), ("A.users", 1, None, b"2", 70), ("A.orders", 3, b"b", None, 410),
+        ("A.orders", 0, b"c", b"3", 90), ("A.orders", 3, b"d", b"4", 420),
+    ]
+
+
+def test_headers_are_passed_through(install: Any) -> None:
+    fake = FakeProducer()
+    install(fake)
+    headers: list[list[dict[str, Any]] | None] = [
+        [{"key": "trace", "value": b"abc"}, {"key": "trace", "value": None}, {"key": "type", "value": b"x"}],
+        None,
+        [],
+    ]
+    run([batch(contiguous("orders", 0, range(3)), headers)])
+
+    assert [p["headers"] for p in fake.produced] == [
+        [("trace", b"abc"), ("trace", None), ("type", b"x")], None, None]
+
+
+def test_full_local_queue_is_polled_and_retried(install: Any) -> None:
+    fake = FakeProducer(buffer_full=2)
+    install(fake)
+    rows = run([batch(contiguous("orders", 0, range(3)))])
+
+    assert ranges(rows) == {("orders", 0): [(0, 2, 0, 2)]}
+    assert len(fake.produced) == 3
+
+
+def test_empty_input_gives_no_ranges(install: Any) -> None:
+    install(FakeProducer())
+    assert run([batch([])]) == []
+
+
+def test_producer_is_kept_between_batches(install: Any) -> None:
+    built = install(FakeProducer())
+    run([batch(contiguous("orders", 0, range(2)))])
+    run([batch(contiguous("orders", 0, range(2, 4)))])
+
+    assert built == [CONF]
+    assert len(deliver._PRODUCERS) == 1
+
+
+# ------------------------------------------------------------------------------ failures
+
+
+def test_topic_not_selected_by_the_flow_fails(install: Any) -> None:
+    fake = FakeProducer()
+    install(fake)
+    records = contiguous("orders", 0, range(2)) + contiguous("payments", 0, range(1))
+
+    with pytest.raises(DeliveryFailed) as info:
+        run([batch(records)])
+
+    assert str(info.value) == f"{FAILURE_MARKER}topic payments is not selected by this flow"
+    assert len(fake.produced) == 2
+    assert deliver._PRODUCERS == {}
+
+
+def test_delivery_error_fails_the_task_and_drops_the_producer(install: Any) -> None:
+    fake = FakeProducer(fail={b"too-big"})
+    built = install(fake)
+    records: list[Record] = [("orders", 1, 5, b"k", b"ok"), ("orders", 1, 6, b"k", b"too-big")]
+    records += contiguous("orders", 1, range(7, 10))
+
+    with pytest.raises(DeliveryFailed) as info:
+        run([batch(records)])
+
+    assert str(info.value) == (
+        f"{FAILURE_MARKER}record orders/1@6 could not be delivered to A.orders/1: "
+        "MSG_SIZE_TOO_LARGE: Broker: Message size too large"
+    )
+    # the failure is seen at the next poll: nothing more is produced after it
+    assert [p["value"] for p in fake.produced] == [b"ok", b"too-big"]
+    assert deliver._PRODUCERS == {}
+
+    # the retry builds a fresh producer
+    install(FakeProducer())
+    rows = run([batch(records[:1])])
+    assert ranges(rows) == {("orders", 1): [(5, 5, 0, 0)]}
+    assert built == [CONF, CONF]
+
+
+def test_unacknowledged_records_fail_the_task(install: Any) -> None:
+    class Stuck(FakeProducer):
+        def poll(self, timeout: float) -> int:
+            return 0
+
+        def flush(self, timeout: float) -> int:
+            self.flushes.append(timeout)
+            return len(self.pending)
+
+    fake = Stuck()
+    install(fake)
+    with pytest.raises(DeliveryFailed) as info:
+        run([batch(contiguous("orders", 0, range(2)))])
+    assert str(info.value) == f"{FAILURE_MARKER}2 records were not acknowledged by the target within 300.0s"
+    assert deliver._PRODUCERS == {}
+
+
+def _batches_then_error(records: list[Record]) -> Iterator[pa.RecordBatch]:
+    yield batch(records)
+    raise RuntimeError("the source read failed")
+
+
+def test_any_other_error_drops_the_producer(install: Any) -> None:
+    install(FakeProducer())
+    with pytest.raises(RuntimeError, match="the source read failed"):
+        list(deliver_batches(CONF, TOPIC_MAP)(_batches_then_error(contiguous("orders", 0, range(2)))))
+    assert deliver._PRODUCERS == {}
