@@ -61,5 +61,6 @@ class StateLayout:
     def translator_last_run(self, flow: str) -> Path:
         return self.job_dir(JobKind.TRANSLATOR, flow) / "last_run.json"
 
-    def translator_source_ends(self, flow: str) -> Path:
-        return self.job_dir(JobKind.TRANSLATOR, flow) / "source_ends.json"
+    def source_ends(self, kind: JobKind, flow: str) -> Path:
+        """The source end offsets a job last observed (the mirror at each batch, the translator each run)."""
+        return self.job_dir(kind, flow) / "source_ends.json"

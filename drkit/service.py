@@ -1,14 +1,16 @@
 """The one door: every drkit capability is a method of :class:`Drkit` returning a frozen, typed result.
 
 The CLI parses, calls one method and renders; notebooks and drills call the same methods. The
-facade wires the real adapters (confluent-kafka, the Delta stores, Spark) into an
+facade wires the real adapters (confluent-kafka, the Delta stores) into an
 :class:`~drkit.operate.context.OperateContext` the first time an operation needs them, so a
-bad argument is refused before any cluster is contacted or Spark starts. Tests hand it a
+bad argument is refused before any cluster is contacted. Only the mirror and maintenance start
+Spark; the operator commands and the translator read and write the tables through delta-rs. Tests hand it a
 context of in-memory fakes instead. Nothing here renders output.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,6 +22,7 @@ from drkit.config import DrkitConfig, load_config
 from drkit.core.audit import OperationRecord
 from drkit.core.outcome import OperationResult
 from drkit.core.plan import Plan
+from drkit.core.ports import CheckpointLog, OperationLog, SyncLog
 from drkit.core.reports import MirrorSummary, TranslationRun
 from drkit.core.status import GroupOffsets, StatusReport
 from drkit.layout import JobKind, StateLayout
@@ -28,6 +31,10 @@ from drkit.runtime.process import pid_files
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+#: Environment variable that makes the operator commands and the translator use Spark for the
+#: Delta tables instead of delta-rs (``spark``); anything else, or unset, is delta-rs.
+STATE_READER_ENV = "DRKIT_STATE_READER"
 
 
 @dataclass(frozen=True)
@@ -83,19 +90,30 @@ class Drkit:
     def layout(self) -> StateLayout:
         return StateLayout(self.config.state_root())
 
-    @property
-    def context(self) -> OperateContext:
-        """The operations' collaborators (built on first use: this is where Spark starts)."""
-        if self._context is None:
-            from drkit.kafka.admin import KafkaClusters
+    def _stores(self) -> tuple[SyncLog, CheckpointLog, OperationLog]:
+        """The Delta stores: read and written through delta-rs (no JVM), or through Spark when
+        ``DRKIT_STATE_READER=spark`` (kept to compare the two, e.g. in scripts/bench_operator.py)."""
+        layout = self.layout
+        if os.environ.get(STATE_READER_ENV, "fast") == "spark":
             from drkit.store.checkpoints import CheckpointStore
             from drkit.store.offset_syncs import OffsetSyncStore
             from drkit.store.operations import OperationStore
 
-            layout = self.layout
-            self._context = OperateContext(
-                self.config, KafkaClusters(self.config), OffsetSyncStore(self.spark, layout),
-                CheckpointStore(self.spark, layout), OperationStore(self.spark, layout), layout)
+            return (OffsetSyncStore(self.spark, layout), CheckpointStore(self.spark, layout),
+                    OperationStore(self.spark, layout))
+        from drkit.store.fast import FastCheckpoints, FastOffsetSyncs, FastOperations
+
+        return FastOffsetSyncs(layout), FastCheckpoints(layout), FastOperations(layout)
+
+    @property
+    def context(self) -> OperateContext:
+        """The operations' collaborators, built on first use."""
+        if self._context is None:
+            from drkit.kafka.admin import KafkaClusters
+
+            syncs, checkpoints, operations = self._stores()
+            self._context = OperateContext(self.config, KafkaClusters(self.config), syncs, checkpoints, operations,
+                                           self.layout)
         return self._context
 
     # -- operator commands ------------------------------------------------------------------------
@@ -156,8 +174,9 @@ class Drkit:
 
         flows = self.config.flows_named(flow)
         metrics.serve(self.config.metrics.port, self.config.metrics.host)
+        syncs, checkpoints, _ = self._stores()
         with pid_files([self.layout.pid_file(JobKind.TRANSLATOR, f.name) for f in flows]):
-            return TranslatorRunner(self.config, flows, self.spark).run(once, interval, max_runs)
+            return TranslatorRunner(self.config, flows, syncs, checkpoints).run(once, interval, max_runs)
 
     def maintain(self, keep_recent_batches: int = 100, vacuum_retention_hours: float = 168.0) -> MaintenanceReport:
         """Coalesce old offset-syncs (translation unchanged), OPTIMIZE and VACUUM the Delta tables.

@@ -17,6 +17,7 @@ from drkit.cli.options import ConfigOption, OutputOption, facade, parse_time
 from drkit.core.audit import OperationStatus
 from drkit.core.outcome import OperationResult
 from drkit.core.plan import Plan
+from drkit.core.status import RpoReport
 from drkit.errors import RefusedError
 from drkit.service import History
 
@@ -48,16 +49,27 @@ def _render(result: OperationResult) -> Iterable[RenderableType]:
              "yes" if m.changes else "", m.position.value] for m in plan.moves]
     yield table(f"{plan.action} {plan.flow}: offsets on {plan.destination}",
                 ["group", "from", "offset", "to", "current", "new", "changes", "position"], rows)
-    rpo = result.rpo
-    if rpo is not None:
-        unknown = "unknown" if rpo.unmirrored_offsets is None else rpo.unmirrored_offsets
-        yield (f"RPO: {unknown} offsets not mirrored (source {'reachable' if rpo.source_reachable else 'unreachable'}, "
-               f"ends from {rpo.source_ends_from}, observed {rpo.observed_at or 'never'})")
+    if result.rpo is not None:
+        yield _rpo_line(result.rpo)
     for w in plan.warnings:
         yield f"[yellow]warning:[/] {w}"
     for r in plan.refusals:
         yield f"[red]refused ({r.reason}):[/] {r.detail}"
     yield f"[bold]{_VERDICTS[result.status]}[/] (operation {result.operation_id})"
+
+
+def _rpo_line(rpo: RpoReport) -> str:
+    if rpo.source_reachable:
+        return f"RPO: {rpo.unmirrored_offsets} offsets not mirrored (source reachable: measured now)"
+    if rpo.observed_at is None:
+        return "RPO: unknown (source unreachable and never observed: drkit cannot tell what was lost)"
+    known = ("unknown" if rpo.unmirrored_offsets is None else f"at least {rpo.unmirrored_offsets}")
+    line = (f"RPO: {known} offsets not mirrored when the source was last seen, {rpo.observation_age_seconds}s "
+            f"ago ({rpo.observed_at}; source unreachable now)")
+    if rpo.estimated_since_observation is not None:
+        line += (f"; estimate: about {rpo.estimated_since_observation} more produced since "
+                 f"(at {rpo.produce_rate_per_second} records/s before), not counted")
+    return line
 
 
 def _confirm(output: Output, yes: bool, progress: Progress) -> Callable[[Plan], bool]:

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Protocol
 
 from drkit.core.audit import OperationRecord
-from drkit.core.checkpoints import CommittedOffset, RecordedCheckpoint
+from drkit.core.checkpoints import Checkpoint, CommittedOffset, RecordedCheckpoint
 from drkit.core.groups import GroupState
 from drkit.core.offsets import SyncRange
 
@@ -75,9 +75,26 @@ class SyncReader(Protocol):
         ...
 
 
+class SyncLog(SyncReader, Protocol):
+    """The translator's view: the table version, and the rows appended since the last read."""
+
+    def version(self) -> int | None: ...
+
+    def ranges_since(self, flow: str, seen: dict[str, int], version: int
+                     ) -> tuple[dict[TopicPartition, list[SyncRange]], dict[str, int]]: ...
+
+
 class CheckpointReader(Protocol):
     def latest(self, flow: str, groups: list[str] | None = None, as_of: datetime | None = None,
                version: int | None = None) -> list[RecordedCheckpoint]: ...
+
+
+class CheckpointLog(CheckpointReader, Protocol):
+    """The translator's view: append the checkpoints that changed."""
+
+    def ensure(self) -> None: ...
+
+    def append(self, rows: list[Checkpoint], at: datetime | None = None) -> int: ...
 
 
 class OperationLog(Protocol):

@@ -158,6 +158,14 @@ class EndsSource(StrEnum):
 
 
 @dataclass(frozen=True)
+class EndsObservation:
+    """The source's end offsets (read_committed) seen at ``at_ms`` by the mirror or the translator."""
+
+    at_ms: int
+    ends: Mapping[TopicPartition, int]
+
+
+@dataclass(frozen=True)
 class RpoPartition:
     topic: str
     partition: int
@@ -167,16 +175,34 @@ class RpoPartition:
     last_sync_age_seconds: float | None
 
 
-RPO_NOTE = "offsets the mirror had not copied (transaction markers count as offsets: an upper bound)"
+RPO_NOTE = ("offsets the mirror had not copied (transaction markers count as offsets: an upper bound at the "
+            "time of the observation); with the source unreachable, records produced after the last "
+            "observation are unknown to drkit: the estimate extrapolates the produce rate seen before it")
 
 
 @dataclass(frozen=True)
 class RpoReport:
+    """How much the mirror had not copied when the failover was planned.
+
+    Live (the source answered): ``unmirrored_offsets`` is exact (up to transaction markers).
+    From a last observation: ``unmirrored_offsets`` is a lower bound (what was not mirrored when the
+    source was last seen), ``observation_age_seconds`` says how old that is, and
+    ``estimated_since_observation`` extrapolates what was produced after it (a labelled estimate, or
+    None without a rate). ``unmirrored_offsets`` is None (unknown), never 0, when the observation
+    is older than the last mirrored batch: the mirror copied past what was seen, so the
+    observation says nothing about the loss.
+    """
+
     source_reachable: bool
     source_ends_from: EndsSource
     observed_at: str | None  # ISO time of the end offsets used
-    unmirrored_offsets: int | None  # None: unknown
+    unmirrored_offsets: int | None  # exact when live; a lower bound from an observation; None: unknown
     partitions: tuple[RpoPartition, ...]
+    observation_age_seconds: float | None = None
+    unmirrored_at_observation: int | None = None  # the raw figure at the observation, whatever its age
+    estimated_since_observation: int | None = None  # records/s before the observation x its age
+    produce_rate_per_second: float | None = None
+    lower_bound: bool = False  # True: the loss is at least unmirrored_offsets, possibly more
     note: str = RPO_NOTE
 
     def as_dict(self) -> dict[str, Any]:
@@ -185,9 +211,24 @@ class RpoReport:
         return d
 
 
-def rpo_report(progress: Mapping[TopicPartition, SyncProgress], ends: Mapping[TopicPartition, int] | None,
-               reachable: bool, observed_at_ms: int | None, now_ms: float) -> RpoReport:
-    """How much the mirror had not copied, from live or last observed source end offsets."""
+def produce_rate(latest: EndsObservation, previous: EndsObservation | None) -> float | None:
+    """Records per second the source grew by between two observations (None without two)."""
+    if previous is None or latest.at_ms <= previous.at_ms:
+        return None
+    grown = sum(max(0, end - previous.ends.get(key, end)) for key, end in latest.ends.items())
+    return grown / ((latest.at_ms - previous.at_ms) / 1000)
+
+
+def rpo_report(progress: Mapping[TopicPartition, SyncProgress], live: Mapping[TopicPartition, int] | None,
+               observation: EndsObservation | None, previous: EndsObservation | None, now_ms: float) -> RpoReport:
+    """The RPO from live source ends (``live``), else from the freshest observation of them."""
+    if live is not None:
+        ends: Mapping[TopicPartition, int] | None = live
+        source, at_ms = EndsSource.LIVE, int(now_ms)
+    elif observation is not None:
+        ends, source, at_ms = observation.ends, EndsSource.LAST_OBSERVATION, observation.at_ms
+    else:
+        ends, source, at_ms = None, EndsSource.UNKNOWN, None
     partitions = []
     for key in sorted(set(progress) | set(ends or {})):
         p = progress.get(key)
@@ -197,10 +238,18 @@ def rpo_report(progress: Mapping[TopicPartition, SyncProgress], ends: Mapping[To
             key[0], key[1], next_offset, end, None if end is None else max(0, end - next_offset),
             None if p is None or p.synced_at_ms is None else _seconds(now_ms - p.synced_at_ms)))
     known = [p.unmirrored_offsets for p in partitions if p.unmirrored_offsets is not None]
-    source = EndsSource.LIVE if reachable else (
-        EndsSource.LAST_OBSERVATION if ends is not None else EndsSource.UNKNOWN)
-    observed = None if observed_at_ms is None else datetime.fromtimestamp(observed_at_ms / 1000, UTC).isoformat()
-    return RpoReport(reachable, source, observed, sum(known) if known else None, tuple(partitions))
+    at_observation = sum(known) if known else None
+    observed = None if at_ms is None else datetime.fromtimestamp(at_ms / 1000, UTC).isoformat()
+    if source is not EndsSource.LAST_OBSERVATION or observation is None:
+        return RpoReport(live is not None, source, observed, at_observation, tuple(partitions),
+                         0.0 if live is not None else None, at_observation)
+    last_sync = max((p.synced_at_ms for p in progress.values() if p.synced_at_ms is not None), default=None)
+    outdated = last_sync is not None and observation.at_ms < last_sync
+    age = _seconds(now_ms - observation.at_ms)
+    rate = produce_rate(observation, previous)
+    estimate = None if rate is None else round(rate * max(0.0, age))
+    return RpoReport(False, source, observed, None if outdated else at_observation, tuple(partitions), age,
+                     at_observation, estimate, None if rate is None else round(rate, 1), lower_bound=True)
 
 
 @dataclass(frozen=True)

@@ -142,6 +142,6 @@ def deliver_batches(
                 out["downstream_last"].append(r.downstream_last)
                 out["record_count"].append(r.record_count)
                 out["bytes"].append(sizes.get((topic, partition), 0) if n == 0 else 0)
-        yield pa.RecordBatch.from_pydict(out, schema=arrow_schema(OUTPUT_COLUMNS))
+        yield pa.RecordBatch.from_pydict(out, schema=arrow_schema(RANGE_SCHEMA))
 
     return run

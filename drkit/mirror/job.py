@@ -36,13 +36,15 @@ from drkit.config import DrkitConfig, FlowConfig
 from drkit.core.offsets import SyncRange
 from drkit.core.reports import MirrorSummary
 from drkit.core.selection import NameSelector
+from drkit.core.status import EndsObservation
 from drkit.errors import DrkitError, MirrorError
 from drkit.kafka import clients
 from drkit.kafka.admin import KafkaAdmin
 from drkit.kafka.topics import TopicPair, ensure_target_topics
-from drkit.layout import StateLayout, flow_dir_name
+from drkit.layout import JobKind, StateLayout, flow_dir_name
 from drkit.mirror.deliver import FAILURE_MARKER, RANGE_SCHEMA, deliver_batches
 from drkit.store.offset_syncs import OffsetSyncStore, SyncRow
+from drkit.store.runs import RunFiles
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -90,6 +92,7 @@ class MirrorJob:
         self.layout = StateLayout(config.state_root())
         self.syncs = OffsetSyncStore(spark, self.layout)
         self.stream_checkpoint = self.layout.stream_checkpoint(flow.name)
+        self.runs = RunFiles(self.layout)
         self.source_admin = KafkaAdmin(self.source, flow.source)
         self.target_admin = KafkaAdmin(self.target, flow.target)
         self._stream_id: str | None = None
@@ -186,7 +189,8 @@ class MirrorJob:
                  report.records, report.ranges, report.seconds)
 
     def _update_lag(self, topic_map: dict[str, str], rows: list[SyncRow]) -> None:
-        """Lag gauge per partition: source end (read_committed) minus the next offset to mirror."""
+        """Lag gauge per partition: source end (read_committed) minus the next offset to mirror; the ends
+        are recorded as the mirror's observation of the source."""
         for r in rows:
             key = (r.source_topic, r.partition)
             self._next_offset[key] = max(self._next_offset.get(key, 0), r.range.upstream_last + 1)
@@ -196,6 +200,13 @@ class MirrorJob:
         except DrkitError as exc:  # metrics must never fail a batch
             log.warning("flow %s: lag not measured: %s", self.flow.name, exc)
             return
+        # After this batch's syncs are written: should the source be lost before the next one, this is
+        # the freshest knowledge of what it held (the RPO's lower bound, and with the previous one a rate).
+        try:
+            self.runs.observe_source_ends(JobKind.MIRROR, self.flow.name,
+                                          EndsObservation(int(time.time() * 1000), ends))
+        except OSError as exc:
+            log.warning("flow %s: source ends not recorded: %s", self.flow.name, exc)
         for (topic, partition), end in ends.items():
             lag = max(0, end - self._next_offset.get((topic, partition), 0))
             metrics.MIRROR_LAG.labels(self.flow.name, topic, str(partition)).set(lag)

@@ -31,6 +31,7 @@ from drkit.core.ports import ClusterAdmin, TopicPartition
 from drkit.core.status import RpoReport, rpo_report
 from drkit.core.translate import SyncIndex
 from drkit.errors import ClusterError, DrkitError, RefusedError
+from drkit.layout import JobKind
 from drkit.operate.context import OperateContext
 from drkit.operate.lag import source_ends
 
@@ -97,16 +98,13 @@ def failover(ctx: OperateContext, request: FailoverRequest, confirm: Confirm | N
 
 
 def measure_rpo(ctx: OperateContext, flow: FlowConfig) -> RpoReport:
-    """How much the mirror had not copied: live when the source answers, else last observed."""
+    """How much the mirror had not copied: live when the source answers, else from the freshest
+    observation of the source's ends (the mirror's per batch or the translator's per run)."""
     progress = ctx.syncs.progress(flow.name)
-    ends = source_ends(ctx.clusters.admin(flow.source, probe=True), ctx.config.topic_selector(flow))
-    reachable = ends is not None
-    observed_at_ms: int | None = int(ctx.now_ms()) if reachable else None
-    if ends is None:
-        last = ctx.runs.source_ends(flow.name)
-        if last is not None:
-            observed_at_ms, ends = last.at_ms, last.ends
-    return rpo_report(progress, ends, reachable, observed_at_ms, ctx.now_ms())
+    live = source_ends(ctx.clusters.admin(flow.source, probe=True), ctx.config.topic_selector(flow))
+    observations = [ctx.runs.source_ends(kind, flow.name) for kind in (JobKind.MIRROR, JobKind.TRANSLATOR)]
+    latest, previous = max(observations, key=lambda o: -1 if o[0] is None else o[0].at_ms)
+    return rpo_report(progress, live, latest, previous, ctx.now_ms())
 
 
 def failback(ctx: OperateContext, request: FailbackRequest, confirm: Confirm | None = None) -> OperationResult:

@@ -46,8 +46,9 @@ from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
 from drkit.errors import ConfigError, StoreError
+from drkit.layout import StateLayout
 from drkit.store.offset_syncs import merge_islands
-from drkit.store.tables import OFFSET_SYNCS_COLUMNS, Tables, check_version, column_names, table_exists
+from drkit.store.tables import OFFSET_SYNCS_COLUMNS, check_version, column_names, table_exists
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -116,7 +117,7 @@ def check_settings(keep_recent_batches: int, vacuum_retention_hours: float) -> N
         )
 
 
-def maintain(spark: SparkSession, tables: Tables, config: DrkitConfig, keep_recent_batches: int = 100,
+def maintain(spark: SparkSession, tables: StateLayout, config: DrkitConfig, keep_recent_batches: int = 100,
              vacuum_retention_hours: float = MIN_VACUUM_RETENTION_HOURS) -> dict[str, Any]:
     """Coalesce old offset-syncs, then OPTIMIZE and VACUUM ``offset_syncs`` and ``checkpoints``.
 

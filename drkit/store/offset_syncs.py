@@ -15,8 +15,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from drkit.core.offsets import SyncRange, coalesce
+from drkit.core.ports import SyncLog, SyncProgress
 from drkit.core.translate import SyncIndex
-from drkit.store.tables import OFFSET_SYNCS_DDL, OFFSET_SYNCS_PARTITIONS, Tables, ensure_table, table_exists
+from drkit.layout import StateLayout
+from drkit.store.tables import OFFSET_SYNCS_DDL, OFFSET_SYNCS_PARTITIONS, ensure_table, table_exists
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -33,7 +35,7 @@ class SyncRow:
 
 
 class OffsetSyncStore:
-    def __init__(self, spark: SparkSession, tables: Tables) -> None:
+    def __init__(self, spark: SparkSession, tables: StateLayout) -> None:
         self.spark = spark
         self.path = tables.offset_syncs
 
@@ -114,9 +116,9 @@ class OffsetSyncStore:
             marks[row[0]] = max(marks.get(row[0], -1), int(row[1]))
         return (_collect_ranges(df) if marks != seen else {}), marks
 
-    def progress(self, flow: str) -> dict[tuple[str, int], tuple[int, int, int]]:
-        """Per (source topic, partition): (last mirrored upstream offset, its downstream offset,
-        epoch ms of the last sync written). What the mirror had done when it last recorded."""
+    def progress(self, flow: str) -> dict[tuple[str, int], SyncProgress]:
+        """Per (source topic, partition): the last mirrored upstream offset, its downstream offset and
+        when the last sync was written. What the mirror had done when it last recorded."""
         from pyspark.sql import functions as F
 
         if not table_exists(self.spark, self.path):
@@ -126,7 +128,7 @@ class OffsetSyncStore:
             F.max_by(F.struct("upstream_last", "downstream_last"), "upstream_last").alias("last"),
             F.max(F.expr("unix_millis(written_at)")).alias("at"),
         ).collect()
-        return {(r[0], r[1]): (r["last"][0], r["last"][1], r["at"]) for r in rows}
+        return {(r[0], r[1]): SyncProgress(r["last"][0], r["last"][1], r["at"]) for r in rows}
 
     def version(self) -> int | None:
         """The table's current Delta version (None when it does not exist): a cheap change check."""
@@ -216,7 +218,7 @@ class SyncIndexCache:
     batch high-water mark are read, at a pinned table version.
     """
 
-    def __init__(self, store: OffsetSyncStore, flow: str) -> None:
+    def __init__(self, store: SyncLog, flow: str) -> None:
         self.store = store
         self.flow = flow
         self.version: int | None = None

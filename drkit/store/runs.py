@@ -1,8 +1,9 @@
-"""The translator's run files: when it last finished, and the source end offsets it last saw.
+"""The jobs' run files: when the translator last finished, and the source end offsets each job last saw.
 
 Small JSON files under the state root (paths from :class:`~drkit.layout.StateLayout`), replaced
-atomically. ``status`` reads the last run to tell a stale translator; failover reads the last
-observed source ends to report the RPO when the source is gone.
+atomically. ``status`` reads the last run to tell a stale translator; failover reads the freshest
+observation of the source's ends (the mirror records one per micro-batch, the translator one per
+run) to report the RPO when the source is gone.
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from drkit.layout import StateLayout
+from drkit.core.status import EndsObservation
+from drkit.layout import JobKind, StateLayout
 
 
 @dataclass(frozen=True)
@@ -22,14 +24,6 @@ class TranslatorRun:
     groups: int
     checkpoints: int
     appended: int
-
-
-@dataclass(frozen=True)
-class SourceEnds:
-    """The source's read_committed end offsets at ``at_ms`` (epoch ms)."""
-
-    at_ms: int
-    ends: dict[tuple[str, int], int]
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:
@@ -61,16 +55,31 @@ class RunFiles:
         except TypeError:
             return None
 
-    def write_source_ends(self, flow: str, ends: SourceEnds) -> None:
-        _write(self.layout.translator_source_ends(flow),
-               {"at_ms": ends.at_ms, "ends": {f"{t}/{p}": o for (t, p), o in ends.ends.items()}})
+    def observe_source_ends(self, kind: JobKind, flow: str, observation: EndsObservation) -> None:
+        """Record what ``kind`` saw of the source's end offsets; the observation before it is kept
+        too, so a produce rate can be estimated after the source is lost."""
+        path = self.layout.source_ends(kind, flow)
+        latest, _ = self.source_ends(kind, flow)
+        data = _observation_json(observation)
+        if latest is not None and latest.at_ms < observation.at_ms:
+            data["previous"] = _observation_json(latest)
+        _write(path, data)
 
-    def source_ends(self, flow: str) -> SourceEnds | None:
-        data = _read(self.layout.translator_source_ends(flow))
+    def source_ends(self, kind: JobKind, flow: str) -> tuple[EndsObservation | None, EndsObservation | None]:
+        """(latest, the one before) observations of the source's end offsets by ``kind``."""
+        data = _read(self.layout.source_ends(kind, flow))
         if data is None:
-            return None
-        try:
-            ends = {(k.rsplit("/", 1)[0], int(k.rsplit("/", 1)[1])): int(v) for k, v in data["ends"].items()}
-            return SourceEnds(int(data["at_ms"]), ends)
-        except (KeyError, ValueError, AttributeError):
-            return None
+            return None, None
+        return _observation(data), _observation(data.get("previous"))
+
+
+def _observation_json(o: EndsObservation) -> dict[str, Any]:
+    return {"at_ms": o.at_ms, "ends": {f"{t}/{p}": e for (t, p), e in sorted(o.ends.items())}}
+
+
+def _observation(data: Any) -> EndsObservation | None:
+    try:
+        ends = {(k.rsplit("/", 1)[0], int(k.rsplit("/", 1)[1])): int(v) for k, v in data["ends"].items()}
+        return EndsObservation(int(data["at_ms"]), ends)
+    except (KeyError, ValueError, AttributeError, TypeError):
+        return None

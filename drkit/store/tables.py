@@ -1,4 +1,4 @@
-"""Where the Delta tables live, their schemas, and the schema-version guard.
+"""The Delta tables' schemas, and the schema-version guard.
 
 Every table carries the table property ``drkit.schema.version``; drkit refuses to run against a
 table of another version with a message that says what to do, instead of writing rows of the
@@ -7,8 +7,7 @@ wrong shape into it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
+import re
 from typing import TYPE_CHECKING
 
 from drkit.errors import StoreError
@@ -45,15 +44,20 @@ def ddl(columns: tuple[ColumnSpec, ...], not_null: bool = True) -> str:
     return ", ".join(f"{name} {kind}{suffix}" for name, kind in columns)
 
 
-def arrow_schema(columns: tuple[ColumnSpec, ...]) -> pa.Schema:
-    """The pyarrow schema of ``columns`` (where Spark exchanges Arrow batches with Python workers).
-
-    Only the types of the range columns are mapped; another type is a KeyError.
-    """
+def arrow_schema(ddl: str) -> pa.Schema:
+    """The pyarrow schema of a DDL string of this module: one declaration serves Spark, the Arrow batches
+    of the mirror's tasks and the delta-rs readers and writers (``NOT NULL`` maps to non-nullable)."""
     import pyarrow as pa
 
-    types = {"STRING": pa.string(), "INT": pa.int32(), "BIGINT": pa.int64()}
-    return pa.schema([(name, types[kind]) for name, kind in columns])
+    types = {"STRING": pa.string(), "INT": pa.int32(), "BIGINT": pa.int64(), "BOOLEAN": pa.bool_(),
+             "TIMESTAMP": pa.timestamp("us", tz="UTC"), "DATE": pa.date32(), "ARRAY<STRING>": pa.list_(pa.string())}
+    fields = []
+    for column in (c.strip() for c in ddl.split(",")):
+        m = re.fullmatch(r"`?(\w+)`?\s+([A-Z<>]+)(\s+NOT NULL)?", column)
+        if m is None:
+            raise ValueError(f"cannot map column {column!r} to pyarrow")
+        fields.append(pa.field(m.group(1), types[m.group(2)], nullable=m.group(3) is None))
+    return pa.schema(fields)
 
 
 OFFSET_SYNCS_DDL = ddl(OFFSET_SYNCS_COLUMNS)
@@ -74,25 +78,6 @@ OPERATIONS_DDL = (
     "dry_run BOOLEAN NOT NULL, plan STRING, result STRING, user STRING, host STRING, drkit_version STRING, "
     "started_at TIMESTAMP NOT NULL, finished_at TIMESTAMP"
 )
-
-
-@dataclass(frozen=True)
-class Tables:
-    """The table paths under a state root."""
-
-    root: Path
-
-    @property
-    def offset_syncs(self) -> str:
-        return str(self.root / "delta" / "offset_syncs")
-
-    @property
-    def checkpoints(self) -> str:
-        return str(self.root / "delta" / "checkpoints")
-
-    @property
-    def operations(self) -> str:
-        return str(self.root / "delta" / "operations")
 
 
 def ensure_table(spark: SparkSession, path: str, ddl: str, name: str, partitioned_by: tuple[str, ...] = ()) -> None:

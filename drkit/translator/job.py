@@ -13,34 +13,30 @@ import logging
 import threading
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from drkit import metrics
 from drkit.config import DrkitConfig, FlowConfig
 from drkit.core.checkpoints import Checkpoint, CheckpointPlan, plan_checkpoints
+from drkit.core.ports import CheckpointLog, SyncLog
 from drkit.core.reports import TranslationRun
+from drkit.core.status import EndsObservation
 from drkit.core.translate import SyncIndex
 from drkit.errors import ClusterError
 from drkit.kafka.admin import KafkaAdmin
-from drkit.layout import StateLayout
-from drkit.store.checkpoints import CheckpointStore
-from drkit.store.offset_syncs import OffsetSyncStore, SyncIndexCache
-from drkit.store.runs import RunFiles, SourceEnds, TranslatorRun
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+from drkit.layout import JobKind, StateLayout
+from drkit.store.offset_syncs import SyncIndexCache
+from drkit.store.runs import RunFiles, TranslatorRun
 
 log = logging.getLogger(__name__)
 
 
 class TranslatorJob:
-    def __init__(self, config: DrkitConfig, flow: FlowConfig, spark: SparkSession) -> None:
+    def __init__(self, config: DrkitConfig, flow: FlowConfig, syncs: SyncLog, checkpoints: CheckpointLog) -> None:
         self.config = config
         self.flow = flow
-        layout = StateLayout(config.state_root())
-        self.syncs = OffsetSyncStore(spark, layout)
-        self.store = CheckpointStore(spark, layout)
-        self.runs = RunFiles(layout)
+        self.syncs = syncs
+        self.store = checkpoints
+        self.runs = RunFiles(StateLayout(config.state_root()))
         self.groups = flow.group_selector()
         self.topics = config.topic_selector(flow)
         self.source = KafkaAdmin(config.clusters[flow.source], flow.source)
@@ -108,7 +104,8 @@ class TranslatorJob:
         observation is what tells failover how many records the mirror had not copied (RPO)."""
         counts = self.source.partition_counts()
         ends = self.source.end_offsets({t: counts[t] for t in self.topics.select(counts)})
-        self.runs.write_source_ends(self.flow.name, SourceEnds(int(datetime.now(UTC).timestamp() * 1000), ends))
+        observation = EndsObservation(int(datetime.now(UTC).timestamp() * 1000), ends)
+        self.runs.observe_source_ends(JobKind.TRANSLATOR, self.flow.name, observation)
 
     def _record(self, run: TranslationRun) -> None:
         self.runs.write_last_run(self.flow.name, TranslatorRun(run.finished_at_ms, run.seconds, run.groups,
@@ -118,8 +115,9 @@ class TranslatorJob:
 class TranslatorRunner:
     """Runs the jobs of one or more flows once, or every ``interval`` seconds until stopped."""
 
-    def __init__(self, config: DrkitConfig, flows: list[FlowConfig], spark: SparkSession) -> None:
-        self.jobs = [TranslatorJob(config, f, spark) for f in flows]
+    def __init__(self, config: DrkitConfig, flows: list[FlowConfig], syncs: SyncLog,
+                 checkpoints: CheckpointLog) -> None:
+        self.jobs = [TranslatorJob(config, f, syncs, checkpoints) for f in flows]
         self.stopped = threading.Event()
 
     def run(self, once: bool, interval: float | None = None, max_runs: int | None = None) -> list[TranslationRun]:

@@ -18,6 +18,7 @@ from support.kafka_io import commit, create_topic, produce, unique
 from drkit.config import DrkitConfig
 from drkit.service import Drkit
 from drkit.store.checkpoints import CheckpointStore
+from drkit.store.fast import FastCheckpoints, FastOffsetSyncs
 from drkit.translator.job import TranslatorRunner
 
 
@@ -99,7 +100,7 @@ def test_checkpoint_freshness_with_interval(clusters: dict[str, str], spark: Any
                            "groups": {"include": [group]}}])
     service = Drkit(config, spark)
     service.mirror(None, once=True)
-    runner = TranslatorRunner(config, config.flows, spark)
+    runner = TranslatorRunner(config, config.flows, FastOffsetSyncs(service.layout), FastCheckpoints(service.layout))
     thread = threading.Thread(target=runner.run, args=(False, 1.0), daemon=True)
     thread.start()
     store = CheckpointStore(spark, service.layout)

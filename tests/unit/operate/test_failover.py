@@ -16,11 +16,12 @@ from drkit.core.audit import OperationStatus
 from drkit.core.groups import Member
 from drkit.core.offsets import SyncRange
 from drkit.core.plan import Plan, RefusalReason
-from drkit.core.status import EndsSource
+from drkit.core.status import EndsObservation, EndsSource
 from drkit.core.translate import Position
 from drkit.errors import ClusterError, RefusedError
+from drkit.layout import JobKind
 from drkit.operate.failover import FailbackRequest, FailoverRequest, failback, failover
-from drkit.store.runs import RunFiles, SourceEnds
+from drkit.store.runs import RunFiles
 
 
 @pytest.fixture
@@ -171,13 +172,45 @@ def test_rpo_is_live_when_the_source_answers(w: World) -> None:
 
 def test_failover_works_with_the_source_gone_and_reports_the_last_observation(w: World) -> None:
     w.a.reachable = False
-    RunFiles(w.context.layout).write_source_ends(
-        "A->B", SourceEnds(NOW_MS - 5_000, {("orders", 0): 104, ("orders", 1): 50}))
+    RunFiles(w.context.layout).observe_source_ends(
+        JobKind.TRANSLATOR, "A->B", EndsObservation(NOW_MS - 1_000, {("orders", 0): 104, ("orders", 1): 50}))
     result = failover(w.context, request(apply=True))
     assert result.status is OperationStatus.APPLIED
-    assert result.rpo is not None
-    assert (result.rpo.source_reachable, result.rpo.source_ends_from, result.rpo.unmirrored_offsets) == (
-        False, EndsSource.LAST_OBSERVATION, 4)
+    rpo = result.rpo
+    assert rpo is not None
+    assert (rpo.source_reachable, rpo.source_ends_from, rpo.unmirrored_offsets, rpo.lower_bound) == (
+        False, EndsSource.LAST_OBSERVATION, 4, True)
+    assert rpo.observation_age_seconds == 1.0
+    assert rpo.estimated_since_observation is None  # one observation: no rate to extrapolate
+
+
+def test_rpo_estimate_extrapolates_the_rate_between_the_last_two_observations(w: World) -> None:
+    w.a.reachable = False
+    runs = RunFiles(w.context.layout)
+    runs.observe_source_ends(JobKind.MIRROR, "A->B", EndsObservation(NOW_MS - 3_000, {("orders", 0): 100}))
+    runs.observe_source_ends(JobKind.MIRROR, "A->B", EndsObservation(NOW_MS - 1_000, {("orders", 0): 140}))
+    rpo = failover(w.context, request()).rpo
+    assert rpo is not None
+    assert (rpo.unmirrored_offsets, rpo.produce_rate_per_second, rpo.estimated_since_observation) == (40, 20.0, 20)
+
+
+def test_the_freshest_observation_wins(w: World) -> None:
+    w.a.reachable = False
+    runs = RunFiles(w.context.layout)
+    runs.observe_source_ends(JobKind.TRANSLATOR, "A->B", EndsObservation(NOW_MS - 1_500, {("orders", 0): 110}))
+    runs.observe_source_ends(JobKind.MIRROR, "A->B", EndsObservation(NOW_MS - 1_000, {("orders", 0): 125}))
+    rpo = failover(w.context, request()).rpo
+    assert rpo is not None and rpo.unmirrored_offsets == 25
+
+
+def test_rpo_is_never_zero_from_an_observation_older_than_the_last_sync(w: World) -> None:
+    # The mirror synced 2 s ago; the last observation is 10 s old: it cannot bound what was lost.
+    w.a.reachable = False
+    RunFiles(w.context.layout).observe_source_ends(
+        JobKind.TRANSLATOR, "A->B", EndsObservation(NOW_MS - 10_000, {("orders", 0): 100, ("orders", 1): 50}))
+    rpo = failover(w.context, request()).rpo
+    assert rpo is not None
+    assert rpo.unmirrored_offsets is None and rpo.unmirrored_at_observation == 0 and rpo.lower_bound
 
 
 def test_rpo_is_unknown_without_source_or_observation(w: World) -> None:

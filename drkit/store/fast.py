@@ -1,0 +1,253 @@
+"""The Delta tables read (and the audit trail written) without a JVM, through delta-rs and pyarrow.
+
+The operator commands (status, offsets, failover, failback, history) and the translator use these;
+Spark stays what runs the mirror and maintenance. Both read and write the same tables: only
+features both understand are used (no deletion vectors, no column mapping; plain appends), and
+integration tests check that each side reads what the other wrote, row for row, at every
+version. Every read names exactly the columns it needs and pushes the flow (and group) predicate
+down to the Parquet scan, so a failover reads what it moves, not whole tables.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import DeltaTable, write_deltalake
+from deltalake.exceptions import TableNotFoundError
+
+from drkit.core.audit import Action, OperationRecord
+from drkit.core.checkpoints import Checkpoint, RecordedCheckpoint
+from drkit.core.offsets import SyncRange
+from drkit.core.ports import SyncProgress, TopicPartition
+from drkit.core.translate import Position
+from drkit.errors import StoreError
+from drkit.layout import StateLayout
+from drkit.store.tables import CHECKPOINTS_DDL, OPERATIONS_DDL, SCHEMA_VERSION, arrow_schema
+
+if TYPE_CHECKING:
+    from pyarrow.dataset import Expression
+
+def open_table(path: str, name: str, version: int | None = None) -> DeltaTable | None:
+    """The table at ``path`` (None when it does not exist yet), its schema version checked."""
+    try:
+        table = DeltaTable(path, version=version) if version is not None else DeltaTable(path)
+    except TableNotFoundError:
+        return None
+    except Exception as exc:  # delta-rs raises a bare DeltaError for a version that does not exist
+        if version is not None and "version" in str(exc).lower():
+            raise StoreError(f"{name} table has no version {version}: {str(exc).splitlines()[0]}") from None
+        raise StoreError(f"Delta table {name} at {path} cannot be read: {str(exc).splitlines()[0]}") from None
+    found = table.metadata().configuration.get("drkit.schema.version")
+    if found != SCHEMA_VERSION:
+        raise StoreError(f"Delta table {name} at {path} has schema version {found or 'none'}, this drkit needs "
+                         f"{SCHEMA_VERSION}: point [state] root at a new folder, or migrate the table")
+    return table
+
+
+def _read(table: DeltaTable, columns: Sequence[str], where: Expression | None) -> pa.Table:
+    return table.to_pyarrow_dataset().to_table(columns=list(columns), filter=where)
+
+
+def _flow_is(flow: str) -> Expression:
+    return pc.field("flow") == flow
+
+
+def _append(path: str, name: str, ddl: str, rows: pa.Table) -> None:
+    """Append ``rows``; create the table first if it is missing (the schema version as Spark sets it)."""
+    if open_table(path, name) is None:
+        DeltaTable.create(path, schema=arrow_schema(ddl), configuration={"delta.appendOnly": "false"},
+                          mode="ignore")
+        # delta-rs refuses unknown keys at creation, not in a later property change.
+        DeltaTable(path).alter.set_table_properties({"drkit.schema.version": SCHEMA_VERSION},
+                                                    raise_if_not_exists=False)
+    write_deltalake(path, rows, mode="append")
+
+
+_RANGE = ["upstream_first", "upstream_last", "downstream_first", "downstream_last"]
+
+
+class FastOffsetSyncs:
+    """``offset_syncs`` through delta-rs: implements ``SyncReader``; incremental reads for the translator."""
+
+    def __init__(self, layout: StateLayout) -> None:
+        self.path = layout.offset_syncs
+
+    def _table(self, version: int | None = None) -> DeltaTable | None:
+        return open_table(self.path, "offset_syncs", version)
+
+    def version(self) -> int | None:
+        table = self._table()
+        return None if table is None else table.version()
+
+    def ranges(self, flow: str) -> dict[TopicPartition, list[SyncRange]]:
+        table = self._table()
+        if table is None:
+            return {}
+        return _coalesced(_read(table, ["source_topic", "partition", *_RANGE], _flow_is(flow)))
+
+    def ranges_since(self, flow: str, seen: dict[str, int], version: int
+                     ) -> tuple[dict[TopicPartition, list[SyncRange]], dict[str, int]]:
+        """Ranges in rows above each stream's batch mark (see OffsetSyncStore.ranges_since), at ``version``."""
+        table = self._table(version)
+        if table is None:
+            return {}, dict(seen)
+        where = _flow_is(flow)
+        if seen:
+            newer = ~pc.field("stream_id").isin(list(seen))
+            for stream_id, batch_id in seen.items():
+                newer = newer | ((pc.field("stream_id") == stream_id) & (pc.field("batch_id") > batch_id))
+            where = where & newer
+        rows = _read(table, ["stream_id", "batch_id", "source_topic", "partition", *_RANGE], where)
+        marks = dict(seen)
+        if rows.num_rows:
+            for r in rows.group_by("stream_id").aggregate([("batch_id", "max")]).to_pylist():
+                marks[r["stream_id"]] = max(marks.get(r["stream_id"], -1), int(r["batch_id_max"]))
+        return (_coalesced(rows) if marks != seen else {}), marks
+
+    def progress(self, flow: str) -> dict[TopicPartition, SyncProgress]:
+        table = self._table()
+        if table is None:
+            return {}
+        rows = _read(table, ["source_topic", "partition", "upstream_last", "downstream_last", "written_at"],
+                     _flow_is(flow))
+        if not rows.num_rows:
+            return {}
+        rows = rows.sort_by([("source_topic", "ascending"), ("partition", "ascending"),
+                             ("upstream_last", "ascending"), ("downstream_last", "descending")])
+        written = rows.group_by(["source_topic", "partition"]).aggregate([("written_at", "max")])
+        at = {(r["source_topic"], r["partition"]): r["written_at_max"] for r in written.to_pylist()}
+        out: dict[TopicPartition, SyncProgress] = {}
+        for r in rows.select(["source_topic", "partition", "upstream_last", "downstream_last"]).to_pylist():
+            key = (r["source_topic"], r["partition"])
+            if key not in out or r["upstream_last"] > out[key].last_upstream:
+                out[key] = SyncProgress(r["upstream_last"], r["downstream_last"], _ms(at[key]))
+        return out
+
+    def target_topics(self, flow: str) -> dict[str, str]:
+        table = self._table()
+        if table is None:
+            return {}
+        rows = _read(table, ["source_topic", "target_topic"], _flow_is(flow))
+        pairs = rows.group_by(["source_topic", "target_topic"]).aggregate([]).to_pylist()
+        return {r["source_topic"]: r["target_topic"] for r in pairs}
+
+
+def _ms(value: datetime | None) -> int | None:
+    return None if value is None else int(value.timestamp() * 1000)
+
+
+def _coalesced(rows: pa.Table) -> dict[TopicPartition, list[SyncRange]]:
+    """Ranges per (source topic, partition), those continuing each other on both sides merged.
+
+    Vectorised gaps-and-islands (the same rule as ``drkit.core.offsets.coalesce``): a day of
+    one-second batches is millions of rows, too many to fold one Python object at a time.
+    """
+    if not rows.num_rows:
+        return {}
+    keys = ["source_topic", "partition"]
+    rows = rows.select([*keys, *_RANGE]).group_by([*keys, *_RANGE]).aggregate([])  # drop repeats
+    rows = rows.sort_by([(k, "ascending") for k in [*keys, "upstream_first", "downstream_first"]])
+    topic = rows.column("source_topic").to_pylist()
+    part = rows.column("partition").to_numpy()
+    uf, ul, df, dl = (rows.column(c).to_numpy() for c in _RANGE)
+    topic_codes = np.unique(np.array(topic, dtype=object), return_inverse=True)[1]
+    same_key = np.zeros(len(part), dtype=bool)
+    same_key[1:] = (topic_codes[1:] == topic_codes[:-1]) & (part[1:] == part[:-1])
+    continues = np.zeros(len(part), dtype=bool)
+    continues[1:] = same_key[1:] & (uf[1:] == ul[:-1] + 1) & (df[1:] == dl[:-1] + 1)
+    starts = np.flatnonzero(~continues)
+    ends = np.append(starts[1:], len(part)) - 1
+    out: dict[TopicPartition, list[SyncRange]] = {}
+    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+        out.setdefault((topic[s], int(part[s])), []).append(
+            SyncRange(int(uf[s]), int(ul[e]), int(df[s]), int(dl[e])))
+    return out
+
+
+_CHECKPOINT_COLUMNS = ["group", "source_topic", "target_topic", "partition", "upstream_offset", "downstream_offset",
+                       "position", "metadata", "checkpointed_at"]
+
+
+class FastCheckpoints:
+    """``checkpoints`` through delta-rs: implements ``CheckpointReader``, appends for the translator."""
+
+    def __init__(self, layout: StateLayout) -> None:
+        self.path = layout.checkpoints
+
+    def ensure(self) -> None:
+        """Nothing to do: the first append creates the table."""
+
+    def append(self, rows: list[Checkpoint], at: datetime | None = None) -> int:
+        if not rows:
+            return 0
+        when = (at or datetime.now(UTC)).astimezone(UTC)
+        data = [{"flow": c.flow, "group": c.group, "source_topic": c.source_topic, "target_topic": c.target_topic,
+                 "partition": c.partition, "upstream_offset": c.upstream_offset,
+                 "downstream_offset": c.downstream_offset, "position": c.position.value, "metadata": c.metadata,
+                 "checkpointed_at": when} for c in rows]
+        _append(self.path, "checkpoints", CHECKPOINTS_DDL,
+                pa.Table.from_pylist(data, schema=arrow_schema(CHECKPOINTS_DDL)))
+        return len(data)
+
+    def latest(self, flow: str, groups: list[str] | None = None, as_of: datetime | None = None,
+               version: int | None = None) -> list[RecordedCheckpoint]:
+        """The latest checkpoint per (group, topic, partition) of ``flow``, now or back in time."""
+        table = open_table(self.path, "checkpoints", version)
+        if table is None:
+            return []
+        where = _flow_is(flow)
+        if groups is not None:
+            where = where & pc.field("group").isin(groups)
+        if as_of is not None:
+            where = where & (pc.field("checkpointed_at") <= pa.scalar(as_of.astimezone(UTC),
+                                                                      pa.timestamp("us", tz="UTC")))
+        rows = _read(table, _CHECKPOINT_COLUMNS, where)
+        # The latest row per key: greatest time, then greatest offset (as the Spark reader).
+        rows = rows.sort_by([("group", "ascending"), ("source_topic", "ascending"), ("partition", "ascending"),
+                             ("checkpointed_at", "ascending"), ("upstream_offset", "ascending")])
+        latest: dict[tuple[str, str, int], dict[str, Any]] = {}
+        for r in rows.to_pylist():
+            latest[(r["group"], r["source_topic"], r["partition"])] = r
+        return [
+            RecordedCheckpoint(Checkpoint(flow, r["group"], r["source_topic"], r["target_topic"], r["partition"],
+                                          r["upstream_offset"], r["downstream_offset"], Position(r["position"]),
+                                          r["metadata"]), _ms(r["checkpointed_at"]) or 0)
+            for _, r in sorted(latest.items())
+        ]
+
+
+class FastOperations:
+    """``operations`` through delta-rs: implements ``OperationLog``."""
+
+    def __init__(self, layout: StateLayout) -> None:
+        self.path = layout.operations
+
+    def append(self, record: OperationRecord) -> None:
+        row = {"id": record.id, "action": record.action.value, "flow": record.flow, "groups": list(record.groups),
+               "as_of": record.as_of, "dry_run": record.dry_run, "plan": json.dumps(record.plan, default=str),
+               "result": json.dumps(record.result, default=str), "user": record.user, "host": record.host,
+               "drkit_version": record.drkit_version, "started_at": record.started_at.astimezone(UTC),
+               "finished_at": None if record.finished_at is None else record.finished_at.astimezone(UTC)}
+        _append(self.path, "operations", OPERATIONS_DDL,
+                pa.Table.from_pylist([row], schema=arrow_schema(OPERATIONS_DDL)))
+
+    def list(self, flow: str | None = None, limit: int = 50) -> list[OperationRecord]:
+        table = open_table(self.path, "operations")
+        if table is None:
+            return []
+        rows = _read(table, arrow_schema(OPERATIONS_DDL).names, None if flow is None else _flow_is(flow))
+        rows = rows.sort_by([("started_at", "descending")]).slice(0, limit)
+        return [
+            OperationRecord(
+                id=r["id"], action=Action(r["action"]), flow=r["flow"], groups=tuple(r["groups"] or ()),
+                as_of=r["as_of"], dry_run=r["dry_run"], plan=json.loads(r["plan"]) if r["plan"] else {},
+                result=json.loads(r["result"]) if r["result"] else {}, user=r["user"], host=r["host"],
+                drkit_version=r["drkit_version"], started_at=r["started_at"], finished_at=r["finished_at"])
+            for r in rows.to_pylist()
+        ]
