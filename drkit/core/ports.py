@@ -54,9 +54,17 @@ class ClusterAdmin(Protocol):
 
     def committed_offsets(self, group: str) -> list[CommittedOffset]: ...
 
+    def committed_offsets_many(self, groups: Iterable[str]) -> dict[str, list[CommittedOffset]]:
+        """The committed offsets of many groups, requested concurrently."""
+        ...
+
     def describe_groups(self, groups: Iterable[str]) -> dict[str, GroupState]: ...
 
     def commit_offsets(self, group: str, offsets: Mapping[TopicPartition, int]) -> None: ...
+
+    def commit_offsets_many(self, commits: Mapping[str, Mapping[TopicPartition, int]]) -> None:
+        """Commit the offsets of many groups, requested concurrently (each group all or nothing)."""
+        ...
 
 
 class Clusters(Protocol):
@@ -66,7 +74,9 @@ class Clusters(Protocol):
 
 
 class SyncReader(Protocol):
-    def ranges(self, flow: str) -> dict[TopicPartition, list[SyncRange]]: ...
+    def ranges(self, flow: str, topics: list[str] | None = None) -> dict[TopicPartition, list[SyncRange]]:
+        """The flow's ranges per source partition (of ``topics`` only, when given), coalesced."""
+        ...
 
     def progress(self, flow: str) -> dict[TopicPartition, SyncProgress]: ...
 

@@ -17,6 +17,7 @@ from datetime import datetime
 from drkit import __version__
 from drkit.config import FlowConfig
 from drkit.core.audit import OperationRecord, OperationStatus
+from drkit.core.checkpoints import CommittedOffset
 from drkit.core.outcome import OperationResult, decide_status
 from drkit.core.plan import (
     CheckpointFact,
@@ -55,17 +56,19 @@ class FailbackRequest:
     apply: bool = False
 
 
-def _indexes(ctx: OperateContext, flow: str) -> dict[TopicPartition, SyncIndex]:
-    return {key: SyncIndex(ranges) for key, ranges in ctx.syncs.ranges(flow).items()}
+def _indexes(ctx: OperateContext, flow: str, topics: list[str] | None = None) -> dict[TopicPartition, SyncIndex]:
+    return {key: SyncIndex(ranges) for key, ranges in ctx.syncs.ranges(flow, topics).items()}
 
 
 def _facts(admin: ClusterAdmin, names: list[str]) -> dict[str, GroupFacts]:
     states = admin.describe_groups(names)
-    out = {}
-    for name in names:
-        offsets = {(c.topic, c.partition): c.offset for c in admin.committed_offsets(name) if c.offset >= 0}
-        out[name] = GroupFacts(states.get(name), offsets)
-    return out
+    committed = admin.committed_offsets_many(names)
+    return {name: GroupFacts(states.get(name), _offsets(committed.get(name, []))) for name in names}
+
+
+def _offsets(committed: list[CommittedOffset]) -> dict[TopicPartition, int]:
+    """Only real commits: Kafka reports a partition without one as a negative offset."""
+    return {(c.topic, c.partition): c.offset for c in committed if c.offset >= 0}
 
 
 def _user() -> str:
@@ -90,8 +93,9 @@ def failover(ctx: OperateContext, request: FailoverRequest, confirm: Confirm | N
         for r in recorded
     ]
     admin = ctx.clusters.admin(flow.target)
-    plan = failover_plan(flow.name, flow.target, names, checkpoints, _indexes(ctx, flow.name), _facts(admin, names),
-                         flow.checkpoint.max_age_seconds, request.allow_stale)
+    topics = sorted({c.source_topic for c in checkpoints})  # only the syncs this failover translates with
+    plan = failover_plan(flow.name, flow.target, names, checkpoints, _indexes(ctx, flow.name, topics),
+                         _facts(admin, names), flow.checkpoint.max_age_seconds, request.allow_stale)
     rpo = measure_rpo(ctx, flow)
     as_of = request.as_of.isoformat() if request.as_of else None
     return _finish(ctx, plan, names, as_of, request.apply, confirm, admin, started, rpo)
@@ -168,11 +172,13 @@ def _finish(ctx: OperateContext, plan: Plan, names: list[str], as_of: str | None
 
 def _apply(plan: Plan, admin: ClusterAdmin) -> dict[str, dict[str, int]]:
     """Commit every group's offsets, then read them back: what is there must be what was planned."""
+    commits = plan.commits()
+    admin.commit_offsets_many(commits)
+    now = admin.committed_offsets_many(commits)
     verified: dict[str, dict[str, int]] = {}
-    for group, offsets in plan.commits().items():
-        admin.commit_offsets(group, offsets)
-        now = {(c.topic, c.partition): c.offset for c in admin.committed_offsets(group) if c.offset >= 0}
-        wrong = {k: (v, now.get(k)) for k, v in offsets.items() if now.get(k) != v}
+    for group, offsets in commits.items():
+        held = _offsets(now.get(group, []))
+        wrong = {k: (v, held.get(k)) for k, v in offsets.items() if held.get(k) != v}
         if wrong:
             (topic, p), (want, got) = next(iter(wrong.items()))
             raise ClusterError(f"cluster {plan.destination}: group {group} {topic}/{p} reads back {got} "

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -85,11 +85,14 @@ class FastOffsetSyncs:
         table = self._table()
         return None if table is None else table.version()
 
-    def ranges(self, flow: str) -> dict[TopicPartition, list[SyncRange]]:
+    def ranges(self, flow: str, topics: list[str] | None = None) -> dict[TopicPartition, list[SyncRange]]:
         table = self._table()
         if table is None:
             return {}
-        return _coalesced(_read(table, ["source_topic", "partition", *_RANGE], _flow_is(flow)))
+        where = _flow_is(flow)
+        if topics is not None:
+            where = where & pc.field("source_topic").isin(topics)
+        return _coalesced(_read(table, ["source_topic", "partition", *_RANGE], where))
 
     def ranges_since(self, flow: str, seen: dict[str, int], version: int
                      ) -> tuple[dict[TopicPartition, list[SyncRange]], dict[str, int]]:
@@ -207,19 +210,31 @@ class FastCheckpoints:
         if as_of is not None:
             where = where & (pc.field("checkpointed_at") <= pa.scalar(as_of.astimezone(UTC),
                                                                       pa.timestamp("us", tz="UTC")))
-        rows = _read(table, _CHECKPOINT_COLUMNS, where)
-        # The latest row per key: greatest time, then greatest offset (as the Spark reader).
-        rows = rows.sort_by([("group", "ascending"), ("source_topic", "ascending"), ("partition", "ascending"),
-                             ("checkpointed_at", "ascending"), ("upstream_offset", "ascending")])
-        latest: dict[tuple[str, str, int], dict[str, Any]] = {}
-        for r in rows.to_pylist():
-            latest[(r["group"], r["source_topic"], r["partition"])] = r
+        rows = _last_per_key(_read(table, _CHECKPOINT_COLUMNS, where))
         return [
             RecordedCheckpoint(Checkpoint(flow, r["group"], r["source_topic"], r["target_topic"], r["partition"],
                                           r["upstream_offset"], r["downstream_offset"], Position(r["position"]),
                                           r["metadata"]), _ms(r["checkpointed_at"]) or 0)
-            for _, r in sorted(latest.items())
+            for r in rows.to_pylist()
         ]
+
+
+def _last_per_key(rows: pa.Table) -> pa.Table:
+    """The latest row per (group, source_topic, partition): greatest time, then greatest offset (as the
+    Spark reader's max_by), sorted by key. Vectorised: a group's history can be long."""
+    keys = ["group", "source_topic", "partition"]
+    rows = rows.sort_by([*((k, "ascending") for k in keys), ("checkpointed_at", "ascending"),
+                         ("upstream_offset", "ascending")])
+    n = rows.num_rows
+    if n == 0:
+        return rows
+    same_as_next = np.zeros(n, dtype=bool)
+    same_as_next[:-1] = True
+    for k in keys:
+        column = rows.column(k).combine_chunks()
+        codes = column.to_numpy() if k == "partition" else pc.dictionary_encode(column).indices.to_numpy()
+        same_as_next[:-1] &= codes[1:] == codes[:-1]
+    return rows.take(pa.array(np.flatnonzero(~same_as_next)))
 
 
 class FastOperations:

@@ -69,6 +69,13 @@ class FakeCluster:
         self._check()
         return [CommittedOffset(group, t, p, o) for (t, p), o in sorted(self.offsets.get(group, {}).items())]
 
+    def committed_offsets_many(self, groups: Iterable[str]) -> dict[str, list[CommittedOffset]]:
+        return {g: self.committed_offsets(g) for g in groups}
+
+    def commit_offsets_many(self, commits: Mapping[str, Mapping[TopicPartition, int]]) -> None:
+        for group, offsets in commits.items():
+            self.commit_offsets(group, offsets)
+
     def describe_groups(self, groups: Iterable[str]) -> dict[str, GroupState]:
         self._check()
         out = {}
@@ -110,8 +117,8 @@ class FakeSyncs:
         self.ranges_by_flow.setdefault(flow, {}).setdefault((source_topic, partition), []).extend(ranges)
         self.topics_by_flow.setdefault(flow, {})[source_topic] = target_topic
 
-    def ranges(self, flow: str) -> dict[TopicPartition, list[SyncRange]]:
-        return {k: list(v) for k, v in self.ranges_by_flow.get(flow, {}).items()}
+    def ranges(self, flow: str, topics: list[str] | None = None) -> dict[TopicPartition, list[SyncRange]]:
+        return {k: list(v) for k, v in self.ranges_by_flow.get(flow, {}).items() if topics is None or k[0] in topics}
 
     def progress(self, flow: str) -> dict[TopicPartition, SyncProgress]:
         out = {}
