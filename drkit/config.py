@@ -135,6 +135,12 @@ class MirrorSettings(_Model):
     producer: dict[str, str] = Field(default_factory=dict)
     #: Extra properties for the Spark Kafka source (without the ``kafka.`` prefix).
     consumer: dict[str, str] = Field(default_factory=dict)
+    #: On SIGINT/SIGTERM, how long to let the running micro-batch finish before stopping it (a stopped
+    #: batch is produced again after a restart: duplicates on the target, never a loss or a wrong sync).
+    stop_grace_seconds: float = Field(default=10.0, ge=0)
+    #: Seconds between observations of the source's end offsets (lag metrics, RPO) while no batch runs;
+    #: after every batch the ends are observed at once, in the background.
+    observe_interval_seconds: float = Field(default=5.0, gt=0)
 
     @field_validator("target_replication_factor")
     @classmethod
@@ -167,7 +173,10 @@ class MirrorSettings(_Model):
 class CheckpointSettings(_Model):
     """Tuning of the checkpoint translator of one flow."""
 
-    interval_seconds: float = Field(default=5.0, gt=0)
+    #: Seconds between translator runs. A run without changes costs one round of group-offset reads
+    #: and no Delta commit, so the default keeps checkpoints a few seconds behind the source's commits
+    #: (MirrorMaker 2 emits checkpoints every 60 s by default).
+    interval_seconds: float = Field(default=2.0, gt=0)
     #: Also commit translated offsets to idle groups on the target (like MM2's sync.group.offsets).
     sync_group_offsets: bool = False
     #: Failover refuses checkpoints older than this unless told --allow-stale.

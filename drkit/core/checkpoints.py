@@ -65,9 +65,17 @@ class RecordedCheckpoint:
     checkpoint: Checkpoint
     checkpointed_at_ms: int  # epoch milliseconds, UTC
 
-    def age_at(self, reference_ms: float) -> float:
-        """Seconds between the checkpoint and ``reference_ms`` (never negative)."""
-        return max(0.0, (reference_ms - self.checkpointed_at_ms) / 1000)
+    def age_at(self, reference_ms: float, confirmed_at_ms: int | None = None) -> float:
+        """Seconds between the checkpoint and ``reference_ms`` (never negative).
+
+        The translator appends a row only when an offset changes; ``confirmed_at_ms`` is the last
+        time it read the group's offsets and found this row still current, so an idle group's
+        checkpoint is as fresh as that confirmation (a confirmation after the reference is ignored).
+        """
+        since = self.checkpointed_at_ms
+        if confirmed_at_ms is not None and confirmed_at_ms <= reference_ms:
+            since = max(since, confirmed_at_ms)
+        return max(0.0, (reference_ms - since) / 1000)
 
 
 class FindingKind(StrEnum):

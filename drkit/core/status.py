@@ -105,11 +105,13 @@ def overall_verdict(verdicts: Iterable[Verdict]) -> Verdict:
     return max(verdicts, key=_SEVERITY.index, default=Verdict.HEALTHY)
 
 
-def group_ages(recorded: Iterable[RecordedCheckpoint], now_ms: float) -> dict[str, float]:
-    """Per group, the age of its oldest partition checkpoint (what failover's freshness check sees)."""
+def group_ages(recorded: Iterable[RecordedCheckpoint], now_ms: float,
+               confirmed_at_ms: Mapping[str, int] | None = None) -> dict[str, float]:
+    """Per group, the age of its oldest partition checkpoint (what failover's freshness check sees),
+    counted from the translator's last confirmation of the group where there is one."""
     ages: dict[str, float] = {}
     for r in recorded:
-        age = round(r.age_at(now_ms), 1)
+        age = round(r.age_at(now_ms, (confirmed_at_ms or {}).get(r.checkpoint.group)), 1)
         ages[r.checkpoint.group] = max(ages.get(r.checkpoint.group, 0.0), age)
     return ages
 
@@ -280,7 +282,7 @@ class GroupOffsets:
 
 def group_offset_rows(recorded: Iterable[RecordedCheckpoint], ranges: Mapping[TopicPartition, list[SyncRange]],
                       live: Mapping[TopicPartition, int] | None, on_target: Mapping[TopicPartition, int],
-                      now_ms: float) -> tuple[GroupOffsetRow, ...]:
+                      now_ms: float, confirmed_at_ms: int | None = None) -> tuple[GroupOffsetRow, ...]:
     rows = []
     for r in recorded:
         c = r.checkpoint
@@ -289,5 +291,5 @@ def group_offset_rows(recorded: Iterable[RecordedCheckpoint], ranges: Mapping[To
         rows.append(GroupOffsetRow(
             c.source_topic, c.partition, None if live is None else live.get(key), c.upstream_offset,
             c.downstream_offset, c.target_topic, now.downstream_offset, now.position.value,
-            on_target.get((c.target_topic, c.partition)), round(r.age_at(now_ms), 1)))
+            on_target.get((c.target_topic, c.partition)), round(r.age_at(now_ms, confirmed_at_ms), 1)))
     return tuple(rows)

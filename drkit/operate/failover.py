@@ -87,9 +87,12 @@ def failover(ctx: OperateContext, request: FailoverRequest, confirm: Confirm | N
     if not names:
         raise RefusedError(f"flow {flow.name} has no checkpoints: run `drkit checkpoint` first")
     reference_ms = (request.as_of or started).timestamp() * 1000
+    # Back in time, only the rows themselves tell their age; now, the translator's last confirmation too.
+    last_run = ctx.runs.last_run(flow.name) if request.as_of is None else None
     checkpoints = [
         CheckpointFact(r.checkpoint.group, r.checkpoint.source_topic, r.checkpoint.target_topic,
-                       r.checkpoint.partition, r.checkpoint.upstream_offset, r.age_at(reference_ms))
+                       r.checkpoint.partition, r.checkpoint.upstream_offset,
+                       r.age_at(reference_ms, None if last_run is None else last_run.confirmed_at(r.checkpoint.group)))
         for r in recorded
     ]
     admin = ctx.clusters.admin(flow.target)

@@ -34,8 +34,9 @@ def flow_status(ctx: OperateContext, flow: FlowConfig) -> FlowStatus:
     oldest = oldest_unmirrored(source, progress, ends)
     now = ctx.now_ms()
     lags = partition_lags(progress, ends, oldest, now)
-    ages = group_ages(ctx.checkpoints.latest(flow.name), now)
     last_run = ctx.runs.last_run(flow.name)
+    confirmed = {} if last_run is None else {g: last_run.finished_at_ms for g in last_run.confirmed_groups}
+    ages = group_ages(ctx.checkpoints.latest(flow.name), now, confirmed)
     last_run_age = None if last_run is None else round((now - last_run.finished_at_ms) / 1000, 1)
     verdict = flow_verdict(ends is not None, last_run_age, flow.checkpoint.max_age_seconds, bool(progress), lags)
     return FlowStatus(
@@ -71,4 +72,7 @@ def group_offsets(ctx: OperateContext, flow_name: str, group: str, as_of: dateti
         live = None
     on_target = {(c.topic, c.partition): c.offset
                  for c in ctx.clusters.admin(flow.target).committed_offsets(group) if c.offset >= 0}
-    return GroupOffsets(flow.name, group, group_offset_rows(recorded, ranges, live, on_target, ctx.now_ms()))
+    last_run = ctx.runs.last_run(flow.name) if as_of is None and version is None else None
+    confirmed = None if last_run is None else last_run.confirmed_at(group)
+    return GroupOffsets(flow.name, group, group_offset_rows(recorded, ranges, live, on_target, ctx.now_ms(),
+                                                            confirmed))

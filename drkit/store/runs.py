@@ -24,6 +24,11 @@ class TranslatorRun:
     groups: int
     checkpoints: int
     appended: int
+    #: Groups whose committed offsets this run read: their checkpoints were current at ``finished_at_ms``.
+    confirmed_groups: tuple[str, ...] = ()
+
+    def confirmed_at(self, group: str) -> int | None:
+        return self.finished_at_ms if group in self.confirmed_groups else None
 
 
 def _write(path: Path, data: dict[str, Any]) -> None:
@@ -51,7 +56,8 @@ class RunFiles:
     def last_run(self, flow: str) -> TranslatorRun | None:
         data = _read(self.layout.translator_last_run(flow))
         try:
-            return None if data is None else TranslatorRun(**data)
+            return None if data is None else TranslatorRun(**{**data, "confirmed_groups": tuple(
+                data.get("confirmed_groups", ()))})
         except TypeError:
             return None
 

@@ -52,7 +52,7 @@ class TranslatorJob:
     def run_once(self) -> TranslationRun:
         started = time.monotonic()
         selected = self.groups.select(self.source.list_groups())
-        committed = {g: self.source.committed_offsets(g) for g in selected}
+        committed = self.source.committed_offsets_many(selected)
         self._observe_source_ends()
         self.store.ensure()
         if self._previous is None:
@@ -70,7 +70,7 @@ class TranslatorJob:
         metrics.CHECKPOINT_SECONDS.labels(self.flow.name).observe(run.seconds)
         metrics.CHECKPOINT_APPENDED.labels(self.flow.name).inc(run.appended)
         metrics.CHECKPOINT_LAST_SUCCESS.labels(self.flow.name).set_to_current_time()
-        self._record(run)
+        self._record(run, sorted(g for g, offsets in committed.items() if any(o.offset >= 0 for o in offsets)))
         return run
 
     def sync_target_groups(self, plan: CheckpointPlan) -> list[str]:
@@ -107,9 +107,11 @@ class TranslatorJob:
         observation = EndsObservation(int(datetime.now(UTC).timestamp() * 1000), ends)
         self.runs.observe_source_ends(JobKind.TRANSLATOR, self.flow.name, observation)
 
-    def _record(self, run: TranslationRun) -> None:
+    def _record(self, run: TranslationRun, confirmed: list[str]) -> None:
+        """The run file: when this run finished, and the groups whose checkpoints it confirmed as current
+        (an idle group's checkpoint is as fresh as the last run that read its offsets, not its last change)."""
         self.runs.write_last_run(self.flow.name, TranslatorRun(run.finished_at_ms, run.seconds, run.groups,
-                                                               run.checkpoints, run.appended))
+                                                               run.checkpoints, run.appended, tuple(confirmed)))
 
 
 class TranslatorRunner:

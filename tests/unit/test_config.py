@@ -69,7 +69,7 @@ def test_example_config_fills_defaults() -> None:
         assert flow.mirror.target_replication_factor == -1
         assert flow.mirror.producer == {}
         assert flow.mirror.consumer == {}
-        assert flow.checkpoint.interval_seconds == 5.0
+        assert flow.checkpoint.interval_seconds == 2.0
         assert flow.checkpoint.sync_group_offsets is False
         assert flow.checkpoint.max_age_seconds == 300.0
     back = cfg.flow("B->A")

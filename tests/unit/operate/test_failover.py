@@ -21,7 +21,7 @@ from drkit.core.translate import Position
 from drkit.errors import ClusterError, RefusedError
 from drkit.layout import JobKind
 from drkit.operate.failover import FailbackRequest, FailoverRequest, failback, failover
-from drkit.store.runs import RunFiles
+from drkit.store.runs import RunFiles, TranslatorRun
 
 
 @pytest.fixture
@@ -295,3 +295,17 @@ def test_failback_of_all_groups_selects_the_flows_groups_on_the_cluster_being_le
 def test_failback_of_an_unknown_group_is_refused(back: World) -> None:
     result = failback(back.context, back_request(groups=["nobody"]))
     assert [r.reason for r in result.plan.refusals] == [RefusalReason.UNKNOWN_GROUP]
+
+
+def test_a_confirmed_idle_checkpoint_is_not_stale(w: World) -> None:
+    w.checkpoints.rows = []
+    w.checkpoints.add("A->B", "billing", "orders", "A.orders", 0, 40, at_ms=NOW_MS - 400_000)
+    runs = RunFiles(w.context.layout)
+    runs.write_last_run("A->B", TranslatorRun(NOW_MS - 3_000, 0.2, 1, 1, 0, confirmed_groups=("billing",)))
+    assert failover(w.context, request()).status is OperationStatus.DRY_RUN
+    # Back in time the confirmation (made later) does not count: only the row tells its age.
+    as_of = failover(w.context, request(as_of=NOW - timedelta(seconds=50)))
+    assert as_of.plan.moves[0].age_seconds == 350.0
+    # A run that did not read the group (deleted on the source, or not selected) confirms nothing.
+    runs.write_last_run("A->B", TranslatorRun(NOW_MS - 3_000, 0.2, 1, 1, 0, confirmed_groups=("other",)))
+    assert [r.reason for r in failover(w.context, request()).plan.refusals] == [RefusalReason.STALE]

@@ -120,3 +120,15 @@ def test_group_offsets_with_the_source_gone(w: World) -> None:
     rows = group_offsets(w.context, "A->B", "billing").partitions
     assert [r.source_committed for r in rows] == [None, None]
     assert [r.translated_now for r in rows] == [40, 20]
+
+
+def test_an_idle_groups_checkpoint_is_as_fresh_as_the_last_translator_run_that_read_it(w: World) -> None:
+    # The rows are 400 s old (nothing changed), but the translator read the group's offsets 2 s ago.
+    w.checkpoints.rows = []
+    w.checkpoints.add("A->B", "billing", "orders", "A.orders", 0, 40, at_ms=NOW_MS - 400_000)
+    w.checkpoints.add("A->B", "idle-gone", "orders", "A.orders", 0, 10, at_ms=NOW_MS - 400_000)
+    RunFiles(w.context.layout).write_last_run(
+        "A->B", TranslatorRun(NOW_MS - 2_000, 0.2, 1, 1, 0, confirmed_groups=("billing",)))
+    ages = {g.group: g.checkpoint_age_seconds for g in status(w.context, None).flows[0].groups}
+    assert ages == {"billing": 2.0, "idle-gone": 400.0}
+    assert [r.checkpoint_age_seconds for r in group_offsets(w.context, "A->B", "billing").partitions] == [2.0]
