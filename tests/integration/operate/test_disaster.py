@@ -24,6 +24,7 @@ import pytest
 from support.kafka_io import Rec, commit, committed_on, consume_as_group, create_topic, produce, read_all
 from support.mirror_checks import by_partition
 from support.ports import DISASTER_BASE_PORT
+from support.processes import no_java_env
 
 from drkit.config import DrkitConfig, load_config
 from drkit.localdev.clusters import LocalKafka
@@ -53,8 +54,9 @@ def write_config(path: Path, clusters: dict[str, str], state: Path) -> DrkitConf
 
 
 def cli(config: Path, *args: str) -> tuple[int, dict[str, Any]]:
+    # No JVM can start in this environment: the operator commands read and write the tables without Spark.
     proc = subprocess.run([sys.executable, "-m", "drkit.cli.app", *args, "-c", str(config), "-o", "json"],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, env=no_java_env())
     try:
         return proc.returncode, json.loads(proc.stdout)
     except ValueError:
@@ -200,7 +202,8 @@ def test_refusals_change_nothing(clusters: dict[str, str], spark: Any, make_conf
     commit(clusters["A"], group, {(topic, 0): 9})
     Drkit(config, spark).translate(None, once=True)
     proc = subprocess.run([sys.executable, "-m", "drkit.cli.app", "failover", "-c", str(toml), "--flow", "A->B",
-                           "--group", group, "--apply"], input="n\n", capture_output=True, text=True, timeout=300)
+                           "--group", group, "--apply"], input="n\n", capture_output=True, text=True, timeout=300,
+                          env=no_java_env())
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert "Apply" in proc.stdout + proc.stderr
     assert committed_on(clusters["B"], group, target) == {0: 5}

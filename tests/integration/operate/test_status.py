@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from support.kafka_io import commit, create_topic, produce, unique
+from support.processes import no_java_env
 
 from drkit.config import DrkitConfig
 from drkit.service import Drkit
@@ -86,7 +87,7 @@ def test_status_offsets_and_metrics(clusters: dict[str, str], spark: Any,
         + "".join(f'[clusters.{a}]\nbootstrap_servers = "{bs}"\n' for a, bs in clusters.items())
         + f'[[flows]]\nsource = "A"\ntarget = "B"\ntopics = {{ include = [{json.dumps(topic)}] }}\n')
     proc = subprocess.run([sys.executable, "-m", "drkit.cli.app", "status", "-c", str(toml), "-o", "json"],
-                          capture_output=True, text=True, timeout=300)
+                          capture_output=True, text=True, timeout=300, env=no_java_env())  # no JVM can start
     assert proc.returncode == 20, proc.stderr[-2000:]
     assert json.loads(proc.stdout)["verdict"] == "lagging"
 
