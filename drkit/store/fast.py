@@ -11,9 +11,10 @@ down to the Parquet scan, so a failover reads what it moves, not whole tables.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -70,6 +71,58 @@ def _append(path: str, name: str, ddl: str, rows: pa.Table) -> None:
 
 
 _RANGE = ["upstream_first", "upstream_last", "downstream_first", "downstream_last"]
+
+
+@dataclass(frozen=True)
+class SyncRow:
+    """One ``offset_syncs`` row as the mirror wrote it (one range of one micro-batch), for inspection."""
+
+    flow: str
+    source_topic: str
+    target_topic: str
+    partition: int
+    upstream_first: int
+    upstream_last: int
+    downstream_first: int
+    downstream_last: int
+    record_count: int
+    batch_id: int
+    stream_id: str
+    written_at: datetime
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+#: The columns of a :class:`SyncRow`, read by name: a renamed table column fails the read (and its tests).
+_SYNC_ROW_COLUMNS = ["flow", "source_topic", "target_topic", "partition", *_RANGE, "record_count", "batch_id",
+                     "stream_id", "written_at"]
+
+
+@dataclass(frozen=True)
+class TableVersion:
+    """One commit of a Delta table: its version, when, and what wrote it (for time travel)."""
+
+    version: int
+    timestamp: datetime
+    operation: str
+    parameters: Mapping[str, str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"version": self.version, "timestamp": self.timestamp, "operation": self.operation,
+                "parameters": dict(self.parameters)}
+
+
+def table_versions(path: str, name: str) -> list[TableVersion]:
+    """Every commit of the table at ``path``, oldest first (none when the table does not exist yet)."""
+    table = open_table(path, name)
+    if table is None:
+        return []
+    out = [TableVersion(int(c["version"]), datetime.fromtimestamp(int(c["timestamp"]) / 1000, UTC),
+                        str(c.get("operation", "")),
+                        {str(k): str(v) for k, v in (c.get("operationParameters") or {}).items()})
+           for c in table.history()]
+    return sorted(out, key=lambda v: v.version)
 
 
 class FastOffsetSyncs:
@@ -139,6 +192,24 @@ class FastOffsetSyncs:
         rows = _read(table, ["source_topic", "target_topic"], _flow_is(flow))
         pairs = rows.group_by(["source_topic", "target_topic"]).aggregate([]).to_pylist()
         return {r["source_topic"]: r["target_topic"] for r in pairs}
+
+    def history(self, flow: str, topic: str, partition: int | None = None,
+                version: int | None = None) -> list[SyncRow]:
+        """The raw rows of one source topic (one partition, or all) as written, at ``version`` (None: now),
+        sorted by partition, write time and batch; the flow/topic/partition predicate is pushed into the scan."""
+        table = self._table(version)
+        if table is None:
+            return []
+        where = _flow_is(flow) & (pc.field("source_topic") == topic)
+        if partition is not None:
+            where = where & (pc.field("partition") == partition)
+        rows = _read(table, _SYNC_ROW_COLUMNS, where).sort_by(
+            [("partition", "ascending"), ("written_at", "ascending"), ("batch_id", "ascending"),
+             ("upstream_first", "ascending")])
+        return [SyncRow(**r) for r in rows.to_pylist()]
+
+    def versions(self) -> list[TableVersion]:
+        return table_versions(self.path, "offset_syncs")
 
 
 def _ms(value: datetime | None) -> int | None:
@@ -217,6 +288,30 @@ class FastCheckpoints:
                                           r["metadata"]), _ms(r["checkpointed_at"]) or 0)
             for r in rows.to_pylist()
         ]
+
+    def history(self, flow: str, group: str, as_of: datetime | None = None,
+                version: int | None = None) -> list[RecordedCheckpoint]:
+        """Every checkpoint row of ``group`` in ``flow`` (up to ``as_of``, at ``version``), oldest first,
+        then by topic and partition; the flow/group/time predicate is pushed into the scan."""
+        table = open_table(self.path, "checkpoints", version)
+        if table is None:
+            return []
+        where = _flow_is(flow) & (pc.field("group") == group)
+        if as_of is not None:
+            where = where & (pc.field("checkpointed_at") <= pa.scalar(as_of.astimezone(UTC),
+                                                                      pa.timestamp("us", tz="UTC")))
+        rows = _read(table, _CHECKPOINT_COLUMNS, where).sort_by(
+            [("checkpointed_at", "ascending"), ("source_topic", "ascending"), ("partition", "ascending"),
+             ("upstream_offset", "ascending")])
+        return [
+            RecordedCheckpoint(Checkpoint(flow, r["group"], r["source_topic"], r["target_topic"], r["partition"],
+                                          r["upstream_offset"], r["downstream_offset"], Position(r["position"]),
+                                          r["metadata"]), _ms(r["checkpointed_at"]) or 0)
+            for r in rows.to_pylist()
+        ]
+
+    def versions(self) -> list[TableVersion]:
+        return table_versions(self.path, "checkpoints")
 
 
 def _last_per_key(rows: pa.Table) -> pa.Table:
