@@ -81,6 +81,21 @@ def _user() -> str:
 def failover(ctx: OperateContext, request: FailoverRequest, confirm: Confirm | None = None) -> OperationResult:
     """Move groups to the flow's target at their checkpoints, re-translated with the syncs now."""
     started = ctx.clock()
+    flow, names, plan, admin = _failover_plan(ctx, request, started)
+    rpo = measure_rpo(ctx, flow)
+    as_of = request.as_of.isoformat() if request.as_of else None
+    return _finish(ctx, plan, names, as_of, request.apply, confirm, admin, started, rpo)
+
+
+def plan_failover(ctx: OperateContext, request: FailoverRequest) -> Plan:
+    """The plan :func:`failover` would show for ``request`` (``--as-of`` included), built by the same code:
+    nothing is committed, the source is not probed and nothing is written to the audit trail."""
+    return _failover_plan(ctx, request, ctx.clock())[2]
+
+
+def _failover_plan(ctx: OperateContext, request: FailoverRequest, started: datetime
+                   ) -> tuple[FlowConfig, list[str], Plan, ClusterAdmin]:
+    """The flow, the groups, the failover plan and the target's admin: shared by failover and plan_failover."""
     flow = ctx.config.flow(request.flow)
     recorded = ctx.checkpoints.latest(flow.name, request.groups, as_of=request.as_of)
     names = request.groups or sorted({r.checkpoint.group for r in recorded})
@@ -99,9 +114,7 @@ def failover(ctx: OperateContext, request: FailoverRequest, confirm: Confirm | N
     topics = sorted({c.source_topic for c in checkpoints})  # only the syncs this failover translates with
     plan = failover_plan(flow.name, flow.target, names, checkpoints, _indexes(ctx, flow.name, topics),
                          _facts(admin, names), flow.checkpoint.max_age_seconds, request.allow_stale)
-    rpo = measure_rpo(ctx, flow)
-    as_of = request.as_of.isoformat() if request.as_of else None
-    return _finish(ctx, plan, names, as_of, request.apply, confirm, admin, started, rpo)
+    return flow, names, plan, admin
 
 
 def measure_rpo(ctx: OperateContext, flow: FlowConfig) -> RpoReport:
