@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,8 @@ from drkit.runtime.process import pid_files
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from drkit.store.fast import SyncRow, TableVersion
 
 #: Environment variable that makes the operator commands and the translator use Spark for the
 #: Delta tables instead of delta-rs (``spark``); anything else, or unset, is delta-rs.
@@ -65,6 +68,119 @@ class MaintenanceReport:
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.figures)
+
+
+class GapKind(StrEnum):
+    """What a gap between the offset-sync ranges of a partition means."""
+
+    #: Source offsets never copied: compaction, transaction markers, aborted records (read_committed).
+    UPSTREAM = "upstream"
+    #: Target offsets no recorded range describes: copies of a failed attempt (a replay after a crash)
+    #: or records another writer put on the target partition.
+    DOWNSTREAM = "downstream"
+    #: Source offsets copied again (a replay from an earlier position, e.g. a new mirror stream).
+    REPLAY = "replay"
+
+
+@dataclass(frozen=True)
+class SyncGap:
+    """A gap on one side of a partition's offset-syncs: offsets ``first``..``last`` on that side."""
+
+    kind: GapKind
+    partition: int
+    first: int
+    last: int
+    written_at: datetime  # when the range after the gap was written
+    stream_id: str
+    batch_id: int
+
+    @property
+    def size(self) -> int:
+        return self.last - self.first + 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"kind": self.kind.value, "size": self.size}
+
+
+@dataclass(frozen=True)
+class SyncHistory:
+    """The raw ``offset_syncs`` rows of a source topic's partition (or all its partitions), as written."""
+
+    flow: str
+    topic: str
+    partition: int | None
+    version: int | None  # the Delta version read (None: the latest)
+    rows: tuple[SyncRow, ...]
+
+    def gaps(self) -> tuple[SyncGap, ...]:
+        """Gaps on either side of each partition's ranges, and source offsets copied more than once."""
+        out: list[SyncGap] = []
+        partitions = sorted({r.partition for r in self.rows})
+        for p in partitions:
+            rows = [r for r in self.rows if r.partition == p]
+            top: int | None = None
+            for r in sorted(rows, key=lambda r: (r.upstream_first, r.downstream_first)):
+                if top is not None and r.upstream_first > top + 1:
+                    out.append(SyncGap(GapKind.UPSTREAM, p, top + 1, r.upstream_first - 1, r.written_at,
+                                       r.stream_id, r.batch_id))
+                elif top is not None and r.upstream_first <= top:
+                    out.append(SyncGap(GapKind.REPLAY, p, r.upstream_first, min(r.upstream_last, top),
+                                       r.written_at, r.stream_id, r.batch_id))
+                top = r.upstream_last if top is None else max(top, r.upstream_last)
+            top = None
+            for r in sorted(rows, key=lambda r: (r.downstream_first, r.upstream_first)):
+                if top is not None and r.downstream_first > top + 1:
+                    out.append(SyncGap(GapKind.DOWNSTREAM, p, top + 1, r.downstream_first - 1, r.written_at,
+                                       r.stream_id, r.batch_id))
+                top = r.downstream_last if top is None else max(top, r.downstream_last)
+        return tuple(sorted(out, key=lambda g: (g.partition, g.kind.value, g.first)))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"flow": self.flow, "topic": self.topic, "partition": self.partition, "version": self.version,
+                "rows": [r.as_dict() for r in self.rows], "gaps": [g.as_dict() for g in self.gaps()]}
+
+
+@dataclass(frozen=True)
+class CheckpointRow:
+    """One ``checkpoints`` row: the group's committed offset on the source and its translation."""
+
+    group: str
+    source_topic: str
+    target_topic: str
+    partition: int
+    upstream_offset: int  # the group's committed offset on the source
+    downstream_offset: int | None  # its translation on the target (None: not mirrored yet)
+    position: str
+    checkpointed_at: datetime
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CheckpointHistory:
+    """A group's checkpoint rows in one flow, oldest first (up to ``as_of``, at Delta ``version``)."""
+
+    flow: str
+    group: str
+    as_of: datetime | None
+    version: int | None
+    rows: tuple[CheckpointRow, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"flow": self.flow, "group": self.group, "as_of": self.as_of, "version": self.version,
+                "rows": [r.as_dict() for r in self.rows]}
+
+
+@dataclass(frozen=True)
+class TableVersions:
+    """The commits of one Delta table (``offset_syncs``, ``checkpoints`` or ``operations``), oldest first."""
+
+    table: str
+    versions: tuple[TableVersion, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"table": self.table, "versions": [v.as_dict() for v in self.versions]}
 
 
 class Drkit:
@@ -154,6 +270,52 @@ class Drkit:
         """The audit trail of failovers and failbacks (dry runs included), newest first."""
         name = None if flow is None else self.config.flow(flow).name
         return History(tuple(self.context.operations.list(name, limit)))
+
+    def plan_failover(self, flow: str, groups: list[str] | None, as_of: datetime | None = None,
+                      allow_stale: bool = False) -> Plan:
+        """The plan ``drkit failover --as-of`` would show, built by the same code; nothing is committed,
+        the source is not probed and nothing is written to the audit trail ("what if we failed over at T")."""
+        from drkit.operate.failover import FailoverRequest, plan_failover
+
+        name = self.config.flow(flow).name
+        return plan_failover(self.context, FailoverRequest(name, groups, as_of, allow_stale))
+
+    # -- inspection (notebooks): the Delta tables as written, through delta-rs ----------------------
+
+    def sync_history(self, flow: str, topic: str, partition: int | None = None,
+                     version: int | None = None) -> SyncHistory:
+        """The ``offset_syncs`` rows of a source topic's partition (None: all partitions) as the mirror wrote
+        them (write time, batch, stream), at Delta ``version`` (None: now), with their gaps (``gaps()``)."""
+        from drkit.store.fast import FastOffsetSyncs
+
+        name = self.config.flow(flow).name
+        rows = FastOffsetSyncs(self.layout).history(name, topic, partition, version)
+        return SyncHistory(name, topic, partition, version, tuple(rows))
+
+    def checkpoint_history(self, flow: str, group: str, as_of: datetime | None = None,
+                           version: int | None = None) -> CheckpointHistory:
+        """Every checkpoint of ``group`` in ``flow``, oldest first: up to ``as_of``, at Delta ``version``."""
+        from drkit.store.fast import FastCheckpoints
+
+        name = self.config.flow(flow).name
+        recorded = FastCheckpoints(self.layout).history(name, group, as_of, version)
+        rows = tuple(
+            CheckpointRow(r.checkpoint.group, r.checkpoint.source_topic, r.checkpoint.target_topic,
+                          r.checkpoint.partition, r.checkpoint.upstream_offset, r.checkpoint.downstream_offset,
+                          r.checkpoint.position.value, datetime.fromtimestamp(r.checkpointed_at_ms / 1000, UTC))
+            for r in recorded)
+        return CheckpointHistory(name, group, as_of, version, rows)
+
+    def table_versions(self, table: str) -> TableVersions:
+        """The commits of a drkit Delta table (``offset_syncs``, ``checkpoints``, ``operations``): what time
+        travel (``version``, ``as_of``) can go back to."""
+        from drkit.store.fast import table_versions
+
+        paths = {"offset_syncs": self.layout.offset_syncs, "checkpoints": self.layout.checkpoints,
+                 "operations": self.layout.operations}
+        if table not in paths:
+            raise ValueError(f"unknown table {table!r}: one of {', '.join(paths)}")
+        return TableVersions(table, tuple(table_versions(paths[table], table)))
 
     # -- jobs -------------------------------------------------------------------------------------
 
