@@ -101,7 +101,14 @@ class Mapping:
         return self.downstream(self.end - 1) + 1  # past everything mirrored: provisional
 
 
-def fill(spark: Any, store: OffsetSyncStore, args: argparse.Namespace) -> float:
+#: 2026-01-01T00:00:00Z: when the synthetic day of this benchmark starts (a completed UTC day).
+DAY_START_EPOCH = 1767225600
+
+
+def fill(spark: Any, store: OffsetSyncStore, args: argparse.Namespace, start_epoch: int = DAY_START_EPOCH,
+         flow: str = FLOW, topic: str = TOPIC, target: str = TARGET) -> float:
+    """Append ``args.batches`` one-second batches x ``args.partitions`` rows (see the module docstring)
+    written ``start_epoch + b`` seconds; also used by scripts/bench_operator.py. Returns seconds taken."""
     from pyspark.sql import functions as F
 
     started = time.monotonic()
@@ -113,14 +120,14 @@ def fill(spark: Any, store: OffsetSyncStore, args: argparse.Namespace) -> float:
         .select((F.col("id") / F.lit(args.partitions)).cast("long").alias("b"),
                 (F.col("id") % F.lit(args.partitions)).cast("int").alias("p"))
         .select(
-            F.lit(FLOW).alias("flow"), F.lit(TOPIC).alias("source_topic"), F.lit(TARGET).alias("target_topic"),
+            F.lit(flow).alias("flow"), F.lit(topic).alias("source_topic"), F.lit(target).alias("target_topic"),
             F.col("p").alias("partition"),
             (F.col("b") * r).alias("upstream_first"), (F.col("b") * r + r - 1).alias("upstream_last"),
             (F.col("b") * r + shift).alias("downstream_first"),
             (F.col("b") * r + r - 1 + shift).alias("downstream_last"),
             F.lit(r).cast("long").alias("record_count"), F.col("b").alias("batch_id"),
             F.lit("bench-stream").alias("stream_id"),
-            F.expr("timestamp_seconds(1767225600 + b)").alias("written_at"),  # 2026-01-01T00:00:00Z + b s
+            F.expr(f"timestamp_seconds({int(start_epoch)} + b)").alias("written_at"),  # start + b s
         )
         .withColumn("sync_date", F.to_date("written_at"))
     )
