@@ -59,6 +59,11 @@ def _flow_is(flow: str) -> Expression:
     return pc.field("flow") == flow
 
 
+def _one_of(column: str, values: Sequence[str]) -> Expression:
+    # Typed, so that an empty list is "no row" rather than a type error in the scan.
+    return pc.field(column).isin(pa.array(list(values), pa.string()))
+
+
 def _append(path: str, name: str, ddl: str, rows: pa.Table) -> None:
     """Append ``rows``; create the table first if it is missing (the schema version as Spark sets it)."""
     if open_table(path, name) is None:
@@ -144,7 +149,7 @@ class FastOffsetSyncs:
             return {}
         where = _flow_is(flow)
         if topics is not None:
-            where = where & pc.field("source_topic").isin(topics)
+            where = where & _one_of("source_topic", topics)
         return _coalesced(_read(table, ["source_topic", "partition", *_RANGE], where))
 
     def ranges_since(self, flow: str, seen: dict[str, int], version: int
@@ -155,7 +160,7 @@ class FastOffsetSyncs:
             return {}, dict(seen)
         where = _flow_is(flow)
         if seen:
-            newer = ~pc.field("stream_id").isin(list(seen))
+            newer = ~_one_of("stream_id", list(seen))
             for stream_id, batch_id in seen.items():
                 newer = newer | ((pc.field("stream_id") == stream_id) & (pc.field("batch_id") > batch_id))
             where = where & newer
@@ -277,7 +282,7 @@ class FastCheckpoints:
             return []
         where = _flow_is(flow)
         if groups is not None:
-            where = where & pc.field("group").isin(groups)
+            where = where & _one_of("group", groups)
         if as_of is not None:
             where = where & (pc.field("checkpointed_at") <= pa.scalar(as_of.astimezone(UTC),
                                                                       pa.timestamp("us", tz="UTC")))

@@ -43,6 +43,7 @@ def test_latest_checkpoints_now_as_of_and_by_version(tmp_path: Path) -> None:
     first_data_version = 2  # 0: create, 1: schema version property, 2: first rows
     assert {r.checkpoint.upstream_offset for r in store.latest("A->B", ["g1"], version=first_data_version)} == {10, 20}
     assert store.latest("B->A") == []
+    assert store.latest("A->B", []) == []
     with pytest.raises(StoreError, match="checkpoints table has no version 99"):
         store.latest("A->B", version=99)
 
@@ -97,3 +98,42 @@ def test_vectorised_coalescing_keeps_every_pair_and_translation(rows: list[tuple
         core, fast = SyncIndex(coalesce(set(rs))), SyncIndex(got[key])
         for offset in range(0, 75):
             assert fast.translate(offset) == core.translate(offset) and fast.inverse(offset) == core.inverse(offset)
+
+
+def test_offset_syncs_ranges_progress_and_increments(tmp_path: Path) -> None:
+    from deltalake import DeltaTable, write_deltalake
+
+    from drkit.store.fast import FastOffsetSyncs
+    from drkit.store.tables import OFFSET_SYNCS_DDL, SCHEMA_VERSION
+
+    layout = StateLayout(tmp_path)
+    syncs = FastOffsetSyncs(layout)
+    assert syncs.ranges("A->B") == {} and syncs.progress("A->B") == {} and syncs.version() is None
+
+    def write(batch: int, rows: list[tuple[str, int, int, int, int]], stream: str = "s1", flow: str = "A->B") -> None:
+        at = T0 + timedelta(seconds=batch)
+        data = [{"flow": flow, "source_topic": t, "target_topic": f"A.{t}", "partition": p, "upstream_first": u,
+                 "upstream_last": u + n - 1, "downstream_first": d, "downstream_last": d + n - 1, "record_count": n,
+                 "batch_id": batch, "stream_id": stream, "written_at": at, "sync_date": at.date()}
+                for t, p, u, d, n in rows]
+        write_deltalake(layout.offset_syncs, pa.Table.from_pylist(data, schema=arrow_schema(OFFSET_SYNCS_DDL)),
+                        mode="append", partition_by=["sync_date"])
+
+    write(0, [("orders", 0, 0, 0, 10), ("orders", 1, 0, 0, 5)])
+    DeltaTable(layout.offset_syncs).alter.set_table_properties({"drkit.schema.version": SCHEMA_VERSION},
+                                                               raise_if_not_exists=False)
+    write(1, [("orders", 0, 10, 10, 10), ("audit", 0, 0, 0, 3)])
+    write(2, [("orders", 0, 25, 20, 5)])  # upstream gap (compaction): a new range
+    write(0, [("x", 0, 0, 0, 1)], flow="B->A")
+    assert syncs.ranges("A->B") == {("orders", 0): [SyncRange(0, 19, 0, 19), SyncRange(25, 29, 20, 24)],
+                                    ("orders", 1): [SyncRange(0, 4, 0, 4)], ("audit", 0): [SyncRange(0, 2, 0, 2)]}
+    assert set(syncs.ranges("A->B", ["audit"])) == {("audit", 0)} and syncs.ranges("A->B", []) == {}
+    assert syncs.target_topics("A->B") == {"orders": "A.orders", "audit": "A.audit"}
+    progress = syncs.progress("A->B")[("orders", 0)]
+    assert (progress.last_upstream, progress.last_downstream) == (29, 24)
+    assert progress.synced_at_ms == int((T0 + timedelta(seconds=2)).timestamp() * 1000)
+    version = syncs.version()
+    assert version is not None
+    new, marks = syncs.ranges_since("A->B", {"s1": 1}, version)
+    assert new == {("orders", 0): [SyncRange(25, 29, 20, 24)]} and marks == {"s1": 2}
+    assert syncs.ranges_since("A->B", marks, version) == ({}, marks)
