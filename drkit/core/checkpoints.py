@@ -5,6 +5,10 @@ module decides, per (group, topic, partition), the checkpoint row and the findin
 should see (no commits, topic not mirrored, partition not mirrored yet, offset before the first
 mirrored record, inside a gap, provisional, moved backwards, group deleted). Only checkpoints
 that differ from the previous ones are returned, so the history grows only with real changes.
+
+A partition of which nothing was mirrored is translated only when the source holds nothing at or
+after the committed offset (``Position.NOTHING_TO_MIRROR``: the target partition's start); the row
+records that verdict, so failover can use it with the source gone.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from drkit.core.translate import Position, SyncIndex
+from drkit.core.translate import PartitionBounds, Position, SyncIndex, translate_unmirrored
 
 #: Kafka's "no committed offset" sentinel (OFFSET_INVALID) and any other negative value.
 NO_OFFSET = -1001
@@ -34,7 +38,8 @@ class CommittedOffset:
 class Checkpoint:
     """A group's committed source offset and its translation at checkpoint time.
 
-    ``downstream_offset`` is None when nothing of the partition was mirrored yet. The upstream
+    ``downstream_offset`` is None when nothing of the partition was mirrored yet, unless there was
+    nothing to mirror (``Position.NOTHING_TO_MIRROR``: the target partition's start). The upstream
     offset is always kept: a provisional translation (the group was past the mirror) is redone
     with the syncs as they are when it is used.
     """
@@ -55,7 +60,12 @@ class Checkpoint:
 
     def same_as(self, other: Checkpoint) -> bool:
         return (self.upstream_offset, self.downstream_offset, self.position, self.metadata, self.target_topic) == (
-            other.upstream_offset, other.downstream_offset, other.position, other.metadata, other.target_topic)
+            other.upstream_offset,
+            other.downstream_offset,
+            other.position,
+            other.metadata,
+            other.target_topic,
+        )
 
 
 @dataclass(frozen=True)
@@ -119,12 +129,19 @@ def plan_checkpoints(
     topic_map: Mapping[str, str],
     indexes: Mapping[tuple[str, int], SyncIndex],
     previous: Mapping[tuple[str, str, int], Checkpoint],
+    bounds: Mapping[tuple[str, int], PartitionBounds] | None = None,
+    target_starts: Mapping[tuple[str, int], int] | None = None,
 ) -> CheckpointPlan:
     """Translate every committed offset of the selected groups (``committed``: group -> offsets).
 
     ``topic_map`` maps the flow's mirrored source topics to their target topics; ``indexes``
     holds the syncs per (source topic, partition); ``previous`` the latest checkpoints recorded.
+    For partitions without syncs, ``bounds`` holds the source partition's start and end (read after
+    the committed offsets) and ``target_starts`` the target partition's start, by (target topic,
+    partition): without both, such a partition stays untranslated.
     """
+    bounds = bounds or {}
+    target_starts = target_starts or {}
     current: list[Checkpoint] = []
     changed: list[Checkpoint] = []
     findings: list[Finding] = []
@@ -140,27 +157,59 @@ def plan_checkpoints(
                 unmirrored_topics.add(c.topic)
                 continue
             index = indexes.get((c.topic, c.partition))
-            translation = index.translate(c.offset) if index is not None else None
-            position = translation.position if translation is not None else Position.UNMIRRORED
-            checkpoint = Checkpoint(flow, group, c.topic, target_topic, c.partition, c.offset,
-                                    translation.offset if translation is not None else None, position, c.metadata)
+            translation = (
+                index.translate(c.offset)
+                if index is not None
+                else translate_unmirrored(
+                    c.offset, bounds.get((c.topic, c.partition)), target_starts.get((target_topic, c.partition))
+                )
+            )
+            checkpoint = Checkpoint(
+                flow,
+                group,
+                c.topic,
+                target_topic,
+                c.partition,
+                c.offset,
+                translation.offset,
+                translation.position,
+                c.metadata,
+            )
+            position = translation.position
             current.append(checkpoint)
             kind = _POSITION_FINDING.get(position)
             if kind is not None:
                 findings.append(Finding(kind, group, c.topic, c.partition, _detail(checkpoint)))
             before = previous.get(checkpoint.key)
             if before is not None and c.offset < before.upstream_offset:
-                findings.append(Finding(
-                    FindingKind.MOVED_BACKWARDS, group, c.topic, c.partition,
-                    f"committed offset moved back from {before.upstream_offset} to {c.offset}"))
+                findings.append(
+                    Finding(
+                        FindingKind.MOVED_BACKWARDS,
+                        group,
+                        c.topic,
+                        c.partition,
+                        f"committed offset moved back from {before.upstream_offset} to {c.offset}",
+                    )
+                )
             if before is None or not checkpoint.same_as(before):
                 changed.append(checkpoint)
         for topic in sorted(unmirrored_topics):
-            findings.append(Finding(FindingKind.TOPIC_NOT_MIRRORED, group, topic,
-                                    detail="the flow does not mirror this topic; its offsets are not translated"))
+            findings.append(
+                Finding(
+                    FindingKind.TOPIC_NOT_MIRRORED,
+                    group,
+                    topic,
+                    detail="the flow does not mirror this topic; its offsets are not translated",
+                )
+            )
     for group in sorted({key[0] for key in previous} - set(committed)):
-        findings.append(Finding(FindingKind.GROUP_DELETED, group,
-                                detail="the group is gone from the source; its last checkpoint is kept"))
+        findings.append(
+            Finding(
+                FindingKind.GROUP_DELETED,
+                group,
+                detail="the group is gone from the source; its last checkpoint is kept",
+            )
+        )
     return CheckpointPlan(current, changed, findings)
 
 
@@ -168,11 +217,15 @@ def _detail(c: Checkpoint) -> str:
     if c.position is Position.UNMIRRORED:
         return f"committed offset {c.upstream_offset}: nothing of this partition is mirrored yet"
     if c.position is Position.PAST_END:
-        return (f"committed offset {c.upstream_offset} is past the mirror; provisional target offset "
-                f"{c.downstream_offset}, re-translated when used")
+        return (
+            f"committed offset {c.upstream_offset} is past the mirror; provisional target offset "
+            f"{c.downstream_offset}, re-translated when used"
+        )
     if c.position is Position.BEFORE_FIRST:
-        return (f"committed offset {c.upstream_offset} is before the first mirrored record; "
-                f"target offset {c.downstream_offset} (earlier records were not mirrored)")
+        return (
+            f"committed offset {c.upstream_offset} is before the first mirrored record; "
+            f"target offset {c.downstream_offset} (earlier records were not mirrored)"
+        )
     return f"committed offset {c.upstream_offset} was not mirrored (gap); next mirrored record at {c.downstream_offset}"
 
 
@@ -181,5 +234,14 @@ def retranslate(checkpoint: Checkpoint, index: SyncIndex | None) -> Checkpoint:
     if index is None:
         return checkpoint
     t = index.translate(checkpoint.upstream_offset)
-    return Checkpoint(checkpoint.flow, checkpoint.group, checkpoint.source_topic, checkpoint.target_topic,
-                      checkpoint.partition, checkpoint.upstream_offset, t.offset, t.position, checkpoint.metadata)
+    return Checkpoint(
+        checkpoint.flow,
+        checkpoint.group,
+        checkpoint.source_topic,
+        checkpoint.target_topic,
+        checkpoint.partition,
+        checkpoint.upstream_offset,
+        t.offset,
+        t.position,
+        checkpoint.metadata,
+    )

@@ -4,6 +4,11 @@ Pure: the adapters gather the facts (checkpoints or live offsets, sync indexes, 
 groups' state and current offsets); this module decides the routes, the moves and the refusals.
 A plan with refusals is never applied, and every refusal says what to do about it. A plan is
 frozen: what was shown in a dry run, recorded in the audit trail and applied is the same object.
+
+No plan moves a group backwards on the destination without a warning. Failback never re-reads on
+the origin what the group is known to have processed there (its last checkpoint, the offset it
+still holds there) unless its position on the cluster being left was rewound before that point:
+then it follows the group, and warns.
 """
 
 from __future__ import annotations
@@ -29,6 +34,14 @@ class RefusalReason(StrEnum):
     LAGGING = "lagging"  # the reverse flow has not caught up (failback)
 
 
+class Basis(StrEnum):
+    """What a move's new offset rests on."""
+
+    TRANSLATION = "translation"  # the offset-syncs (failover; failback through either flow)
+    CHECKPOINT = "checkpoint"  # failback: the group's last checkpoint on the origin (what it processed there)
+    ORIGIN_OFFSET = "origin_offset"  # failback: the offset the group still holds on the origin
+
+
 @dataclass(frozen=True)
 class Move:
     """One partition of one group: from where it is on the destination to where it should be."""
@@ -43,6 +56,10 @@ class Move:
     position: Position
     age_seconds: float | None = None  # age of the checkpoint the offset came from
     via: str = ""  # which flow's syncs translated it
+    basis: Basis = Basis.TRANSLATION
+    #: Failback through the inverse: what the group is known to have processed on the destination
+    #: (the greater of its last checkpoint there and the offset it holds there); None: unknown.
+    known: int | None = None
 
     @property
     def changes(self) -> bool:
@@ -83,8 +100,14 @@ class Plan:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "action": self.action.value, "flow": self.flow, "destination": self.destination, "ok": self.ok,
-            "moves": [asdict(m) | {"position": m.position.value, "changes": m.changes} for m in self.moves],
+            "action": self.action.value,
+            "flow": self.flow,
+            "destination": self.destination,
+            "ok": self.ok,
+            "moves": [
+                asdict(m) | {"position": m.position.value, "basis": m.basis.value, "changes": m.changes}
+                for m in self.moves
+            ],
             "refusals": [asdict(r) | {"reason": r.reason.value} for r in self.refusals],
             "warnings": list(self.warnings),
         }
@@ -105,8 +128,9 @@ class _Draft:
         self.refusals.append(Refusal(reason, group, detail))
 
     def freeze(self) -> Plan:
-        return Plan(self.action, self.flow, self.destination, tuple(self.moves), tuple(self.refusals),
-                    tuple(self.warnings))
+        return Plan(
+            self.action, self.flow, self.destination, tuple(self.moves), tuple(self.refusals), tuple(self.warnings)
+        )
 
 
 @dataclass(frozen=True)
@@ -133,21 +157,36 @@ class CheckpointFact:
     partition: int
     upstream_offset: int
     age_seconds: float
+    #: As the checkpoint recorded them: a partition with nothing to mirror keeps its answer (the
+    #: target partition's start) with the source gone. None: not known (treated as unmirrored).
+    position: Position | None = None
+    downstream_offset: int | None = None
+
+    def recorded(self) -> Translation:
+        """The checkpoint's own answer when the syncs have none: only "nothing to mirror" stands."""
+        if self.position is Position.NOTHING_TO_MIRROR and self.downstream_offset is not None:
+            return Translation(self.downstream_offset, Position.NOTHING_TO_MIRROR)
+        return _unmirrored()
 
 
 def _group_refusals(draft: _Draft, groups: Iterable[str], facts: Mapping[str, GroupFacts], known: set[str]) -> None:
     for group in groups:
         if group not in known:
-            draft.refuse(RefusalReason.UNKNOWN_GROUP, group,
-                         f"no checkpoint or committed offset for group {group!r}: check the name "
-                         "and that the flow's groups selection includes it")
+            draft.refuse(
+                RefusalReason.UNKNOWN_GROUP,
+                group,
+                f"no checkpoint or committed offset for group {group!r}: check the name "
+                "and that the flow's groups selection includes it",
+            )
             continue
         fact = facts.get(group)
         if fact is not None and fact.active:
             members = ", ".join(fact.members) or "members joining"
-            draft.refuse(RefusalReason.ACTIVE_GROUP, group,
-                         f"group {group!r} has active members on {draft.destination} ({members}); "
-                         "stop those consumers first")
+            draft.refuse(
+                RefusalReason.ACTIVE_GROUP,
+                group,
+                f"group {group!r} has active members on {draft.destination} ({members}); stop those consumers first",
+            )
 
 
 def _current(facts: Mapping[str, GroupFacts], group: str, topic: str, partition: int) -> int | None:
@@ -172,31 +211,49 @@ def failover_plan(
     """Move ``groups`` to the flow's target from their checkpoints, re-translated with the syncs now."""
     draft = _Draft(Action.FAILOVER, flow, destination)
     wanted = set(groups)
-    rows = sorted((c for c in checkpoints if c.group in wanted),
-                  key=lambda c: (c.group, c.source_topic, c.partition))
+    rows = sorted((c for c in checkpoints if c.group in wanted), key=lambda c: (c.group, c.source_topic, c.partition))
     _group_refusals(draft, groups, facts, {c.group for c in rows})
     for c in rows:
         index = indexes.get((c.source_topic, c.partition))
-        t = index.translate(c.upstream_offset) if index is not None else _unmirrored()
-        move = Move(c.group, c.source_topic, c.target_topic, c.partition, c.upstream_offset,
-                    _current(facts, c.group, c.target_topic, c.partition), t.offset, t.position,
-                    round(c.age_seconds, 3), flow)
+        # The syncs now win: records the mirror copied since the checkpoint are translated exactly.
+        t = index.translate(c.upstream_offset) if index is not None else c.recorded()
+        move = Move(
+            c.group,
+            c.source_topic,
+            c.target_topic,
+            c.partition,
+            c.upstream_offset,
+            _current(facts, c.group, c.target_topic, c.partition),
+            t.offset,
+            t.position,
+            round(c.age_seconds, 3),
+            flow,
+        )
         draft.moves.append(move)
         if move.new is None:
-            draft.refuse(RefusalReason.UNTRANSLATABLE, c.group,
-                         f"{c.source_topic}/{c.partition}: committed offset {c.upstream_offset} "
-                         "cannot be translated (nothing of the partition was mirrored)")
+            draft.refuse(
+                RefusalReason.UNTRANSLATABLE,
+                c.group,
+                f"{c.source_topic}/{c.partition}: committed offset {c.upstream_offset} "
+                "cannot be translated (nothing of the partition was mirrored)",
+            )
         if c.age_seconds > max_age_seconds:
-            detail = (f"{c.source_topic}/{c.partition}: checkpoint is {c.age_seconds:.0f}s old "
-                      f"(limit {max_age_seconds:.0f}s)")
+            detail = (
+                f"{c.source_topic}/{c.partition}: checkpoint is {c.age_seconds:.0f}s old (limit {max_age_seconds:.0f}s)"
+            )
             if allow_stale:
                 draft.warnings.append(f"group {c.group}: {detail}; allowed by --allow-stale")
             else:
-                draft.refuse(RefusalReason.STALE, c.group,
-                             f"{detail}; is the checkpoint process running? Use --allow-stale to accept it")
+                draft.refuse(
+                    RefusalReason.STALE,
+                    c.group,
+                    f"{detail}; is the checkpoint process running? Use --allow-stale to accept it",
+                )
         if move.current is not None and move.new is not None and move.new < move.current:
-            draft.warnings.append(f"group {c.group} {c.target_topic}/{c.partition}: moves back from "
-                                  f"{move.current} to {move.new} (records will be read again on the target)")
+            draft.warnings.append(
+                f"group {c.group} {c.target_topic}/{c.partition}: moves back from "
+                f"{move.current} to {move.new} (records will be read again on the target)"
+            )
     return draft.freeze()
 
 
@@ -226,7 +283,10 @@ class ReverseFlow:
 
 
 def failback_routes(
-    topics: Iterable[str], forward_flow: str, forward_copies: Mapping[str, str], reverse: ReverseFlow | None,
+    topics: Iterable[str],
+    forward_flow: str,
+    forward_copies: Mapping[str, str],
+    reverse: ReverseFlow | None,
 ) -> dict[str, Route]:
     """Route every topic a group has offsets on: back through the forward flow's inverse when it is
     one of that flow's copies (``forward_copies``: target topic -> source topic), through the reverse
@@ -240,6 +300,49 @@ def failback_routes(
     return routes
 
 
+@dataclass(frozen=True)
+class Processed:
+    """What a group is known to have processed on the origin of a failback, and how that is known."""
+
+    offset: int
+    basis: Basis
+
+
+_KNOWN_FROM = {Basis.CHECKPOINT: "its last checkpoint", Basis.ORIGIN_OFFSET: "the offset it holds there"}
+
+
+def known_processed(checkpointed: int | None, held: int | None) -> Processed | None:
+    """The greater of the group's last checkpoint on the origin and the offset it still holds there
+    (the held offset on a tie: it is the origin's own word); None when neither is known."""
+    if held is not None and (checkpointed is None or held >= checkpointed):
+        return Processed(held, Basis.ORIGIN_OFFSET)
+    if checkpointed is not None:
+        return Processed(checkpointed, Basis.CHECKPOINT)
+    return None
+
+
+def translate_back(committed: int, index: SyncIndex | None, known: Processed | None) -> tuple[Translation, Basis]:
+    """Where a group at ``committed`` on a copy resumes on the original partition (failback).
+
+    Inside the mirrored range the inverse translation is exact. At or after its end it is
+    provisional: records the group processed on the origin beyond what was mirrored never reached
+    the copy, so the inverse would read them again. The group therefore resumes at
+    max(inverse, ``known``) as long as its position on the copy is at or after where ``known`` lands
+    there (it did not go back past that point); a group rewound on the copy before that point is
+    followed (the plan warns). With nothing of the partition mirrored (syncs are never deleted) the
+    copy holds nothing of the origin, so ``known`` is the answer where it is known.
+    """
+    inverse = index.inverse(committed) if index is not None else _unmirrored()
+    if known is None:
+        return inverse, Basis.TRANSLATION
+    reached = index.translate(known.offset) if index is not None else _unmirrored()
+    if reached.offset is not None and committed < reached.offset:
+        return inverse, Basis.TRANSLATION  # set back on the copy before what it had processed: follow it
+    if inverse.offset is not None and inverse.offset >= known.offset:
+        return inverse, Basis.TRANSLATION
+    return Translation(known.offset, inverse.position), known.basis
+
+
 def failback_plan(
     flow: str,
     destination: str,
@@ -251,6 +354,7 @@ def failback_plan(
     caught_up: Mapping[tuple[str, int], tuple[int, int]],
     leaving: str,
     reverse_flow: str | None,
+    checkpoints: Mapping[tuple[str, str, int], int] | None = None,
 ) -> Plan:
     """Move ``groups`` back to the flow's source.
 
@@ -259,38 +363,79 @@ def failback_plan(
     topic-partition of the cluster being left, (end offset there, next offset the reverse flow
     will mirror): failback refuses while the reverse flow has not caught up. ``leaving`` is the
     alias of the cluster being left; ``reverse_flow`` None means no flow copies it back, so offsets
-    on its own topics cannot come back.
+    on its own topics cannot come back. ``checkpoints`` holds the upstream offset of each group's
+    last checkpoint of the forward flow, by (group, topic on the destination, partition): with the
+    offsets the groups hold on the destination (``facts``), what they are known to have processed
+    there (see :func:`translate_back`).
     """
+    checkpoints = checkpoints or {}
     draft = _Draft(Action.FAILBACK, flow, destination)
     wanted = set(groups)
-    rows = sorted((o for o in offsets if o.group in wanted and o.offset >= 0),
-                  key=lambda o: (o.group, o.topic, o.partition))
+    rows = sorted(
+        (o for o in offsets if o.group in wanted and o.offset >= 0), key=lambda o: (o.group, o.topic, o.partition)
+    )
     _group_refusals(draft, groups, facts, {o.group for o in rows})
     for o in rows:
         route = routes.get(o.topic)
         if route is None:
             draft.warnings.append(f"group {o.group}: offsets on {o.topic} are not covered by the flows; left alone")
             continue
+        current = _current(facts, o.group, route.to_topic, o.partition)
+        known: Processed | None = None
+        basis = Basis.TRANSLATION
         if route.inverse:
             index = indexes.get((route.via, route.to_topic, o.partition))
-            t = index.inverse(o.offset) if index is not None else _unmirrored()
+            known = known_processed(checkpoints.get((o.group, route.to_topic, o.partition)), current)
+            t, basis = translate_back(o.offset, index, known)
         else:
             index = indexes.get((route.via, o.topic, o.partition))
             t = index.translate(o.offset) if index is not None else _unmirrored()
             end, mirrored = caught_up.get((o.topic, o.partition), (0, 0))
             if mirrored < end:
-                draft.refuse(RefusalReason.LAGGING, o.group,
-                             f"{o.topic}/{o.partition}: reverse flow {route.via} has mirrored up to "
-                             f"{mirrored} of {end}; run the reverse mirror until it catches up")
-        move = Move(o.group, o.topic, route.to_topic, o.partition, o.offset,
-                    _current(facts, o.group, route.to_topic, o.partition), t.offset, t.position, None, route.via)
+                draft.refuse(
+                    RefusalReason.LAGGING,
+                    o.group,
+                    f"{o.topic}/{o.partition}: reverse flow {route.via} has mirrored up to "
+                    f"{mirrored} of {end}; run the reverse mirror until it catches up",
+                )
+        move = Move(
+            o.group,
+            o.topic,
+            route.to_topic,
+            o.partition,
+            o.offset,
+            current,
+            t.offset,
+            t.position,
+            None,
+            route.via,
+            basis,
+            None if known is None else known.offset,
+        )
         draft.moves.append(move)
         if move.new is None:
-            draft.refuse(RefusalReason.UNTRANSLATABLE, o.group,
-                         f"{o.topic}/{o.partition}: offset {o.offset} cannot be translated back "
-                         f"(flow {route.via} has no syncs for it)")
+            draft.refuse(
+                RefusalReason.UNTRANSLATABLE,
+                o.group,
+                f"{o.topic}/{o.partition}: offset {o.offset} cannot be translated back "
+                f"(flow {route.via} has no syncs for it)",
+            )
+        elif known is not None and move.new < known.offset:
+            draft.warnings.append(
+                f"group {o.group} {route.to_topic}/{o.partition}: moves back to {move.new}, before offset "
+                f"{known.offset} ({_KNOWN_FROM[known.basis]}) up to which it had processed on {destination}: its "
+                f"offset on {leaving} ({o.topic}/{o.partition} {o.offset}) was set back before that point "
+                f"({known.offset - move.new} offsets will be read again)"
+            )
+        elif move.current is not None and move.new < move.current:
+            draft.warnings.append(
+                f"group {o.group} {route.to_topic}/{o.partition}: moves back from {move.current} "
+                f"to {move.new} (records will be read again on {destination})"
+            )
     if reverse_flow is None and any(o.topic not in routes for o in rows):
         # Kept a warning (not a refusal) as before: the group's other offsets still move back.
-        draft.warnings.append(f"no reverse flow {leaving}->{destination} is configured: records produced on "
-                              f"{leaving} cannot be brought back")
+        draft.warnings.append(
+            f"no reverse flow {leaving}->{destination} is configured: records produced on "
+            f"{leaving} cannot be brought back"
+        )
     return draft.freeze()

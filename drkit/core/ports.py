@@ -46,6 +46,10 @@ class ClusterAdmin(Protocol):
         """read_committed end offsets of every partition of ``partitions`` (topic -> count)."""
         ...
 
+    def start_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """Log start offset of each partition; partitions the cluster does not have are left out."""
+        ...
+
     def first_timestamps(self, positions: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         """Timestamp (ms) of the first record at or after each position, where one exists."""
         ...

@@ -9,7 +9,11 @@ offset-syncs of one partition (the set M of mirrored upstream offsets and where 
 * otherwise it is the downstream offset of the largest mirrored ``u``, plus 1: the group is at
   or past everything mirrored so far (a *provisional* answer: if the mirror catches up, the same
   ``C`` translates further, so checkpoints keep ``C`` and failover re-translates it);
-* if nothing of the partition was mirrored, there is no answer: ``None``, never a guess.
+* if nothing of the partition was mirrored, there is no answer (``None``, never a guess), unless
+  the source partition holds no record at or after ``C`` (never written, or deleted by retention
+  or delete-records): then there is nothing to mirror, and the exact answer is the target
+  partition's start, where the next record the mirror copies would land
+  (:func:`translate_unmirrored`; the source's bounds must be read after ``C``).
 
 The inverse (target offset back to source, for failback) is the same rule with sides swapped.
 
@@ -35,6 +39,7 @@ class Position(StrEnum):
     BEFORE_FIRST = "before_first"  # C lies before the first mirrored record (e.g. retention)
     PAST_END = "past_end"  # C is at or past everything mirrored: provisional
     UNMIRRORED = "unmirrored"  # nothing of the partition was mirrored: cannot translate
+    NOTHING_TO_MIRROR = "nothing_to_mirror"  # nothing mirrored, and no source record at/after C: target start
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,36 @@ class Translation:
     @property
     def provisional(self) -> bool:
         return self.position is Position.PAST_END
+
+
+@dataclass(frozen=True)
+class PartitionBounds:
+    """A partition's log start offset and its (read_committed) end offset, as its broker reported them.
+
+    Read the start before the end: then every record at or after ``start`` that existed when the end
+    was read lies below ``end``, so an empty ``[max(C, start), end)`` proves there was none at/after C.
+    """
+
+    start: int
+    end: int
+
+    def empty_from(self, offset: int) -> bool:
+        """True when the partition held no record at or after ``offset`` (deleted, expired or never written)."""
+        # start > end only if the two were read the wrong way round: then the end proves nothing.
+        return self.start <= self.end and max(offset, self.start) >= self.end
+
+
+def translate_unmirrored(committed: int, source: PartitionBounds | None, target_start: int | None) -> Translation:
+    """``committed`` on a source partition of which nothing was mirrored: exact only if nothing is to mirror.
+
+    When the source partition holds no record at or after ``committed``, the group has nothing left to
+    read there but records produced later, which the mirror would copy from the target partition's
+    start on: that start is the exact answer. Otherwise records exist that the mirror has not copied
+    (or the bounds are unknown): no answer, never a guess.
+    """
+    if source is not None and target_start is not None and source.empty_from(committed):
+        return Translation(target_start, Position.NOTHING_TO_MIRROR)
+    return Translation(None, Position.UNMIRRORED)
 
 
 class _Direction:

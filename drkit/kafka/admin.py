@@ -51,6 +51,30 @@ class KafkaAdmin:
     def end_offsets(self, partitions: Mapping[str, int]) -> dict[tuple[str, int], int]:
         return topics.end_offsets(self.client, self._alias, dict(partitions), timeout=self.timeout)
 
+    def start_offsets(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """Log start offset of each partition (the first not removed by retention or delete-records);
+        partitions the cluster does not have (e.g. a target topic not created yet) are left out."""
+        from confluent_kafka import KafkaError
+        from confluent_kafka.admin import OffsetSpec
+
+        earliest = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
+        request = {TopicPartition(t, p): earliest for t, p in sorted(set(partitions))}
+        if not request:
+            return {}
+        try:
+            futures = self.client.list_offsets(request, request_timeout=self.timeout)
+        except KafkaException as exc:
+            raise self._fail("cannot read start offsets", exc) from None
+        out: dict[tuple[str, int], int] = {}
+        for tp, future in futures.items():
+            try:
+                out[(tp.topic, tp.partition)] = future.result().offset
+            except KafkaException as exc:
+                if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                    continue
+                raise self._fail(f"cannot read the start offset of {tp.topic}/{tp.partition}", exc) from None
+        return out
+
     def first_timestamps(self, positions: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], int]:
         if not positions:
             return {}

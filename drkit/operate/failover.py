@@ -107,7 +107,8 @@ def _failover_plan(ctx: OperateContext, request: FailoverRequest, started: datet
     checkpoints = [
         CheckpointFact(r.checkpoint.group, r.checkpoint.source_topic, r.checkpoint.target_topic,
                        r.checkpoint.partition, r.checkpoint.upstream_offset,
-                       r.age_at(reference_ms, None if last_run is None else last_run.confirmed_at(r.checkpoint.group)))
+                       r.age_at(reference_ms, None if last_run is None else last_run.confirmed_at(r.checkpoint.group)),
+                       r.checkpoint.position, r.checkpoint.downstream_offset)  # a partition with nothing to mirror
         for r in recorded
     ]
     admin = ctx.clusters.admin(flow.target)

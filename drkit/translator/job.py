@@ -5,6 +5,11 @@ translate them with the flow's offset-syncs (reloaded only when the ``offset_syn
 new version), append the checkpoints that changed, and record when the run finished (status
 reads that file to report the checkpoint lag). With ``sync_group_offsets`` it also commits the
 translated offsets to the target's groups that have no active members, never moving one back.
+
+For partitions of which nothing was mirrored it reads the source's log start and end (after the
+committed offsets, the start first) and the target partition's start: the core translates an offset
+with nothing left to mirror after it to that start, and the checkpoint row keeps the verdict for a
+failover without the source.
 """
 
 from __future__ import annotations
@@ -12,15 +17,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 
 from drkit import metrics
 from drkit.config import DrkitConfig, FlowConfig
-from drkit.core.checkpoints import Checkpoint, CheckpointPlan, plan_checkpoints
+from drkit.core.checkpoints import Checkpoint, CheckpointPlan, CommittedOffset, plan_checkpoints
 from drkit.core.ports import CheckpointLog, SyncLog
 from drkit.core.reports import TranslationRun
 from drkit.core.status import EndsObservation
-from drkit.core.translate import SyncIndex
+from drkit.core.translate import PartitionBounds, SyncIndex
 from drkit.errors import ClusterError
 from drkit.kafka.admin import KafkaAdmin
 from drkit.layout import JobKind, StateLayout
@@ -53,13 +59,20 @@ class TranslatorJob:
         started = time.monotonic()
         selected = self.groups.select(self.source.list_groups())
         committed = self.source.committed_offsets_many(selected)
-        self._observe_source_ends()
+        topics = {c.topic for offsets in committed.values() for c in offsets}
+        topic_map = {t: self.policy.target_topic(self.flow.source, t) for t in self.topics.select(topics)}
+        indexes = self.indexes()
+        # After the committed offsets, and the starts before the ends (see PartitionBounds): a partition of
+        # which nothing was mirrored translates only if the source holds nothing at or after the offset.
+        unmirrored = self._unmirrored(committed, topic_map, indexes)
+        starts = self.source.start_offsets(unmirrored) if unmirrored else {}
+        ends = self._observe_source_ends()
+        bounds = {key: PartitionBounds(start, ends[key]) for key, start in starts.items() if key in ends}
+        target_starts = self.target.start_offsets({(topic_map[t], p) for t, p in bounds}) if bounds else {}
         self.store.ensure()
         if self._previous is None:
             self._previous = {r.checkpoint.key: r.checkpoint for r in self.store.latest(self.flow.name)}
-        topics = {c.topic for offsets in committed.values() for c in offsets}
-        topic_map = {t: self.policy.target_topic(self.flow.source, t) for t in self.topics.select(topics)}
-        plan = plan_checkpoints(self.flow.name, committed, topic_map, self.indexes(), self._previous)
+        plan = plan_checkpoints(self.flow.name, committed, topic_map, indexes, self._previous, bounds, target_starts)
         appended = self.store.append(plan.changed)
         self._previous.update({c.key: c for c in plan.changed})
         synced = self.sync_target_groups(plan) if self.flow.checkpoint.sync_group_offsets else []
@@ -99,13 +112,21 @@ class TranslatorJob:
                 synced.append(group)
         return synced
 
-    def _observe_source_ends(self) -> None:
+    @staticmethod
+    def _unmirrored(committed: Mapping[str, Iterable[CommittedOffset]], topic_map: Mapping[str, str],
+                    indexes: Mapping[tuple[str, int], SyncIndex]) -> set[tuple[str, int]]:
+        """The mirrored topics' partitions a group has an offset on but of which nothing was mirrored."""
+        return {(c.topic, c.partition) for offsets in committed.values() for c in offsets
+                if c.offset >= 0 and c.topic in topic_map and (c.topic, c.partition) not in indexes}
+
+    def _observe_source_ends(self) -> dict[tuple[str, int], int]:
         """Record the source's end offsets of the mirrored topics: after the source is lost, this last
         observation is what tells failover how many records the mirror had not copied (RPO)."""
         counts = self.source.partition_counts()
         ends = self.source.end_offsets({t: counts[t] for t in self.topics.select(counts)})
         observation = EndsObservation(int(datetime.now(UTC).timestamp() * 1000), ends)
         self.runs.observe_source_ends(JobKind.TRANSLATOR, self.flow.name, observation)
+        return ends
 
     def _record(self, run: TranslationRun, confirmed: list[str]) -> None:
         """The run file: when this run finished, and the groups whose checkpoints it confirmed as current

@@ -41,6 +41,8 @@ class FakeCluster:
     commits: list[tuple[str, dict[TopicPartition, int]]] = field(default_factory=list)
     #: Offsets the broker "keeps" instead of what was committed (to test the read-back check).
     tamper: dict[TopicPartition, int] = field(default_factory=dict)
+    #: Log start offsets (0 where not set) of the partitions in ``ends``.
+    starts: dict[TopicPartition, int] = field(default_factory=dict)
 
     def _check(self) -> None:
         if not self.reachable:
@@ -56,6 +58,10 @@ class FakeCluster:
     def end_offsets(self, partitions: Mapping[str, int]) -> dict[TopicPartition, int]:
         self._check()
         return {(t, p): self.ends.get((t, p), 0) for t, n in partitions.items() for p in range(n)}
+
+    def start_offsets(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        self._check()
+        return {k: self.starts.get(k, 0) for k in partitions if k in self.ends or k in self.starts}
 
     def first_timestamps(self, positions: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         self._check()
@@ -138,6 +144,10 @@ class FakeCheckpoints:
     def add(self, flow: str, group: str, topic: str, target_topic: str, partition: int, upstream: int,
             at_ms: int = NOW_MS - 1_000) -> None:
         checkpoint = Checkpoint(flow, group, topic, target_topic, partition, upstream, None, Position.UNMIRRORED)
+        self.rows.append(RecordedCheckpoint(checkpoint, at_ms))
+
+    def record(self, checkpoint: Checkpoint, at_ms: int = NOW_MS - 1_000) -> None:
+        """A checkpoint row as the translator wrote it (its translation and position included)."""
         self.rows.append(RecordedCheckpoint(checkpoint, at_ms))
 
     def latest(self, flow: str, groups: list[str] | None = None, as_of: datetime | None = None,

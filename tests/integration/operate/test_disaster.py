@@ -155,6 +155,9 @@ def test_refusals_change_nothing(clusters: dict[str, str], spark: Any, make_conf
     config = make_config([{"source": "A", "target": "B", "topics": {"include": [topic]}}])
     service = Drkit(config, spark)
     service.mirror(None, once=True)
+    # Records on partition 1 the mirror has not copied: an offset there cannot be translated (an empty
+    # partition could: there would be nothing to mirror, see test_empty_partitions.py).
+    produce(clusters["A"], topic, [{"partition": 1, "value": f"late{i}".encode()} for i in range(3)])
     commit(clusters["A"], group, {(topic, 0): 5})
     commit(clusters["A"], busy, {(topic, 0): 7})
     commit(clusters["A"], empty_group, {(topic, 1): 0})  # partition 1 has nothing mirrored
