@@ -118,6 +118,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--commands", default=",".join(COMMANDS), help="comma-separated subset of the commands")
     p.add_argument("--no-spark", action="store_true", help="measure only the delta-rs reader")
     p.add_argument(
+        "--spark-phases",
+        default="before_maintain,after_maintain",
+        help="phases in which the Spark reader is measured too (it costs a JVM start per command)",
+    )
+    p.add_argument(
         "--phases", default="before_maintain,after_maintain", help="comma-separated: before_maintain, after_maintain"
     )
     p.add_argument("--freshness-commits", type=int, default=None, help="commits per freshness run (default 50)")
@@ -465,10 +470,11 @@ def digest(name: str, stdout: str) -> dict[str, Any]:
 
 
 def measure_phase(args: argparse.Namespace, cfg: Path, phase: str, commands: list[str]) -> dict[str, Any]:
-    modes = ["delta-rs"] if args.no_spark else list(MODES)
+    spark = not args.no_spark and phase in args.spark_phases
+    modes = list(MODES) if spark else ["delta-rs"]
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {c: {m: [] for m in modes} for c in commands}
     group = group_name(0)
-    for rep in range(max(args.repeats, 0 if args.no_spark else args.spark_repeats)):
+    for rep in range(max(args.repeats, args.spark_repeats if spark else 0)):
         for name in commands:
             argv_template, expected = COMMANDS[name]
             argv = [a.replace("{group}", group) for a in argv_template]
@@ -863,6 +869,7 @@ def main(argv: list[str] | None = None) -> int:
             "max_age_seconds": args.max_age,
             "repeats_delta_rs": args.repeats,
             "repeats_spark": 0 if args.no_spark else args.spark_repeats,
+            "spark_phases": [] if args.no_spark else args.spark_phases.split(","),
             "cpus": os.cpu_count(),
             "clusters_start_seconds": round(clusters_seconds, 1),
             "topics_create_seconds": round(topics_seconds, 1),
@@ -878,7 +885,7 @@ def main(argv: list[str] | None = None) -> int:
         dump()
         if "before_maintain" in phases:
             report["phases"]["before_maintain"] = {
-                "commands": measure_phase(args, cfg, "before", commands),
+                "commands": measure_phase(args, cfg, "before_maintain", commands),
                 "profiles": profiles(args, cfg, "before"),
             }
             dump()
@@ -896,7 +903,7 @@ def main(argv: list[str] | None = None) -> int:
             }
             dump()
             report["phases"]["after_maintain"] = {
-                "commands": measure_phase(args, cfg, "after", commands),
+                "commands": measure_phase(args, cfg, "after_maintain", commands),
                 "profiles": profiles(args, cfg, "after"),
             }
             dump()
