@@ -6,7 +6,8 @@
 4. ``drkit checkpoint --once`` translates the group's committed offsets;
 5. ``drkit failover --apply --yes`` commits them for the group on B;
 6. a consumer of ``demo-app`` on B reads what the group had not processed on A: the demo
-   counts them against what it expected (no record lost, none re-delivered).
+   counts them against what it expected (no record lost, none re-delivered);
+7. ``scripts/render-notebooks`` executes notebooks/ on the state and renders them to HTML.
 
 Every run adds new records, so it can be run again on the same clusters.
 """
@@ -96,6 +97,15 @@ def main() -> None:
     if lost or duplicated or len(got) != len(expected):
         sys.exit("demo failed: the failover was not exact")
     drkit("status", "-c", CONFIG, check=False)
+    print("\n$ scripts/render-notebooks", flush=True)
+    render = [sys.executable, str(ROOT / "scripts" / "render_notebooks.py"), "-c", CONFIG, "--flow", "A->B",
+              "--topic", TOPIC, "--group", GROUP]
+    if subprocess.run(render, check=False).returncode == 0:
+        from drkit.service import Drkit
+
+        print(f"\nThe notebooks, rendered: {Drkit.from_file(CONFIG).layout.root.resolve() / 'notebooks'}/*.html")
+    else:
+        print("\nthe notebooks could not be rendered (see above)")
     print("\nDone. Stop the clusters with: scripts/local-kafka down")
 
 
