@@ -35,7 +35,36 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, help="output folder (default: <state root>/notebooks)")
     parser.add_argument("--only", nargs="*", choices=NAMES, help="only these notebooks")
     parser.add_argument("--timeout", type=int, default=600, help="seconds a cell may run")
+    parser.add_argument(
+        "--strip",
+        action="store_true",
+        help="only strip notebooks/*.ipynb in place (outputs, execution counts and metadata; "
+        "what tests/unit/test_notebooks_clean.py requires) and exit",
+    )
     return parser.parse_args(argv)
+
+
+def strip(path: Path) -> bool:
+    """Remove outputs, execution counts, execution metadata and papermill's injected cells; True if changed."""
+    import nbformat
+
+    book = nbformat.read(path, as_version=4)
+    before = nbformat.writes(book)
+    book.cells = [c for c in book.cells if "injected-parameters" not in c.metadata.get("tags", [])]
+    for cell in book.cells:
+        tags = [t for t in cell.metadata.get("tags", []) if t != "injected-parameters"]
+        cell.metadata = nbformat.NotebookNode({"tags": tags} if tags else {})
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    book.metadata = nbformat.NotebookNode({k: v for k, v in book.metadata.items() if k == "kernelspec"})
+    book.metadata["language_info"] = {"name": "python"}  # the kernel's version is not part of the source
+    book.metadata.setdefault(
+        "kernelspec", {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+    )
+    after = nbformat.writes(book)
+    if after != before:
+        path.write_text(after + "\n", encoding="utf-8")
+    return after != before
 
 
 def kernel_python() -> str:
@@ -93,6 +122,10 @@ def render(args: argparse.Namespace) -> dict[str, Path]:
 
 def main(argv: list[str]) -> int:
     args = parse(argv)
+    if args.strip:
+        for path in sorted(NOTEBOOKS.glob("*.ipynb")):
+            print(f"{path.relative_to(ROOT)}: {'stripped' if strip(path) else 'clean'}")
+        return 0
     try:
         import papermill
     except ImportError:

@@ -1,8 +1,8 @@
 """notebooks/ is kept without outputs, each notebook has its papermill parameters and reads only the facade.
 
-Stripping a notebook after running it in Jupyter:
-    .venv/bin/jupyter nbconvert --clear-output --ClearMetadataPreprocessor.enabled=True --inplace notebooks/*.ipynb
-(or run it with scripts/render-notebooks, which writes executed copies under the state folder, never here).
+Strip the notebooks after working on them in Jupyter with ``scripts/render-notebooks --strip`` (outputs,
+execution counts, execution metadata, papermill's injected cells); scripts/render-notebooks itself writes
+the executed copies under the state folder, never here.
 That they run, against real state, is tests/integration/notebooks/test_notebooks.py.
 """
 
@@ -32,7 +32,7 @@ def test_the_notebooks_are_there() -> None:
 def test_no_outputs_and_no_execution_metadata(name: str) -> None:
     book = load(name)
     for n, cell in enumerate(book["cells"]):
-        where = f"notebooks/{name}.ipynb cell {n}: strip it (see this test's docstring)"
+        where = f"notebooks/{name}.ipynb cell {n}: run scripts/render-notebooks --strip"
         if cell["cell_type"] == "code":
             assert cell.get("outputs") == [], f"{where}: has outputs"
             assert cell.get("execution_count") is None, f"{where}: has an execution count"
