@@ -156,9 +156,13 @@ def failback(ctx: OperateContext, request: FailbackRequest, confirm: Confirm | N
                 done = progress.get(key)
                 caught_up[key] = (end, done.next_upstream if done is not None else 0)
 
+    # What each group had processed on the origin, as its last checkpoint recorded: with the offsets it
+    # still holds there, failback never re-reads those records unless the group was set back on B.
+    checkpointed = {r.checkpoint.key: r.checkpoint.upstream_offset
+                    for r in (ctx.checkpoints.latest(flow.name, names) if names else [])}
     admin_origin = ctx.clusters.admin(origin)
     plan = failback_plan(flow.name, origin, names, offsets, routes, indexes, _facts(admin_origin, names), caught_up,
-                         leaving, reverse.name if reverse is not None else None)
+                         leaving, reverse.name if reverse is not None else None, checkpointed)
     return _finish(ctx, plan, names, None, request.apply, confirm, admin_origin, started, None)
 
 
