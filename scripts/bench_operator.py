@@ -118,6 +118,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--commands", default=",".join(COMMANDS), help="comma-separated subset of the commands")
     p.add_argument("--no-spark", action="store_true", help="measure only the delta-rs reader")
     p.add_argument(
+        "--spark-commands",
+        default=",".join(COMMANDS),
+        help="commands also measured with the Spark reader (comma-separated)",
+    )
+    p.add_argument(
         "--spark-phases",
         default="before_maintain,after_maintain",
         help="phases in which the Spark reader is measured too (it costs a JVM start per command)",
@@ -410,8 +415,15 @@ def run_cli(cfg: Path, argv: list[str], mode: str, timeout: float, prefix: list[
         sampler = TreeSampler(proc.pid)
         sampler.start()
         timer = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
+        timer.daemon = True
         timer.start()
-        _, wait_status, usage = os.wait4(proc.pid, 0)
+        try:
+            _, wait_status, usage = os.wait4(proc.pid, 0)
+        except BaseException:  # stopped (SIGTERM, Ctrl-C): the CLI and its JVM go too
+            timer.cancel()
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            raise
         seconds = time.perf_counter() - started
         CHILDREN.discard(proc.pid)
         timer.cancel()
@@ -480,6 +492,8 @@ def measure_phase(args: argparse.Namespace, cfg: Path, phase: str, commands: lis
             argv = [a.replace("{group}", group) for a in argv_template]
             for mode in modes:
                 if rep >= (args.repeats if mode == "delta-rs" else args.spark_repeats):
+                    continue
+                if mode == "spark" and name not in args.spark_commands.split(","):
                     continue
                 r = run_cli(cfg, argv, mode, args.timeout)
                 facts = digest(name, r.pop("stdout"))
@@ -870,6 +884,7 @@ def main(argv: list[str] | None = None) -> int:
             "repeats_delta_rs": args.repeats,
             "repeats_spark": 0 if args.no_spark else args.spark_repeats,
             "spark_phases": [] if args.no_spark else args.spark_phases.split(","),
+            "spark_commands": [] if args.no_spark else args.spark_commands.split(","),
             "cpus": os.cpu_count(),
             "clusters_start_seconds": round(clusters_seconds, 1),
             "topics_create_seconds": round(topics_seconds, 1),
