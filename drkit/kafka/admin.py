@@ -57,6 +57,7 @@ class KafkaAdmin:
         from confluent_kafka import KafkaError
         from confluent_kafka.admin import OffsetSpec
 
+        absent = (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._NOENT, KafkaError._UNKNOWN_PARTITION)
         earliest = OffsetSpec.earliest()  # type: ignore[no-untyped-call]
         request = {TopicPartition(t, p): earliest for t, p in sorted(set(partitions))}
         if not request:
@@ -70,7 +71,9 @@ class KafkaAdmin:
             try:
                 out[(tp.topic, tp.partition)] = future.result().offset
             except KafkaException as exc:
-                if exc.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+                # No such topic or partition (librdkafka says _NOENT when it finds no leader for a topic
+                # it does not know): left out, so the caller cannot translate with it, the safe side.
+                if exc.args[0].code() in absent:
                     continue
                 raise self._fail(f"cannot read the start offset of {tp.topic}/{tp.partition}", exc) from None
         return out

@@ -96,3 +96,17 @@ def test_partitions_with_nothing_to_mirror_fail_over_exactly(
     assert content(got) == content(expected)
     assert {p: len(rs) for p, rs in content(got).items()} == {0: 4, 1: 5, 2: 20, 3: 5}
     print(f"failover with nothing to mirror: {len(got)} records read on B, one by one as on A")
+
+
+def test_start_offsets_follow_delete_records_and_leave_absent_partitions_out(clusters: dict[str, str]) -> None:
+    from drkit.config import ClusterConfig
+    from drkit.kafka.admin import KafkaAdmin
+
+    topic = unique("starts")
+    create_topic(clusters["A"], topic, 2)
+    produce(clusters["A"], topic, [{"partition": 0, "value": b"x"} for _ in range(10)])
+    delete_records(clusters["A"], topic, 0, 7)
+    admin = KafkaAdmin(ClusterConfig(bootstrap_servers=clusters["A"]), "A")
+    wanted = [(topic, 0), (topic, 1), (topic, 2), (unique("no-such-topic"), 0)]
+    assert admin.start_offsets(wanted) == {(topic, 0): 7, (topic, 1): 0}
+    assert admin.start_offsets([]) == {}

@@ -137,6 +137,9 @@ def test_time_travel_and_findings(clusters: dict[str, str], spark: Any,
                            "groups": {"include": [group]}}])
     service = Drkit(config, spark)
     service.mirror(None, once=True)
+    # A record on partition 1 the mirror has not copied: nothing of it is mirrored, and there is
+    # something to mirror (an empty partition would translate to the target's start).
+    produce(clusters["A"], topic, [{"partition": 1, "value": b"late"}])
 
     # Partition 1 has nothing mirrored; the other topic is not mirrored at all.
     commit(clusters["A"], group, {(topic, 0): 10, (topic, 1): 0, (other, 0): 1})
