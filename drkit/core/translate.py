@@ -15,7 +15,9 @@ offset-syncs of one partition (the set M of mirrored upstream offsets and where 
   partition's start, where the next record the mirror copies would land
   (:func:`translate_unmirrored`; the source's bounds must be read after ``C``).
 
-The inverse (target offset back to source, for failback) is the same rule with sides swapped.
+The inverse (target offset back to source, for failback) is the same rule with sides swapped;
+failback also weighs what the group is known to have processed on the origin, since an inverse past
+the end of the mirrored range is provisional too (``drkit.core.plan.translate_back``).
 
 Where a replay mirrored one upstream offset twice, the earliest copy is chosen: it can cost
 re-delivered records, never lost ones.
