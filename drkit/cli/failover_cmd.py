@@ -46,9 +46,9 @@ def _render(result: OperationResult) -> Iterable[RenderableType]:
     plan = result.plan
     rows = [[m.group, f"{m.from_topic}/{m.partition}", m.committed, f"{m.to_topic}/{m.partition}",
              "-" if m.current is None else m.current, "-" if m.new is None else m.new,
-             "yes" if m.changes else "", m.position.value] for m in plan.moves]
+             "yes" if m.changes else "", m.position.value, m.basis.value] for m in plan.moves]
     yield table(f"{plan.action} {plan.flow}: offsets on {plan.destination}",
-                ["group", "from", "offset", "to", "current", "new", "changes", "position"], rows)
+                ["group", "from", "offset", "to", "current", "new", "changes", "position", "basis"], rows)
     if result.rpo is not None:
         yield _rpo_line(result.rpo)
     for w in plan.warnings:
