@@ -23,3 +23,10 @@ KAFKA_BROKER_ARTIFACTS: tuple[str, ...] = (
     f"org.apache.kafka:kafka_{SCALA_BINARY}:{KAFKA_VERSION}",
     f"org.apache.logging.log4j:log4j-slf4j-impl:{LOG4J_VERSION}",
 )
+
+#: Maven coordinates of Apache Kafka's MirrorMaker 2 (dedicated mode, ``org.apache.kafka.connect.mirror.MirrorMaker``)
+#: at the broker's version, with the same log4j2 binding: only the benchmark runs it, side by side with drkit.
+MIRROR_MAKER_ARTIFACTS: tuple[str, ...] = (
+    f"org.apache.kafka:connect-mirror:{KAFKA_VERSION}",
+    f"org.apache.logging.log4j:log4j-slf4j-impl:{LOG4J_VERSION}",
+)

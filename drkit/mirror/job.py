@@ -27,6 +27,7 @@ import re
 import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -97,16 +98,21 @@ class MirrorJob:
         self.target_admin = KafkaAdmin(self.target, flow.target)
         self._stream_id: str | None = None
         self._first_batch_done = False
-        self._next_offset: dict[tuple[str, int], int] = {}
         self._known_targets: dict[str, str] = {}
         self.reports: list[BatchReport] = []
+        self.observer = SourceObserver(flow, self.source_admin, self.runs)
 
     def summary(self) -> MirrorSummary:
         reports = list(self.reports)
-        return MirrorSummary(self.flow.name, len(reports), sum(1 for r in reports if r.skipped),
-                             sum(r.records for r in reports), sum(r.bytes for r in reports),
-                             sum(r.ranges for r in reports),
-                             tuple(sorted({t for r in reports for t in r.created_topics})))
+        return MirrorSummary(
+            self.flow.name,
+            len(reports),
+            sum(1 for r in reports if r.skipped),
+            sum(r.records for r in reports),
+            sum(r.bytes for r in reports),
+            sum(r.ranges for r in reports),
+            tuple(sorted({t for r in reports for t in r.created_topics})),
+        )
 
     # -- the stream -------------------------------------------------------------------------
 
@@ -131,9 +137,11 @@ class MirrorJob:
 
     def start(self, once: bool) -> StreamingQuery:
         self.syncs.ensure()
+        self.observer.start()
         self.stream_checkpoint.parent.mkdir(parents=True, exist_ok=True)
         writer = (
-            self.source_stream().writeStream.queryName(f"drkit-mirror-{flow_dir_name(self.flow.name)}")
+            self.source_stream()
+            .writeStream.queryName(f"drkit-mirror-{flow_dir_name(self.flow.name)}")
             .option("checkpointLocation", str(self.stream_checkpoint))
             .foreachBatch(self._process_batch)
         )
@@ -156,21 +164,32 @@ class MirrorJob:
         report = BatchReport(batch_id)
         stream_id = self.stream_id()
         # Spark replays at most one batch after a restart: the first one this process runs. Later
-        # batches are new, so the (full-table) check is done once per run, not once per batch.
+        # batches are new, so the check (Delta's transaction record, read from the log) is done once per run.
         first_of_run, self._first_batch_done = not self._first_batch_done, True
         if first_of_run and self.syncs.batch_written(stream_id, batch_id):
-            log.warning("flow %s: batch %d was recorded before the restart; not producing it again",
-                        self.flow.name, batch_id)
+            log.warning(
+                "flow %s: batch %d was recorded before the restart; not producing it again", self.flow.name, batch_id
+            )
             report.skipped = True
             self.reports.append(report)
             return
         topic_map, report.created_topics = self._prepare_targets()
         producer_conf = self._producer_conf()
         task: Any = deliver_batches(producer_conf, topic_map)
-        ranges = batch.mapInArrow(task, RANGE_SCHEMA).collect()
+        try:
+            # One task per core, not one per source partition: a task's fixed cost (scheduling, the plan,
+            # the Python worker hand-off) is paid per task, and a batch has many small partitions. coalesce
+            # without a shuffle concatenates whole source partitions, each still in offset order.
+            ranges = batch.coalesce(self._tasks()).mapInArrow(task, RANGE_SCHEMA).collect()
+        except Exception as exc:
+            raise self.explain(exc) from None
         rows = [
-            SyncRow(r.source_topic, r.target_topic, r.partition,
-                    SyncRange(r.upstream_first, r.upstream_last, r.downstream_first, r.downstream_last))
+            SyncRow(
+                r.source_topic,
+                r.target_topic,
+                r.partition,
+                SyncRange(r.upstream_first, r.upstream_last, r.downstream_first, r.downstream_last),
+            )
             for r in ranges
         ]
         report.records = sum(r.record_count for r in ranges)
@@ -183,33 +202,44 @@ class MirrorJob:
         metrics.MIRROR_BYTES.labels(self.flow.name).inc(report.bytes)
         metrics.MIRROR_BATCH_SECONDS.labels(self.flow.name).observe(report.seconds)
         metrics.MIRROR_LAST_BATCH.labels(self.flow.name).set_to_current_time()
-        self._update_lag(topic_map, rows)
+        newest = {(r.source_topic, r.partition): r.max_timestamp for r in ranges if r.max_timestamp}
+        # The syncs of this batch are durable: observe the source's ends now, in the background (a
+        # round trip to the source must not hold the next batch back).
+        self.observer.after_batch(topic_map, rows, newest, report.records)
         self.reports.append(report)
-        log.info("flow %s: batch %d mirrored %d records in %d ranges (%.2fs)", self.flow.name, batch_id,
-                 report.records, report.ranges, report.seconds)
+        log.info(
+            "flow %s: batch %d mirrored %d records in %d ranges (%.2fs)",
+            self.flow.name,
+            batch_id,
+            report.records,
+            report.ranges,
+            report.seconds,
+        )
 
-    def _update_lag(self, topic_map: dict[str, str], rows: list[SyncRow]) -> None:
-        """Lag gauge per partition: source end (read_committed) minus the next offset to mirror; the ends
-        are recorded as the mirror's observation of the source."""
-        for r in rows:
-            key = (r.source_topic, r.partition)
-            self._next_offset[key] = max(self._next_offset.get(key, 0), r.range.upstream_last + 1)
+    def explain(self, exc: BaseException) -> BaseException:
+        """The operator-facing error of a failed batch: delivery failures as they are; a source that cannot
+        be read is named, with what to do."""
+        text = str(exc)
+        if FAILURE_MARKER in text or not _SOURCE_READ_FAILURE.search(text):
+            return exc
+        return MirrorError(source_unreachable(self.flow, self.source.bootstrap_servers, _cause(text)))
+
+    def _tasks(self) -> int:
+        return max(1, int(self.spark.sparkContext.defaultParallelism))
+
+    def describe_failure(self, error: BaseException) -> str:
+        """One line for a query that stopped: the cause, and for a source that cannot be read, what to do."""
+        text = str(error)
+        if FAILURE_MARKER not in text and "MirrorError: " not in text and _SOURCE_READ_FAILURE.search(text):
+            return source_unreachable(self.flow, self.source.bootstrap_servers, _cause(text))
+        return failure_message(error)
+
+    def source_reachable(self, timeout: float = 2.0) -> bool:
         try:
-            counts = self.source_admin.partition_counts()
-            ends = self.source_admin.end_offsets({t: counts[t] for t in topic_map if t in counts})
-        except DrkitError as exc:  # metrics must never fail a batch
-            log.warning("flow %s: lag not measured: %s", self.flow.name, exc)
-            return
-        # After this batch's syncs are written: should the source be lost before the next one, this is
-        # the freshest knowledge of what it held (the RPO's lower bound, and with the previous one a rate).
-        try:
-            self.runs.observe_source_ends(JobKind.MIRROR, self.flow.name,
-                                          EndsObservation(int(time.time() * 1000), ends))
-        except OSError as exc:
-            log.warning("flow %s: source ends not recorded: %s", self.flow.name, exc)
-        for (topic, partition), end in ends.items():
-            lag = max(0, end - self._next_offset.get((topic, partition), 0))
-            metrics.MIRROR_LAG.labels(self.flow.name, topic, str(partition)).set(lag)
+            KafkaAdmin(self.source, self.flow.source, timeout=timeout).partition_counts()
+        except DrkitError:
+            return False
+        return True
 
     def _prepare_targets(self) -> tuple[dict[str, str], list[str]]:
         counts = self.source_admin.partition_counts()
@@ -217,8 +247,13 @@ class MirrorJob:
         pairs = [TopicPair(t, self.policy.target_topic(self.flow.source, t), counts[t]) for t in selected]
         created: list[str] = []
         if any(p.source not in self._known_targets for p in pairs):
-            created = ensure_target_topics(self.source_admin.client, self.target_admin.client, pairs,
-                                           self.flow.mirror.target_replication_factor, self.flow.target)
+            created = ensure_target_topics(
+                self.source_admin.client,
+                self.target_admin.client,
+                pairs,
+                self.flow.mirror.target_replication_factor,
+                self.flow.target,
+            )
             self._known_targets.update({p.source: p.target for p in pairs})
         return {p.source: p.target for p in pairs}, created
 
@@ -229,6 +264,154 @@ class MirrorJob:
         conf.update(self.flow.mirror.producer)
         conf.update(PRODUCER_FIXED)
         return conf
+
+
+class SourceObserver:
+    """The source's end offsets, observed in a background thread: right after each batch's syncs are
+    written, and every ``observe_interval_seconds`` while no batch runs.
+
+    Each observation is recorded as the mirror's knowledge of the source (``RunFiles.observe_source_ends``):
+    should the source be lost, failover's RPO starts from the freshest one, taken after the syncs of the
+    last batch. A round trip to the source must not hold the next batch back, hence the thread; a
+    request made while one is in flight is served right after it (observations never lag a batch by more
+    than one round trip). It also sets the lag gauges: records per partition, and seconds, an upper bound
+    of the age of the oldest record not yet mirrored (0 when caught up; otherwise the time since the
+    partition was last seen caught up or since the source timestamp of its newest mirrored record,
+    whichever is later: every unmirrored record came after both), and the records mirrored per second.
+    """
+
+    RATE_WINDOW = 10.0
+
+    def __init__(self, flow: FlowConfig, admin: KafkaAdmin, runs: RunFiles) -> None:
+        self.flow = flow
+        self.admin = admin
+        self.runs = runs
+        self.interval = flow.mirror.observe_interval_seconds
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._closed = threading.Event()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._topics: set[str] = set()
+        self._next: dict[tuple[str, int], int] = {}
+        self._newest_ms: dict[tuple[str, int], int] = {}
+        self._caught_up: dict[tuple[str, int], float] = {}
+        self._batches: deque[tuple[float, int]] = deque()
+        self._thread: threading.Thread | None = None
+        self.observations = 0
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name=f"drkit-observer-{self.flow.name}", daemon=True)
+            self._thread.start()
+
+    def after_batch(
+        self, topic_map: dict[str, str], rows: list[SyncRow], newest_ms: dict[tuple[str, int], int], records: int
+    ) -> None:
+        now = time.time()
+        with self._lock:
+            self._topics |= set(topic_map)
+            for r in rows:
+                key = (r.source_topic, r.partition)
+                self._next[key] = max(self._next.get(key, 0), r.range.upstream_last + 1)
+            for key, ms in newest_ms.items():
+                self._newest_ms[key] = max(self._newest_ms.get(key, 0), ms)
+            self._batches.append((now, records))
+            self._set_rate(now)
+            self._idle.clear()
+        self._wake.set()
+
+    def _set_rate(self, now: float) -> None:
+        while self._batches and self._batches[0][0] < now - self.RATE_WINDOW:
+            self._batches.popleft()
+        metrics.MIRROR_RATE.labels(self.flow.name).set(sum(n for _, n in self._batches) / self.RATE_WINDOW)
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until the observation requested by the last batch is done (tests, shutdown)."""
+        return self._idle.wait(timeout)
+
+    def close(self, timeout: float = 5.0) -> None:
+        self.wait_idle(timeout)
+        self._closed.set()
+        self._wake.set()
+
+    def _loop(self) -> None:
+        while not self._closed.is_set():
+            self._wake.wait(self.interval)
+            self._wake.clear()
+            if self._closed.is_set():
+                return
+            try:
+                self.observe()
+            except Exception as exc:  # metrics must never stop the mirror
+                log.warning("flow %s: source not observed: %s", self.flow.name, exc)
+            finally:
+                if not self._wake.is_set():
+                    self._idle.set()
+
+    def observe(self) -> None:
+        with self._lock:
+            topics = set(self._topics)
+            self._set_rate(time.time())
+        if not topics:
+            return
+        try:
+            counts = self.admin.partition_counts()
+            ends = self.admin.end_offsets({t: counts[t] for t in topics if t in counts})
+        except DrkitError as exc:
+            log.warning("flow %s: lag not measured: %s", self.flow.name, exc)
+            return
+        at = time.time()
+        try:
+            self.runs.observe_source_ends(JobKind.MIRROR, self.flow.name, EndsObservation(int(at * 1000), ends))
+        except OSError as exc:
+            log.warning("flow %s: source ends not recorded: %s", self.flow.name, exc)
+        self.observations += 1
+        worst = 0.0
+        with self._lock:
+            for (topic, partition), end in ends.items():
+                key = (topic, partition)
+                lag = max(0, end - self._next.get(key, 0))
+                metrics.MIRROR_LAG.labels(self.flow.name, topic, str(partition)).set(lag)
+                if lag == 0:
+                    self._caught_up[key] = at
+                    continue
+                since = max(self._caught_up.get(key, 0.0), self._newest_ms.get(key, 0) / 1000)
+                if since:
+                    worst = max(worst, at - since)
+        metrics.MIRROR_LAG_SECONDS.labels(self.flow.name).set(worst)
+
+
+#: Kafka client errors that mean the source cannot be read (broker down, unreachable, or not answering).
+_SOURCE_READ_FAILURE = re.compile(
+    r"(Timeout of \d+ms expired before the position for partition"
+    r"|Timed out waiting for a node assignment"
+    r"|TimeoutException: Timeout of \d+ms expired"
+    r"|Cannot fetch record for offset"
+    r"|KafkaConsumer.*Connection refused"
+    r"|Failed to get records for .* after polling)"
+)
+
+
+def _cause(text: str) -> str:
+    """The Kafka client's own words: the first line that matches a source read failure."""
+    for line in text.splitlines():
+        match = _SOURCE_READ_FAILURE.search(line)
+        if match:
+            return (
+                line[line.rfind("Exception: ", 0, match.start()) + len("Exception: ") :].strip()[:300]
+                if "Exception: " in line[: match.start()]
+                else line.strip()[:300]
+            )
+    return text.splitlines()[0][:300] if text else ""
+
+
+def source_unreachable(flow: FlowConfig, bootstrap: str, cause: str) -> str:
+    return (
+        f"source cluster {flow.source} ({bootstrap}) cannot be read: {cause}. If {flow.source} is down or "
+        f"unreachable from this host, restore it and restart the mirror (it resumes where it stopped); "
+        f"if {flow.source} is lost, fail the groups over: drkit failover --flow '{flow.name}'"
+    )
 
 
 def failure_message(exc: BaseException) -> str:
@@ -245,7 +428,13 @@ def failure_message(exc: BaseException) -> str:
                 return line.split(f"{name}: ", 1)[1].strip()
     if isinstance(exc, DrkitError):
         return text
-    first = next((ln.strip() for ln in text.splitlines() if ln.strip()), type(exc).__name__)
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    # Py4J wraps a Python error raised inside foreachBatch: its last line is the error itself.
+    if lines and lines[0].startswith("An exception was raised by the Python Proxy"):
+        errors = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception): ", ln)]
+        if errors:
+            return errors[-1][:500]
+    first = lines[0] if lines else type(exc).__name__
     return first[:500]
 
 
@@ -256,30 +445,35 @@ class MirrorRunner:
         self.jobs = [MirrorJob(config, f, spark) for f in flows]
         self._stop = threading.Event()
 
-    def run(self, once: bool, poll_seconds: float = 0.5,
-            on_progress: Callable[[list[MirrorSummary]], None] | None = None) -> list[MirrorSummary]:
-        queries = [job.start(once) for job in self.jobs]
+    def run(
+        self, once: bool, poll_seconds: float = 0.2, on_progress: Callable[[list[MirrorSummary]], None] | None = None
+    ) -> list[MirrorSummary]:
+        queries: list[StreamingQuery] = []
         previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
         if threading.current_thread() is threading.main_thread():
             for s in previous:
                 signal.signal(s, lambda *_: self._stop.set())
         try:
+            for job in self.jobs:
+                queries.append(job.start(once))
             while any(q.isActive for q in queries):
                 if self._stop.is_set():
-                    self._stop_after_current_batch(queries)
+                    self._stop_queries(queries)
                     break
                 if on_progress is not None:
                     on_progress([job.summary() for job in self.jobs])
-                time.sleep(poll_seconds)
+                self._stop.wait(poll_seconds)
             for query, job in zip(queries, self.jobs, strict=True):
                 error = query.exception()
                 if error is not None:
                     metrics.ERRORS.labels(job.flow.name, "mirror").inc()
-                    raise MirrorError(f"mirror of flow {job.flow.name} stopped: {failure_message(error)}")
+                    raise MirrorError(f"mirror of flow {job.flow.name} stopped: {job.describe_failure(error)}")
         finally:
             for q in queries:
                 if q.isActive:
                     q.stop()
+            for job in self.jobs:
+                job.observer.close()
             if threading.current_thread() is threading.main_thread():
                 for s, handler in previous.items():
                     signal.signal(s, handler)
@@ -288,10 +482,22 @@ class MirrorRunner:
     def stop(self) -> None:
         self._stop.set()
 
-    @staticmethod
-    def _stop_after_current_batch(queries: list[StreamingQuery], timeout: float = 120.0) -> None:
-        deadline = time.monotonic() + timeout
-        for q in queries:
+    def _stop_queries(self, queries: list[StreamingQuery]) -> None:
+        """Let the running batches finish within their flow's grace, then stop every query.
+
+        A batch stopped half way is produced again after a restart (duplicates, never a loss: Spark did
+        not commit it and its syncs were not written). A source that cannot be read makes the batch wait
+        for Kafka's timeouts, so it is not waited for at all.
+        """
+        for q, job in zip(queries, self.jobs, strict=False):
+            deadline = time.monotonic() + job.flow.mirror.stop_grace_seconds
             while q.isActive and q.status.get("isTriggerActive") and time.monotonic() < deadline:
+                if not job.source_reachable():
+                    log.warning(
+                        "flow %s: source %s unreachable: stopping the running batch", job.flow.name, job.flow.source
+                    )
+                    break
                 time.sleep(0.1)
-            q.stop()
+        for q in queries:
+            if q.isActive:
+                q.stop()

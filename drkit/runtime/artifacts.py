@@ -68,9 +68,21 @@ def resolve(name: str, coordinates: tuple[str, ...]) -> Path:
         pom.write_text(_pom(coordinates))
         settings.write_text(_SETTINGS)
         result = subprocess.run(
-            [mvn, "-q", "-B", "-s", str(settings), "-f", str(pom), "dependency:copy-dependencies",
-             "-DincludeScope=runtime", f"-DoutputDirectory={target}"],
-            capture_output=True, text=True, check=False,
+            [
+                mvn,
+                "-q",
+                "-B",
+                "-s",
+                str(settings),
+                "-f",
+                str(pom),
+                "dependency:copy-dependencies",
+                "-DincludeScope=runtime",
+                f"-DoutputDirectory={target}",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
         )
     if result.returncode != 0:
         lines = [ln for ln in (result.stdout + result.stderr).splitlines() if "ERROR" in ln]
@@ -83,6 +95,11 @@ def resolve(name: str, coordinates: tuple[str, ...]) -> Path:
 def kafka_broker_libs() -> Path:
     """The classpath folder of an Apache Kafka broker (KRaft) and its log4j2 binding."""
     return resolve("kafka", versions.KAFKA_BROKER_ARTIFACTS)
+
+
+def mirror_maker_libs() -> Path:
+    """The classpath folder of Apache Kafka's MirrorMaker 2 (connect-mirror at the broker's version)."""
+    return resolve("mirrormaker", versions.MIRROR_MAKER_ARTIFACTS)
 
 
 def spark_extra_jars() -> list[Path]:

@@ -34,6 +34,8 @@ DEFAULTS: dict[str, str] = {
     "spark.task.maxFailures": "1",
     "spark.driver.memory": "2g",
     "spark.python.worker.reuse": "true",
+    # Streaming batches are short: never hold a task back waiting for a "better" executor.
+    "spark.locality.wait": "0s",
 }
 
 

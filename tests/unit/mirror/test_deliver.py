@@ -18,10 +18,17 @@ TOPIC_MAP = {"orders": "A.orders", "users": "A.users"}
 CONF = {"bootstrap.servers": "target:9092"}
 
 HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
-INPUT_SCHEMA = pa.schema([
-    ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()), ("key", pa.binary()),
-    ("value", pa.binary()), ("ts", pa.int64()), ("headers", HEADERS_TYPE),
-])
+INPUT_SCHEMA = pa.schema(
+    [
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("ts", pa.int64()),
+        ("headers", HEADERS_TYPE),
+    ]
+)
 
 
 class FakeError:
@@ -35,8 +42,16 @@ class FakeError:
 
 
 class FakeMessage:
-    def __init__(self, offset: int) -> None:
-        self._offset = offset
+    """What a delivery callback gets: the target topic and partition, and the offset (-1 on failure)."""
+
+    def __init__(self, topic: str, partition: int, offset: int) -> None:
+        self._topic, self._partition, self._offset = topic, partition, offset
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
 
     def offset(self) -> int:
         return self._offset
@@ -50,8 +65,9 @@ class FakeProducer:
     BufferError first (the local queue is full).
     """
 
-    def __init__(self, skip: dict[tuple[str, int], set[int]] | None = None, fail: Iterable[bytes] = (),
-                 buffer_full: int = 0) -> None:
+    def __init__(
+        self, skip: dict[tuple[str, int], set[int]] | None = None, fail: Iterable[bytes] = (), buffer_full: int = 0
+    ) -> None:
         self.skip = skip or {}
         self.fail = set(fail)
         self.buffer_full = buffer_full
@@ -61,20 +77,38 @@ class FakeProducer:
         self.polls = 0
         self.flushes: list[float] = []
 
-    def produce(self, topic: str, *, partition: int, key: bytes | None, value: bytes | None, timestamp: int,
-                on_delivery: Callable[[Any, Any], None], headers: list[tuple[str, bytes]] | None = None) -> None:
+    def produce(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        partition: int = -1,
+        on_delivery: Callable[[Any, Any], None] | None = None,
+        timestamp: int = 0,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None:
+        """confluent_kafka.Producer.produce's signature (positional or keyword)."""
+        assert on_delivery is not None
         if self.buffer_full:
             self.buffer_full -= 1
             raise BufferError("Local: Queue full")
-        self.produced.append({"topic": topic, "partition": partition, "key": key, "value": value,
-                              "timestamp": timestamp, "headers": headers})
+        self.produced.append(
+            {
+                "topic": topic,
+                "partition": partition,
+                "key": key,
+                "value": value,
+                "timestamp": timestamp,
+                "headers": headers,
+            }
+        )
         if value in self.fail:
-            self.pending.append((on_delivery, FakeError(), None))
+            self.pending.append((on_delivery, FakeError(), FakeMessage(topic, partition, -1)))
             return
         where = (topic, partition)
         while self.next[where] in self.skip.get(where, set()):
             self.next[where] += 1
-        self.pending.append((on_delivery, None, FakeMessage(self.next[where])))
+        self.pending.append((on_delivery, None, FakeMessage(topic, partition, self.next[where])))
         self.next[where] += 1
 
     def _report(self) -> int:
@@ -99,8 +133,12 @@ Record = tuple[str, int, int, bytes | None, bytes | None]  # topic, partition, o
 def batch(records: list[Record], headers: list[list[dict[str, Any]] | None] | None = None) -> pa.RecordBatch:
     """Records as the mirror's source stream gives them to mapInArrow (INPUT_COLUMNS, ts = offset * 10)."""
     columns = {
-        "topic": [r[0] for r in records], "partition": [r[1] for r in records], "offset": [r[2] for r in records],
-        "key": [r[3] for r in records], "value": [r[4] for r in records], "ts": [r[2] * 10 for r in records],
+        "topic": [r[0] for r in records],
+        "partition": [r[1] for r in records],
+        "offset": [r[2] for r in records],
+        "key": [r[3] for r in records],
+        "value": [r[4] for r in records],
+        "ts": [r[2] * 10 for r in records],
         "headers": headers or [None] * len(records),
     }
     assert tuple(columns) == INPUT_COLUMNS
@@ -137,7 +175,8 @@ def ranges(rows: list[dict[str, Any]]) -> dict[tuple[str, int], list[tuple[int, 
         assert r["record_count"] == r["upstream_last"] - r["upstream_first"] + 1
         assert r["target_topic"] == TOPIC_MAP[r["source_topic"]]
         out[(r["source_topic"], r["partition"])].append(
-            (r["upstream_first"], r["upstream_last"], r["downstream_first"], r["downstream_last"]))
+            (r["upstream_first"], r["upstream_last"], r["downstream_first"], r["downstream_last"])
+        )
     return dict(out)
 
 
@@ -148,9 +187,9 @@ def contiguous(topic: str, partition: int, offsets: Iterable[int], size: int = 3
 # ------------------------------------------------------------------------------ schema
 
 
-def test_task_rows_are_the_range_columns_of_offset_syncs_plus_bytes() -> None:
-    range_ddl = RANGE_SCHEMA.removesuffix(", bytes BIGINT")
-    assert RANGE_SCHEMA.endswith(", bytes BIGINT") and "NOT NULL" not in RANGE_SCHEMA
+def test_task_rows_are_the_range_columns_of_offset_syncs_plus_bytes_and_newest_timestamp() -> None:
+    range_ddl = RANGE_SCHEMA.removesuffix(", bytes BIGINT, max_timestamp BIGINT")
+    assert RANGE_SCHEMA.endswith(", bytes BIGINT, max_timestamp BIGINT") and "NOT NULL" not in RANGE_SCHEMA
     assert range_ddl.replace(",", " NOT NULL,") + " NOT NULL" in OFFSET_SYNCS_DDL
 
 
@@ -160,8 +199,11 @@ def test_task_rows_are_the_range_columns_of_offset_syncs_plus_bytes() -> None:
 def test_contiguous_delivery_is_one_range_per_partition(install: Any) -> None:
     fake = FakeProducer()
     install(fake)
-    records = (contiguous("orders", 0, range(0, 5)) + contiguous("orders", 1, range(10, 13), size=7)
-               + contiguous("users", 0, range(3, 4)))
+    records = (
+        contiguous("orders", 0, range(0, 5))
+        + contiguous("orders", 1, range(10, 13), size=7)
+        + contiguous("users", 0, range(3, 4))
+    )
     rows = run([batch(records[:4]), batch(records[4:])])
 
     assert ranges(rows) == {
@@ -171,7 +213,10 @@ def test_contiguous_delivery_is_one_range_per_partition(install: Any) -> None:
     }
     # bytes: key + value of every record of the partition
     assert {(r["source_topic"], r["partition"]): r["bytes"] for r in rows} == {
-        ("orders", 0): 5 * (1 + 3), ("orders", 1): 3 * (1 + 7), ("users", 0): 1 + 3}
+        ("orders", 0): 5 * (1 + 3),
+        ("orders", 1): 3 * (1 + 7),
+        ("users", 0): 1 + 3,
+    }
     assert fake.flushes == [300.0]
 
 
@@ -201,14 +246,20 @@ def test_records_go_in_source_order_to_the_same_partition_with_key_value_timesta
     fake = FakeProducer()
     install(fake)
     records: list[Record] = [
-        ("orders", 3, 40, b"a", b"1"), ("users", 1, 7, None, b"2"), ("orders", 3, 41, b"b", None),
-        ("orders", 0, 9, b"c", b"3"), ("orders", 3, 42, b"d", b"4"),
+        ("orders", 3, 40, b"a", b"1"),
+        ("users", 1, 7, None, b"2"),
+        ("orders", 3, 41, b"b", None),
+        ("orders", 0, 9, b"c", b"3"),
+        ("orders", 3, 42, b"d", b"4"),
     ]
     run([batch(records[:2]), batch(records[2:])])
 
     assert [(p["topic"], p["partition"], p["key"], p["value"], p["timestamp"]) for p in fake.produced] == [
-        ("A.orders", 3, b"a", b"1", 400), ("A.users", 1, None, b"2", 70), ("A.orders", 3, b"b", None, 410),
-        ("A.orders", 0, b"c", b"3", 90), ("A.orders", 3, b"d", b"4", 420),
+        ("A.orders", 3, b"a", b"1", 400),
+        ("A.users", 1, None, b"2", 70),
+        ("A.orders", 3, b"b", None, 410),
+        ("A.orders", 0, b"c", b"3", 90),
+        ("A.orders", 3, b"d", b"4", 420),
     ]
 
 
@@ -222,8 +273,7 @@ def test_headers_are_passed_through(install: Any) -> None:
     ]
     run([batch(contiguous("orders", 0, range(3)), headers)])
 
-    assert [p["headers"] for p in fake.produced] == [
-        [("trace", b"abc"), ("trace", None), ("type", b"x")], None, None]
+    assert [p["headers"] for p in fake.produced] == [[("trace", b"abc"), ("trace", None), ("type", b"x")], None, None]
 
 
 def test_full_local_queue_is_polled_and_retried(install: Any) -> None:
@@ -278,8 +328,9 @@ def test_delivery_error_fails_the_task_and_drops_the_producer(install: Any) -> N
         f"{FAILURE_MARKER}record orders/1@6 could not be delivered to A.orders/1: "
         "MSG_SIZE_TOO_LARGE: Broker: Message size too large"
     )
-    # the failure is seen at the next poll: nothing more is produced after it
-    assert [p["value"] for p in fake.produced] == [b"ok", b"too-big"]
+    # the failure is seen at the next poll (every POLL_EVERY records, and at the end): nothing more is
+    # produced after it
+    assert [p["value"] for p in fake.produced] == [b"ok", b"too-big", b"v" * 3, b"v" * 3, b"v" * 3]
     assert deliver._PRODUCERS == {}
 
     # the retry builds a fresh producer
@@ -316,3 +367,31 @@ def test_any_other_error_drops_the_producer(install: Any) -> None:
     with pytest.raises(RuntimeError, match="the source read failed"):
         list(deliver_batches(CONF, TOPIC_MAP)(_batches_then_error(contiguous("orders", 0, range(2)))))
     assert deliver._PRODUCERS == {}
+
+
+def test_a_failure_stops_producing_at_the_next_poll(install: Any) -> None:
+    fake = FakeProducer(fail={b"bad"})
+    install(fake)
+    records: list[Record] = [("orders", 0, 0, b"k", b"bad"), *contiguous("orders", 0, range(1, 200))]
+
+    with pytest.raises(DeliveryFailed, match="orders/0@0 could not be delivered"):
+        run([batch(records)])
+    assert len(fake.produced) == deliver.POLL_EVERY
+
+
+def test_delivery_reports_out_of_produce_order_fail_the_task(install: Any) -> None:
+    class Reordering(FakeProducer):
+        def _report(self) -> int:
+            self.pending.reverse()
+            return super()._report()
+
+    install(Reordering())
+    with pytest.raises(DeliveryFailed, match=r"delivery reports of A.orders/0 do not match"):
+        run([batch(contiguous("orders", 0, range(5)))])
+    assert deliver._PRODUCERS == {}
+
+
+def test_newest_source_timestamp_per_partition(install: Any) -> None:
+    install(FakeProducer())
+    rows = run([batch(contiguous("orders", 0, [0, 1, 5, 6]) + contiguous("users", 1, [3]))])
+    assert [(r["source_topic"], r["max_timestamp"]) for r in rows] == [("orders", 60), ("orders", 0), ("users", 30)]
