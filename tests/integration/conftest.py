@@ -7,6 +7,7 @@ its own topics and groups with unique names, so tests neither depend on each oth
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -48,7 +49,25 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     warehouse = tmp_path_factory.mktemp("spark-warehouse")
     session = build_session(SparkConfig(conf={"spark.sql.warehouse.dir": str(warehouse)}), "drkit-tests")
     yield session
-    session.stop()
+    stop_within(session, 120.0)
+
+
+def stop_within(session: Any, seconds: float) -> None:
+    """Stop the Spark session; if the JVM does not answer in time (a streaming task still waiting on a
+    broker a test killed), end the JVM rather than hang the suite."""
+
+    def stop() -> None:
+        for query in session.streams.active:
+            query.stop()
+        session.stop()
+
+    stopper = threading.Thread(target=stop, daemon=True)
+    stopper.start()
+    stopper.join(seconds)
+    if stopper.is_alive():
+        process = getattr(session.sparkContext._gateway, "proc", None)
+        if process is not None:
+            process.kill()
 
 
 @pytest.fixture
