@@ -121,23 +121,50 @@ class SyncHistory:
             top: int | None = None
             for r in sorted(rows, key=lambda r: (r.upstream_first, r.downstream_first)):
                 if top is not None and r.upstream_first > top + 1:
-                    out.append(SyncGap(GapKind.UPSTREAM, p, top + 1, r.upstream_first - 1, r.written_at,
-                                       r.stream_id, r.batch_id))
+                    out.append(
+                        SyncGap(
+                            GapKind.UPSTREAM, p, top + 1, r.upstream_first - 1, r.written_at, r.stream_id, r.batch_id
+                        )
+                    )
                 elif top is not None and r.upstream_first <= top:
-                    out.append(SyncGap(GapKind.REPLAY, p, r.upstream_first, min(r.upstream_last, top),
-                                       r.written_at, r.stream_id, r.batch_id))
+                    out.append(
+                        SyncGap(
+                            GapKind.REPLAY,
+                            p,
+                            r.upstream_first,
+                            min(r.upstream_last, top),
+                            r.written_at,
+                            r.stream_id,
+                            r.batch_id,
+                        )
+                    )
                 top = r.upstream_last if top is None else max(top, r.upstream_last)
             top = None
             for r in sorted(rows, key=lambda r: (r.downstream_first, r.upstream_first)):
                 if top is not None and r.downstream_first > top + 1:
-                    out.append(SyncGap(GapKind.DOWNSTREAM, p, top + 1, r.downstream_first - 1, r.written_at,
-                                       r.stream_id, r.batch_id))
+                    out.append(
+                        SyncGap(
+                            GapKind.DOWNSTREAM,
+                            p,
+                            top + 1,
+                            r.downstream_first - 1,
+                            r.written_at,
+                            r.stream_id,
+                            r.batch_id,
+                        )
+                    )
                 top = r.downstream_last if top is None else max(top, r.downstream_last)
         return tuple(sorted(out, key=lambda g: (g.partition, g.kind.value, g.first)))
 
     def as_dict(self) -> dict[str, Any]:
-        return {"flow": self.flow, "topic": self.topic, "partition": self.partition, "version": self.version,
-                "rows": [r.as_dict() for r in self.rows], "gaps": [g.as_dict() for g in self.gaps()]}
+        return {
+            "flow": self.flow,
+            "topic": self.topic,
+            "partition": self.partition,
+            "version": self.version,
+            "rows": [r.as_dict() for r in self.rows],
+            "gaps": [g.as_dict() for g in self.gaps()],
+        }
 
 
 @dataclass(frozen=True)
@@ -168,8 +195,13 @@ class CheckpointHistory:
     rows: tuple[CheckpointRow, ...]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"flow": self.flow, "group": self.group, "as_of": self.as_of, "version": self.version,
-                "rows": [r.as_dict() for r in self.rows]}
+        return {
+            "flow": self.flow,
+            "group": self.group,
+            "as_of": self.as_of,
+            "version": self.version,
+            "rows": [r.as_dict() for r in self.rows],
+        }
 
 
 @dataclass(frozen=True)
@@ -184,8 +216,9 @@ class TableVersions:
 
 
 class Drkit:
-    def __init__(self, config: DrkitConfig, spark: SparkSession | None = None,
-                 context: OperateContext | None = None) -> None:
+    def __init__(
+        self, config: DrkitConfig, spark: SparkSession | None = None, context: OperateContext | None = None
+    ) -> None:
         self.config = config
         self._spark = spark
         self._context = context
@@ -215,8 +248,11 @@ class Drkit:
             from drkit.store.offset_syncs import OffsetSyncStore
             from drkit.store.operations import OperationStore
 
-            return (OffsetSyncStore(self.spark, layout), CheckpointStore(self.spark, layout),
-                    OperationStore(self.spark, layout))
+            return (
+                OffsetSyncStore(self.spark, layout),
+                CheckpointStore(self.spark, layout),
+                OperationStore(self.spark, layout),
+            )
         from drkit.store.fast import FastCheckpoints, FastOffsetSyncs, FastOperations
 
         return FastOffsetSyncs(layout), FastCheckpoints(layout), FastOperations(layout)
@@ -228,23 +264,31 @@ class Drkit:
             from drkit.kafka.admin import KafkaClusters
 
             syncs, checkpoints, operations = self._stores()
-            self._context = OperateContext(self.config, KafkaClusters(self.config), syncs, checkpoints, operations,
-                                           self.layout)
+            self._context = OperateContext(
+                self.config, KafkaClusters(self.config), syncs, checkpoints, operations, self.layout
+            )
         return self._context
 
     # -- operator commands ------------------------------------------------------------------------
 
-    def failover(self, flow: str, groups: list[str] | None, as_of: datetime | None = None,
-                 allow_stale: bool = False, apply: bool = False,
-                 confirm: Callable[[Plan], bool] | None = None) -> OperationResult:
+    def failover(
+        self,
+        flow: str,
+        groups: list[str] | None,
+        as_of: datetime | None = None,
+        allow_stale: bool = False,
+        apply: bool = False,
+        confirm: Callable[[Plan], bool] | None = None,
+    ) -> OperationResult:
         """Move ``groups`` (None: every group with checkpoints) to the flow's target; dry run unless ``apply``."""
         from drkit.operate.failover import FailoverRequest, failover
 
         name = self.config.flow(flow).name
         return failover(self.context, FailoverRequest(name, groups, as_of, allow_stale, apply), confirm)
 
-    def failback(self, flow: str, groups: list[str] | None, apply: bool = False,
-                 confirm: Callable[[Plan], bool] | None = None) -> OperationResult:
+    def failback(
+        self, flow: str, groups: list[str] | None, apply: bool = False, confirm: Callable[[Plan], bool] | None = None
+    ) -> OperationResult:
         """Move ``groups`` (None: every group the flow selects) back to the flow's source."""
         from drkit.operate.failover import FailbackRequest, failback
 
@@ -258,8 +302,9 @@ class Drkit:
         self.config.flows_named(flow)
         return status(self.context, flow)
 
-    def offsets(self, group: str, flow: str | None = None, as_of: datetime | None = None,
-                version: int | None = None) -> OffsetsReport:
+    def offsets(
+        self, group: str, flow: str | None = None, as_of: datetime | None = None, version: int | None = None
+    ) -> OffsetsReport:
         """A group's offsets in each flow: source committed, checkpointed, translated now, on the target."""
         from drkit.operate.status import group_offsets
 
@@ -271,8 +316,9 @@ class Drkit:
         name = None if flow is None else self.config.flow(flow).name
         return History(tuple(self.context.operations.list(name, limit)))
 
-    def plan_failover(self, flow: str, groups: list[str] | None, as_of: datetime | None = None,
-                      allow_stale: bool = False) -> Plan:
+    def plan_failover(
+        self, flow: str, groups: list[str] | None, as_of: datetime | None = None, allow_stale: bool = False
+    ) -> Plan:
         """The plan ``drkit failover --as-of`` would show, built by the same code; nothing is committed,
         the source is not probed and nothing is written to the audit trail ("what if we failed over at T")."""
         from drkit.operate.failover import FailoverRequest, plan_failover
@@ -282,8 +328,9 @@ class Drkit:
 
     # -- inspection (notebooks): the Delta tables as written, through delta-rs ----------------------
 
-    def sync_history(self, flow: str, topic: str, partition: int | None = None,
-                     version: int | None = None) -> SyncHistory:
+    def sync_history(
+        self, flow: str, topic: str, partition: int | None = None, version: int | None = None
+    ) -> SyncHistory:
         """The ``offset_syncs`` rows of a source topic's partition (None: all partitions) as the mirror wrote
         them (write time, batch, stream), at Delta ``version`` (None: now), with their gaps (``gaps()``)."""
         from drkit.store.fast import FastOffsetSyncs
@@ -292,18 +339,27 @@ class Drkit:
         rows = FastOffsetSyncs(self.layout).history(name, topic, partition, version)
         return SyncHistory(name, topic, partition, version, tuple(rows))
 
-    def checkpoint_history(self, flow: str, group: str, as_of: datetime | None = None,
-                           version: int | None = None) -> CheckpointHistory:
+    def checkpoint_history(
+        self, flow: str, group: str, as_of: datetime | None = None, version: int | None = None
+    ) -> CheckpointHistory:
         """Every checkpoint of ``group`` in ``flow``, oldest first: up to ``as_of``, at Delta ``version``."""
         from drkit.store.fast import FastCheckpoints
 
         name = self.config.flow(flow).name
         recorded = FastCheckpoints(self.layout).history(name, group, as_of, version)
         rows = tuple(
-            CheckpointRow(r.checkpoint.group, r.checkpoint.source_topic, r.checkpoint.target_topic,
-                          r.checkpoint.partition, r.checkpoint.upstream_offset, r.checkpoint.downstream_offset,
-                          r.checkpoint.position.value, datetime.fromtimestamp(r.checkpointed_at_ms / 1000, UTC))
-            for r in recorded)
+            CheckpointRow(
+                r.checkpoint.group,
+                r.checkpoint.source_topic,
+                r.checkpoint.target_topic,
+                r.checkpoint.partition,
+                r.checkpoint.upstream_offset,
+                r.checkpoint.downstream_offset,
+                r.checkpoint.position.value,
+                datetime.fromtimestamp(r.checkpointed_at_ms / 1000, UTC),
+            )
+            for r in recorded
+        )
         return CheckpointHistory(name, group, as_of, version, rows)
 
     def table_versions(self, table: str) -> TableVersions:
@@ -311,16 +367,23 @@ class Drkit:
         travel (``version``, ``as_of``) can go back to."""
         from drkit.store.fast import table_versions
 
-        paths = {"offset_syncs": self.layout.offset_syncs, "checkpoints": self.layout.checkpoints,
-                 "operations": self.layout.operations}
+        paths = {
+            "offset_syncs": self.layout.offset_syncs,
+            "checkpoints": self.layout.checkpoints,
+            "operations": self.layout.operations,
+        }
         if table not in paths:
             raise ValueError(f"unknown table {table!r}: one of {', '.join(paths)}")
         return TableVersions(table, tuple(table_versions(paths[table], table)))
 
     # -- jobs -------------------------------------------------------------------------------------
 
-    def mirror(self, flow: str | None = None, once: bool = False,
-               on_progress: Callable[[list[MirrorSummary]], None] | None = None) -> list[MirrorSummary]:
+    def mirror(
+        self,
+        flow: str | None = None,
+        once: bool = False,
+        on_progress: Callable[[list[MirrorSummary]], None] | None = None,
+    ) -> list[MirrorSummary]:
         """Run the mirror of one flow (or all) until caught up (``once``) or stopped."""
         from drkit.mirror.job import MirrorRunner
 
@@ -329,8 +392,9 @@ class Drkit:
         with pid_files([self.layout.pid_file(JobKind.MIRROR, f.name) for f in flows]):
             return MirrorRunner(self.config, flows, self.spark).run(once, on_progress=on_progress)
 
-    def translate(self, flow: str | None = None, once: bool = True, interval: float | None = None,
-                  max_runs: int | None = None) -> list[TranslationRun]:
+    def translate(
+        self, flow: str | None = None, once: bool = True, interval: float | None = None, max_runs: int | None = None
+    ) -> list[TranslationRun]:
         """Translate the selected groups' offsets into checkpoints once, or every ``interval`` seconds."""
         from drkit.translator.job import TranslatorRunner
 
@@ -348,5 +412,6 @@ class Drkit:
         from drkit.store.maintenance import check_settings, maintain
 
         check_settings(keep_recent_batches, vacuum_retention_hours)
-        return MaintenanceReport(maintain(self.spark, self.layout, self.config, keep_recent_batches,
-                                          vacuum_retention_hours))
+        return MaintenanceReport(
+            maintain(self.spark, self.layout, self.config, keep_recent_batches, vacuum_retention_hours)
+        )

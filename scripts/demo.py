@@ -43,16 +43,23 @@ def ensure_topic() -> None:
 def produce(run: str) -> None:
     producer = Producer({"bootstrap.servers": A, "acks": "all", "enable.idempotence": True})
     for i in range(RECORDS):
-        producer.produce(TOPIC, key=f"customer-{i % 50}".encode(), value=f"{run}:order-{i}".encode(),
-                         headers=[("run", run.encode())])
+        producer.produce(
+            TOPIC, key=f"customer-{i % 50}".encode(), value=f"{run}:order-{i}".encode(), headers=[("run", run.encode())]
+        )
     producer.flush(60)
     print(f"produced {RECORDS} records to {TOPIC} on A (run {run})")
 
 
 def consume(bootstrap: str, limit: int | None, idle_seconds: float = 5.0) -> list[bytes]:
     """Read with the demo group from its committed position; commit what was read."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": GROUP,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     consumer.subscribe([TOPIC if bootstrap == A else f"A.{TOPIC}"])
     seen: list[bytes] = []
     idle_since = time.monotonic()
@@ -92,14 +99,26 @@ def main() -> None:
     got = consume(B, limit=None)
     lost = len(set(expected) - set(got))
     duplicated = len(got) - len(set(got)) + len(set(got) - set(expected))
-    print(f"\nafter failover, {GROUP} read {len(got)} records on B; expected {len(expected)}: "
-          f"{lost} lost, {duplicated} re-delivered")
+    print(
+        f"\nafter failover, {GROUP} read {len(got)} records on B; expected {len(expected)}: "
+        f"{lost} lost, {duplicated} re-delivered"
+    )
     if lost or duplicated or len(got) != len(expected):
         sys.exit("demo failed: the failover was not exact")
     drkit("status", "-c", CONFIG, check=False)
     print("\n$ scripts/render-notebooks", flush=True)
-    render = [sys.executable, str(ROOT / "scripts" / "render_notebooks.py"), "-c", CONFIG, "--flow", "A->B",
-              "--topic", TOPIC, "--group", GROUP]
+    render = [
+        sys.executable,
+        str(ROOT / "scripts" / "render_notebooks.py"),
+        "-c",
+        CONFIG,
+        "--flow",
+        "A->B",
+        "--topic",
+        TOPIC,
+        "--group",
+        GROUP,
+    ]
     if subprocess.run(render, check=False).returncode == 0:
         from drkit.service import Drkit
 
@@ -111,11 +130,13 @@ def main() -> None:
 
 def _unprocessed_on_a() -> list[bytes]:
     positions = committed_positions(A, TOPIC)
-    consumer = Consumer({"bootstrap.servers": A, "group.id": f"demo-reader-{uuid.uuid4().hex[:6]}",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": A, "group.id": f"demo-reader-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False}
+    )
     consumer.assign([TopicPartition(TOPIC, p, max(off, 0)) for p, off in positions.items()])
-    _, high = zip(*(consumer.get_watermark_offsets(TopicPartition(TOPIC, p), 10)
-                    for p in range(PARTITIONS)), strict=True)
+    _, high = zip(
+        *(consumer.get_watermark_offsets(TopicPartition(TOPIC, p), 10) for p in range(PARTITIONS)), strict=True
+    )
     remaining = sum(h - max(positions[p], 0) for p, h in enumerate(high))
     out: list[bytes] = []
     while len(out) < remaining:

@@ -26,6 +26,7 @@ app = typer.Typer(
 )
 app.add_typer(config_cmd.app, name="config")
 
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"drkit {__version__}")
@@ -35,9 +36,7 @@ def _version(value: bool) -> None:
 @app.callback()
 def _root(
     ctx: typer.Context,
-    version: bool = typer.Option(
-        False, "--version", callback=_version, is_eager=True, help="Print the version."
-    ),
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
 ) -> None:
     # One Invocation per run: commands get their facade from it (drkit.cli.options.facade).

@@ -14,14 +14,24 @@ from drkit.core.reports import TranslationRun
 
 
 def _render(runs: list[TranslationRun]) -> Iterable[RenderableType]:
-    yield table("checkpoint", ["flow", "groups", "checkpoints", "appended", "synced groups", "seconds"],
-                [[r.flow, r.groups, r.checkpoints, r.appended, ", ".join(r.synced_groups) or "-", round(r.seconds, 3)]
-                 for r in runs])
+    yield table(
+        "checkpoint",
+        ["flow", "groups", "checkpoints", "appended", "synced groups", "seconds"],
+        [
+            [r.flow, r.groups, r.checkpoints, r.appended, ", ".join(r.synced_groups) or "-", round(r.seconds, 3)]
+            for r in runs
+        ],
+    )
     findings = [(r.flow, f) for r in runs for f in r.findings]
     if findings:
-        yield table("findings", ["flow", "group", "topic", "partition", "kind", "detail"],
-                    [[flow, f.group, f.topic or "-", "-" if f.partition is None else f.partition, f.kind, f.detail]
-                     for flow, f in findings])
+        yield table(
+            "findings",
+            ["flow", "group", "topic", "partition", "kind", "detail"],
+            [
+                [flow, f.group, f.topic or "-", "-" if f.partition is None else f.partition, f.kind, f.detail]
+                for flow, f in findings
+            ],
+        )
 
 
 def checkpoint(

@@ -31,8 +31,11 @@ def validate(config: Path = ConfigOption, output: Output = OutputOption) -> None
 
     def render(d: dict[str, Any]) -> Iterable[RenderableType]:
         yield f"[green]valid[/]: {d['file']}"
-        yield table("", ["clusters", "flows", "state root"],
-                    [[", ".join(d["clusters"]), ", ".join(d["flows"]) or "-", d["state_root"]]])
+        yield table(
+            "",
+            ["clusters", "flows", "state root"],
+            [[", ".join(d["clusters"]), ", ".join(d["flows"]) or "-", d["state_root"]]],
+        )
 
     emit(data, output, render)
 

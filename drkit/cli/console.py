@@ -27,8 +27,12 @@ class Output(StrEnum):
     json = "json"
 
 
-def emit(data: T, output: Output, render: Callable[[T], Iterable[RenderableType]] | None = None,
-         as_json: Callable[[T], Any] | None = None) -> None:
+def emit(
+    data: T,
+    output: Output,
+    render: Callable[[T], Iterable[RenderableType]] | None = None,
+    as_json: Callable[[T], Any] | None = None,
+) -> None:
     """Render ``data`` for a person, or print it as JSON: ``as_json(data)``, else its ``as_dict()``."""
     if output is Output.json or render is None:
         if as_json is not None:

@@ -44,11 +44,25 @@ def _groups(group: list[str] | None, all_groups: bool) -> list[str] | None:
 
 def _render(result: OperationResult) -> Iterable[RenderableType]:
     plan = result.plan
-    rows = [[m.group, f"{m.from_topic}/{m.partition}", m.committed, f"{m.to_topic}/{m.partition}",
-             "-" if m.current is None else m.current, "-" if m.new is None else m.new,
-             "yes" if m.changes else "", m.position.value, m.basis.value] for m in plan.moves]
-    yield table(f"{plan.action} {plan.flow}: offsets on {plan.destination}",
-                ["group", "from", "offset", "to", "current", "new", "changes", "position", "basis"], rows)
+    rows = [
+        [
+            m.group,
+            f"{m.from_topic}/{m.partition}",
+            m.committed,
+            f"{m.to_topic}/{m.partition}",
+            "-" if m.current is None else m.current,
+            "-" if m.new is None else m.new,
+            "yes" if m.changes else "",
+            m.position.value,
+            m.basis.value,
+        ]
+        for m in plan.moves
+    ]
+    yield table(
+        f"{plan.action} {plan.flow}: offsets on {plan.destination}",
+        ["group", "from", "offset", "to", "current", "new", "changes", "position", "basis"],
+        rows,
+    )
     if result.rpo is not None:
         yield _rpo_line(result.rpo)
     for w in plan.warnings:
@@ -63,12 +77,16 @@ def _rpo_line(rpo: RpoReport) -> str:
         return f"RPO: {rpo.unmirrored_offsets} offsets not mirrored (source reachable: measured now)"
     if rpo.observed_at is None:
         return "RPO: unknown (source unreachable and never observed: drkit cannot tell what was lost)"
-    known = ("unknown" if rpo.unmirrored_offsets is None else f"at least {rpo.unmirrored_offsets}")
-    line = (f"RPO: {known} offsets not mirrored when the source was last seen, {rpo.observation_age_seconds}s "
-            f"ago ({rpo.observed_at}; source unreachable now)")
+    known = "unknown" if rpo.unmirrored_offsets is None else f"at least {rpo.unmirrored_offsets}"
+    line = (
+        f"RPO: {known} offsets not mirrored when the source was last seen, {rpo.observation_age_seconds}s "
+        f"ago ({rpo.observed_at}; source unreachable now)"
+    )
     if rpo.estimated_since_observation is not None:
-        line += (f"; estimate: about {rpo.estimated_since_observation} more produced since "
-                 f"(at {rpo.produce_rate_per_second} records/s before), not counted")
+        line += (
+            f"; estimate: about {rpo.estimated_since_observation} more produced since "
+            f"(at {rpo.produce_rate_per_second} records/s before), not counted"
+        )
     return line
 
 
@@ -79,8 +97,10 @@ def _confirm(output: Output, yes: bool, progress: Progress) -> Callable[[Plan], 
         progress.stop()  # the spinner would draw over the prompt
         if output is Output.json:
             raise RefusedError("--apply with --output json needs --yes (no prompt in JSON mode)")
-        stderr.print(f"{plan.action}: commit {plan.changed_moves} changed offsets for {len(plan.commits())} "
-                     f"group(s) on {plan.destination}?")
+        stderr.print(
+            f"{plan.action}: commit {plan.changed_moves} changed offsets for {len(plan.commits())} "
+            f"group(s) on {plan.destination}?"
+        )
         return bool(typer.confirm("Apply", default=False))
 
     return ask
@@ -142,8 +162,22 @@ def history(
     result = facade(ctx, config).history(flow, limit)
 
     def render(h: History) -> Iterable[RenderableType]:
-        yield table("operations", ["started", "action", "flow", "groups", "dry run", "status", "user@host", "id"],
-                    [[o.started_at.isoformat(), o.action, o.flow, ", ".join(o.groups), o.dry_run, o.status,
-                      f"{o.user}@{o.host}", o.id[:12]] for o in h.operations])
+        yield table(
+            "operations",
+            ["started", "action", "flow", "groups", "dry run", "status", "user@host", "id"],
+            [
+                [
+                    o.started_at.isoformat(),
+                    o.action,
+                    o.flow,
+                    ", ".join(o.groups),
+                    o.dry_run,
+                    o.status,
+                    f"{o.user}@{o.host}",
+                    o.id[:12],
+                ]
+                for o in h.operations
+            ],
+        )
 
     emit(result, output, render, as_json=lambda h: [o.as_dict() for o in h.operations])

@@ -14,9 +14,11 @@ from drkit.core.reports import MirrorSummary
 
 
 def _render(summaries: list[MirrorSummary]) -> Iterable[RenderableType]:
-    yield table("mirror", ["flow", "batches", "records", "bytes", "sync ranges", "created topics"],
-                [[s.flow, s.batches, s.records, s.bytes, s.sync_ranges, ", ".join(s.created_topics) or "-"]
-                 for s in summaries])
+    yield table(
+        "mirror",
+        ["flow", "batches", "records", "bytes", "sync ranges", "created topics"],
+        [[s.flow, s.batches, s.records, s.bytes, s.sync_ranges, ", ".join(s.created_topics) or "-"] for s in summaries],
+    )
 
 
 def mirror(

@@ -52,6 +52,7 @@ def parse_time(value: str | None, option: str = "--as-of") -> datetime | None:
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise typer.BadParameter(f"{value!r} is not an ISO 8601 time, e.g. 2026-11-22T10:15:00Z",
-                                 param_hint=option) from None
+        raise typer.BadParameter(
+            f"{value!r} is not an ISO 8601 time, e.g. 2026-11-22T10:15:00Z", param_hint=option
+        ) from None
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)

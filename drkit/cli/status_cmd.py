@@ -13,8 +13,12 @@ from drkit.cli.options import ConfigOption, FlowOption, OutputOption, facade, pa
 from drkit.core.status import StatusReport, Verdict
 from drkit.service import OffsetsReport
 
-_COLOURS = {Verdict.HEALTHY: "green", Verdict.LAGGING: "yellow", Verdict.STALE: "red",
-            Verdict.SOURCE_UNREACHABLE: "red"}
+_COLOURS = {
+    Verdict.HEALTHY: "green",
+    Verdict.LAGGING: "yellow",
+    Verdict.STALE: "red",
+    Verdict.SOURCE_UNREACHABLE: "red",
+}
 
 
 def _ago(seconds: float | None) -> str:
@@ -31,8 +35,19 @@ def _render_status(report: StatusReport) -> Iterable[RenderableType]:
             f"{f.flow}: {f.verdict} (mirror {_running(f.mirror_running)}, checkpoint {_running(f.checkpoint_running)}, "
             f"last checkpoint run {_ago(f.checkpoint_last_run_age_seconds)})",
             ["topic", "partition", "mirrored up to", "source end", "lag records", "lag s", "last sync s ago"],
-            [[p.topic, p.partition, p.mirrored_up_to, p.source_end, p.lag_records, p.lag_seconds,
-              p.seconds_since_last_sync] for p in f.partitions])
+            [
+                [
+                    p.topic,
+                    p.partition,
+                    p.mirrored_up_to,
+                    p.source_end,
+                    p.lag_records,
+                    p.lag_seconds,
+                    p.seconds_since_last_sync,
+                ]
+                for p in f.partitions
+            ],
+        )
         if f.groups:
             yield table("checkpoints", ["group", "age s"], [[g.group, g.checkpoint_age_seconds] for g in f.groups])
     yield f"[bold {_COLOURS[report.verdict]}]{report.verdict}[/]"
@@ -53,12 +68,34 @@ def status(
 
 def _render_offsets(report: OffsetsReport) -> Iterable[RenderableType]:
     for g in report.groups:
-        yield table(f"{g.flow} group {g.group}",
-                    ["topic", "p", "source committed", "checkpointed", "target topic", "translated now",
-                     "position", "target group", "age s"],
-                    [[p.topic, p.partition, p.source_committed, p.checkpointed_offset, p.target_topic,
-                      p.translated_now, p.position, p.target_group_offset, p.checkpoint_age_seconds]
-                     for p in g.partitions])
+        yield table(
+            f"{g.flow} group {g.group}",
+            [
+                "topic",
+                "p",
+                "source committed",
+                "checkpointed",
+                "target topic",
+                "translated now",
+                "position",
+                "target group",
+                "age s",
+            ],
+            [
+                [
+                    p.topic,
+                    p.partition,
+                    p.source_committed,
+                    p.checkpointed_offset,
+                    p.target_topic,
+                    p.translated_now,
+                    p.position,
+                    p.target_group_offset,
+                    p.checkpoint_age_seconds,
+                ]
+                for p in g.partitions
+            ],
+        )
 
 
 def offsets(

@@ -51,9 +51,17 @@ class OperationRecord:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "id": self.id, "action": self.action.value, "flow": self.flow, "groups": list(self.groups),
-            "as_of": self.as_of, "dry_run": self.dry_run, "user": self.user, "host": self.host,
-            "drkit_version": self.drkit_version, "started_at": self.started_at.isoformat(),
+            "id": self.id,
+            "action": self.action.value,
+            "flow": self.flow,
+            "groups": list(self.groups),
+            "as_of": self.as_of,
+            "dry_run": self.dry_run,
+            "user": self.user,
+            "host": self.host,
+            "drkit_version": self.drkit_version,
+            "started_at": self.started_at.isoformat(),
             "finished_at": None if self.finished_at is None else self.finished_at.isoformat(),
-            "plan": dict(self.plan), "result": dict(self.result),
+            "plan": dict(self.plan),
+            "result": dict(self.result),
         }

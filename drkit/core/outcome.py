@@ -35,6 +35,10 @@ class OperationResult:
     verified: Mapping[str, Mapping[str, int]] = field(default_factory=dict)  # group -> "topic/p" -> offset
 
     def as_dict(self) -> dict[str, Any]:
-        return {"status": self.status.value, "operation_id": self.operation_id, "plan": self.plan.as_dict(),
-                "rpo": {} if self.rpo is None else self.rpo.as_dict(),
-                "verified": {g: dict(v) for g, v in self.verified.items()}}
+        return {
+            "status": self.status.value,
+            "operation_id": self.operation_id,
+            "plan": self.plan.as_dict(),
+            "rpo": {} if self.rpo is None else self.rpo.as_dict(),
+            "verified": {g: dict(v) for g, v in self.verified.items()},
+        }

@@ -70,7 +70,7 @@ class PrefixPolicy:
 
     def source_topic(self, source_alias: str, target_topic: str) -> str | None:
         prefix = f"{source_alias}{self.separator}"
-        return target_topic[len(prefix):] if target_topic.startswith(prefix) else None
+        return target_topic[len(prefix) :] if target_topic.startswith(prefix) else None
 
     def cycle_exclusions(self, target_alias: str, known_aliases: frozenset[str]) -> list[str]:
         # A topic whose chain of hops (A.B.orders) passes through the target came from there.

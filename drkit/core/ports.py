@@ -94,13 +94,15 @@ class SyncLog(SyncReader, Protocol):
 
     def version(self) -> int | None: ...
 
-    def ranges_since(self, flow: str, seen: dict[str, int], version: int
-                     ) -> tuple[dict[TopicPartition, list[SyncRange]], dict[str, int]]: ...
+    def ranges_since(
+        self, flow: str, seen: dict[str, int], version: int
+    ) -> tuple[dict[TopicPartition, list[SyncRange]], dict[str, int]]: ...
 
 
 class CheckpointReader(Protocol):
-    def latest(self, flow: str, groups: list[str] | None = None, as_of: datetime | None = None,
-               version: int | None = None) -> list[RecordedCheckpoint]: ...
+    def latest(
+        self, flow: str, groups: list[str] | None = None, as_of: datetime | None = None, version: int | None = None
+    ) -> list[RecordedCheckpoint]: ...
 
 
 class CheckpointLog(CheckpointReader, Protocol):

@@ -24,9 +24,15 @@ class MirrorSummary:
     created_topics: tuple[str, ...]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"flow": self.flow, "batches": self.batches, "skipped_batches": self.skipped_batches,
-                "records": self.records, "bytes": self.bytes, "sync_ranges": self.sync_ranges,
-                "created_topics": list(self.created_topics)}
+        return {
+            "flow": self.flow,
+            "batches": self.batches,
+            "skipped_batches": self.skipped_batches,
+            "records": self.records,
+            "bytes": self.bytes,
+            "sync_ranges": self.sync_ranges,
+            "created_topics": list(self.created_topics),
+        }
 
 
 @dataclass(frozen=True)
@@ -44,9 +50,15 @@ class TranslationRun:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "flow": self.flow, "groups": self.groups, "checkpoints": self.checkpoints, "appended": self.appended,
-            "synced_groups": list(self.synced_groups), "seconds": round(self.seconds, 3),
+            "flow": self.flow,
+            "groups": self.groups,
+            "checkpoints": self.checkpoints,
+            "appended": self.appended,
+            "synced_groups": list(self.synced_groups),
+            "seconds": round(self.seconds, 3),
             "finished_at_ms": self.finished_at_ms,
-            "findings": [{"kind": f.kind.value, "group": f.group, "topic": f.topic, "partition": f.partition,
-                          "detail": f.detail} for f in self.findings],
+            "findings": [
+                {"kind": f.kind.value, "group": f.group, "topic": f.topic, "partition": f.partition, "detail": f.detail}
+                for f in self.findings
+            ],
         }

@@ -78,8 +78,9 @@ def partition_lags(
     return tuple(rows)
 
 
-def unmirrored_positions(progress: Mapping[TopicPartition, SyncProgress],
-                         ends: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+def unmirrored_positions(
+    progress: Mapping[TopicPartition, SyncProgress], ends: Mapping[TopicPartition, int]
+) -> dict[TopicPartition, int]:
     """The first unmirrored offset of every partition the mirror is behind on."""
     out = {}
     for key, end in ends.items():
@@ -90,8 +91,13 @@ def unmirrored_positions(progress: Mapping[TopicPartition, SyncProgress],
     return out
 
 
-def flow_verdict(source_reachable: bool, translator_run_age: float | None, max_age_seconds: float,
-                 anything_mirrored: bool, lags: Iterable[PartitionLag]) -> Verdict:
+def flow_verdict(
+    source_reachable: bool,
+    translator_run_age: float | None,
+    max_age_seconds: float,
+    anything_mirrored: bool,
+    lags: Iterable[PartitionLag],
+) -> Verdict:
     if not source_reachable:
         return Verdict.SOURCE_UNREACHABLE
     if translator_run_age is None or translator_run_age > max_age_seconds or not anything_mirrored:
@@ -105,8 +111,9 @@ def overall_verdict(verdicts: Iterable[Verdict]) -> Verdict:
     return max(verdicts, key=_SEVERITY.index, default=Verdict.HEALTHY)
 
 
-def group_ages(recorded: Iterable[RecordedCheckpoint], now_ms: float,
-               confirmed_at_ms: Mapping[str, int] | None = None) -> dict[str, float]:
+def group_ages(
+    recorded: Iterable[RecordedCheckpoint], now_ms: float, confirmed_at_ms: Mapping[str, int] | None = None
+) -> dict[str, float]:
     """Per group, the age of its oldest partition checkpoint (what failover's freshness check sees),
     counted from the translator's last confirmation of the group where there is one."""
     ages: dict[str, float] = {}
@@ -177,9 +184,11 @@ class RpoPartition:
     last_sync_age_seconds: float | None
 
 
-RPO_NOTE = ("offsets the mirror had not copied (transaction markers count as offsets: an upper bound at the "
-            "time of the observation); with the source unreachable, records produced after the last "
-            "observation are unknown to drkit: the estimate extrapolates the produce rate seen before it")
+RPO_NOTE = (
+    "offsets the mirror had not copied (transaction markers count as offsets: an upper bound at the "
+    "time of the observation); with the source unreachable, records produced after the last "
+    "observation are unknown to drkit: the estimate extrapolates the produce rate seen before it"
+)
 
 
 @dataclass(frozen=True)
@@ -221,8 +230,13 @@ def produce_rate(latest: EndsObservation, previous: EndsObservation | None) -> f
     return grown / ((latest.at_ms - previous.at_ms) / 1000)
 
 
-def rpo_report(progress: Mapping[TopicPartition, SyncProgress], live: Mapping[TopicPartition, int] | None,
-               observation: EndsObservation | None, previous: EndsObservation | None, now_ms: float) -> RpoReport:
+def rpo_report(
+    progress: Mapping[TopicPartition, SyncProgress],
+    live: Mapping[TopicPartition, int] | None,
+    observation: EndsObservation | None,
+    previous: EndsObservation | None,
+    now_ms: float,
+) -> RpoReport:
     """The RPO from live source ends (``live``), else from the freshest observation of them."""
     if live is not None:
         ends: Mapping[TopicPartition, int] | None = live
@@ -236,22 +250,46 @@ def rpo_report(progress: Mapping[TopicPartition, SyncProgress], live: Mapping[To
         p = progress.get(key)
         next_offset = p.next_upstream if p is not None else 0
         end = None if ends is None else ends.get(key)
-        partitions.append(RpoPartition(
-            key[0], key[1], next_offset, end, None if end is None else max(0, end - next_offset),
-            None if p is None or p.synced_at_ms is None else _seconds(now_ms - p.synced_at_ms)))
+        partitions.append(
+            RpoPartition(
+                key[0],
+                key[1],
+                next_offset,
+                end,
+                None if end is None else max(0, end - next_offset),
+                None if p is None or p.synced_at_ms is None else _seconds(now_ms - p.synced_at_ms),
+            )
+        )
     known = [p.unmirrored_offsets for p in partitions if p.unmirrored_offsets is not None]
     at_observation = sum(known) if known else None
     observed = None if at_ms is None else datetime.fromtimestamp(at_ms / 1000, UTC).isoformat()
     if source is not EndsSource.LAST_OBSERVATION or observation is None:
-        return RpoReport(live is not None, source, observed, at_observation, tuple(partitions),
-                         0.0 if live is not None else None, at_observation)
+        return RpoReport(
+            live is not None,
+            source,
+            observed,
+            at_observation,
+            tuple(partitions),
+            0.0 if live is not None else None,
+            at_observation,
+        )
     last_sync = max((p.synced_at_ms for p in progress.values() if p.synced_at_ms is not None), default=None)
     outdated = last_sync is not None and observation.at_ms < last_sync
     age = _seconds(now_ms - observation.at_ms)
     rate = produce_rate(observation, previous)
     estimate = None if rate is None else round(rate * max(0.0, age))
-    return RpoReport(False, source, observed, None if outdated else at_observation, tuple(partitions), age,
-                     at_observation, estimate, None if rate is None else round(rate, 1), lower_bound=True)
+    return RpoReport(
+        False,
+        source,
+        observed,
+        None if outdated else at_observation,
+        tuple(partitions),
+        age,
+        at_observation,
+        estimate,
+        None if rate is None else round(rate, 1),
+        lower_bound=True,
+    )
 
 
 @dataclass(frozen=True)
@@ -280,16 +318,31 @@ class GroupOffsets:
         return {"flow": self.flow, "group": self.group, "partitions": [asdict(p) for p in self.partitions]}
 
 
-def group_offset_rows(recorded: Iterable[RecordedCheckpoint], ranges: Mapping[TopicPartition, list[SyncRange]],
-                      live: Mapping[TopicPartition, int] | None, on_target: Mapping[TopicPartition, int],
-                      now_ms: float, confirmed_at_ms: int | None = None) -> tuple[GroupOffsetRow, ...]:
+def group_offset_rows(
+    recorded: Iterable[RecordedCheckpoint],
+    ranges: Mapping[TopicPartition, list[SyncRange]],
+    live: Mapping[TopicPartition, int] | None,
+    on_target: Mapping[TopicPartition, int],
+    now_ms: float,
+    confirmed_at_ms: int | None = None,
+) -> tuple[GroupOffsetRow, ...]:
     rows = []
     for r in recorded:
         c = r.checkpoint
         key = (c.source_topic, c.partition)
         now = retranslate(c, SyncIndex(ranges[key]) if key in ranges else None)
-        rows.append(GroupOffsetRow(
-            c.source_topic, c.partition, None if live is None else live.get(key), c.upstream_offset,
-            c.downstream_offset, c.target_topic, now.downstream_offset, now.position.value,
-            on_target.get((c.target_topic, c.partition)), round(r.age_at(now_ms, confirmed_at_ms), 1)))
+        rows.append(
+            GroupOffsetRow(
+                c.source_topic,
+                c.partition,
+                None if live is None else live.get(key),
+                c.upstream_offset,
+                c.downstream_offset,
+                c.target_topic,
+                now.downstream_offset,
+                now.position.value,
+                on_target.get((c.target_topic, c.partition)),
+                round(r.age_at(now_ms, confirmed_at_ms), 1),
+            )
+        )
     return tuple(rows)

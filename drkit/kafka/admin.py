@@ -81,8 +81,12 @@ class KafkaAdmin:
     def first_timestamps(self, positions: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], int]:
         if not positions:
             return {}
-        consumer = clients.consumer(self._cluster, self._alias, "_drkit-status",
-                                    **{"isolation.level": "read_committed", "enable.partition.eof": False})
+        consumer = clients.consumer(
+            self._cluster,
+            self._alias,
+            "_drkit-status",
+            **{"isolation.level": "read_committed", "enable.partition.eof": False},
+        )
         try:
             return topics.first_timestamps(consumer, dict(positions), timeout=self.timeout)
         finally:
@@ -100,8 +104,9 @@ class KafkaAdmin:
     def committed_offsets(self, group: str) -> list[CommittedOffset]:
         """Every committed offset of ``group`` (an unknown group has none)."""
         try:
-            futures = self.client.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)],
-                                                              request_timeout=self.timeout)
+            futures = self.client.list_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group)], request_timeout=self.timeout
+            )
             result = futures[group].result()
         except KafkaException as exc:
             raise self._fail(f"cannot read committed offsets of group {group!r}", exc) from None
@@ -112,8 +117,12 @@ class KafkaAdmin:
         flight at once, so a thousand groups cost about one round trip, not a thousand."""
         names = list(dict.fromkeys(groups))
         try:
-            futures = {g: self.client.list_consumer_group_offsets([ConsumerGroupTopicPartitions(g)],
-                                                                  request_timeout=self.timeout)[g] for g in names}
+            futures = {
+                g: self.client.list_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(g)], request_timeout=self.timeout
+                )[g]
+                for g in names
+            }
         except KafkaException as exc:
             raise self._fail("cannot read committed offsets", exc) from None
         out: dict[str, list[CommittedOffset]] = {}
@@ -157,7 +166,8 @@ class KafkaAdmin:
         if not offsets:
             return
         request = ConsumerGroupTopicPartitions(
-            group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())])
+            group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
+        )
         try:
             result = self.client.alter_consumer_group_offsets([request], request_timeout=self.timeout)[group].result()
         except KafkaException as exc:
@@ -166,7 +176,6 @@ class KafkaAdmin:
             if tp.error is not None:
                 raise ClusterError(f"cluster {self._alias}: group {group!r} {tp.topic}/{tp.partition}: {tp.error}")
 
-
     def commit_offsets_many(self, commits: Mapping[str, Mapping[tuple[str, int], int]]) -> None:
         """Commit many groups' offsets with every request in flight at once (each group all or nothing)."""
         futures = {}
@@ -174,9 +183,11 @@ class KafkaAdmin:
             for group, offsets in commits.items():
                 if offsets:
                     request = ConsumerGroupTopicPartitions(
-                        group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())])
-                    futures[group] = self.client.alter_consumer_group_offsets(
-                        [request], request_timeout=self.timeout)[group]
+                        group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
+                    )
+                    futures[group] = self.client.alter_consumer_group_offsets([request], request_timeout=self.timeout)[
+                        group
+                    ]
         except KafkaException as exc:
             raise self._fail("cannot commit offsets", exc) from None
         for group, future in futures.items():

@@ -36,7 +36,10 @@ def topic_configs(admin: AdminClient, topic: str, names: tuple[str, ...], timeou
 
 
 def ensure_target_topics(
-    source: AdminClient, target: AdminClient, pairs: list[TopicPair], replication_factor: int,
+    source: AdminClient,
+    target: AdminClient,
+    pairs: list[TopicPair],
+    replication_factor: int,
     target_alias: str,
 ) -> list[str]:
     """Create missing target topics with the source's partition count; refuse too few partitions.
@@ -62,13 +65,15 @@ def ensure_target_topics(
             created.append(pair.target)
         except KafkaException as exc:
             if exc.args[0].code() != 36:  # TOPIC_ALREADY_EXISTS: created concurrently, fine
-                raise MirrorError(f"could not create target topic {pair.target} on {target_alias}: "
-                                  f"{exc.args[0].str()}") from None
+                raise MirrorError(
+                    f"could not create target topic {pair.target} on {target_alias}: {exc.args[0].str()}"
+                ) from None
     return created
 
 
-def end_offsets(admin: AdminClient, alias: str, partitions: dict[str, int],
-                timeout: float = 15.0) -> dict[tuple[str, int], int]:
+def end_offsets(
+    admin: AdminClient, alias: str, partitions: dict[str, int], timeout: float = 15.0
+) -> dict[tuple[str, int], int]:
     """The last stable offset (read_committed end) of every partition of ``partitions`` (topic -> count)."""
     from confluent_kafka import IsolationLevel, TopicPartition
     from confluent_kafka.admin import OffsetSpec
@@ -78,15 +83,15 @@ def end_offsets(admin: AdminClient, alias: str, partitions: dict[str, int],
     if not request:
         return {}
     try:
-        futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_COMMITTED,
-                                     request_timeout=timeout)
+        futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=timeout)
         return {(tp.topic, tp.partition): f.result().offset for tp, f in futures.items()}
     except KafkaException as exc:
         raise ClusterError(f"cluster {alias}: cannot read end offsets: {exc.args[0]}") from None
 
 
-def first_timestamps(consumer: Any, positions: dict[tuple[str, int], int],
-                     timeout: float = 5.0) -> dict[tuple[str, int], int]:
+def first_timestamps(
+    consumer: Any, positions: dict[tuple[str, int], int], timeout: float = 5.0
+) -> dict[tuple[str, int], int]:
     """Timestamp (ms) of the first record at or after each position: how old the oldest record not
     yet mirrored is, which is the replication lag in time."""
     import time

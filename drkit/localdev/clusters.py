@@ -83,8 +83,7 @@ def _alive(pid: int) -> bool:
 class LocalKafka:
     """A set of local clusters under one state folder."""
 
-    def __init__(self, state_dir: Path = DEFAULT_STATE, base_port: int = DEFAULT_BASE_PORT,
-                 heap: str = "512m") -> None:
+    def __init__(self, state_dir: Path = DEFAULT_STATE, base_port: int = DEFAULT_BASE_PORT, heap: str = "512m") -> None:
         self.state_dir = state_dir.resolve()
         self.base_port = base_port
         self.heap = heap
@@ -135,9 +134,7 @@ class LocalKafka:
         home.mkdir(parents=True, exist_ok=True)
         (home / "cluster.index").write_text(str(index))
         port, cport = self._ports(index)
-        (home / "server.properties").write_text(
-            _BROKER_PROPERTIES.format(port=port, cport=cport, data=home / "data")
-        )
+        (home / "server.properties").write_text(_BROKER_PROPERTIES.format(port=port, cport=cport, data=home / "data"))
         log4j = resources.files("drkit.localdev").joinpath("log4j2.yaml").read_text()
         (home / "log4j2.yaml").write_text(log4j)
 
@@ -150,20 +147,33 @@ class LocalKafka:
         if not (home / "data" / "meta.properties").exists():
             cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
             fmt = subprocess.run(
-                self._java(libs, "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
-                           "-c", str(props), "--standalone"),
-                capture_output=True, text=True, check=False,
+                self._java(
+                    libs,
+                    "kafka.tools.StorageTool",
+                    "format",
+                    f"--cluster-id={cluster_id}",
+                    "-c",
+                    str(props),
+                    "--standalone",
+                ),
+                capture_output=True,
+                text=True,
+                check=False,
             )
             if fmt.returncode != 0:
                 raise ClusterError(f"cluster {alias}: formatting storage failed: {fmt.stderr.strip()[-500:]}")
         log = (home / "kafka.log").open("ab")
         cmd = self._java(
-            libs, f"-Dlog4j2.configurationFile={home / 'log4j2.yaml'}", "kafka.Kafka", str(props),
+            libs,
+            f"-Dlog4j2.configurationFile={home / 'log4j2.yaml'}",
+            "kafka.Kafka",
+            str(props),
             heap=self.heap,
         )
         cmd.insert(1, f"-Xms{min(128, int(self.heap.rstrip('m')))}m")
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=True, cwd=home)
+        proc = subprocess.Popen(
+            cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, cwd=home
+        )
         (home / "kafka.pid").write_text(str(proc.pid))
 
     def wait_ready(self, alias: str, deadline: float) -> None:

@@ -35,8 +35,13 @@ def probe(bootstrap: str, topic: str, timeout: float = 10.0) -> None:
     producer.flush(timeout)
     if not delivered:
         raise RuntimeError("probe record not acknowledged")
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"_drkit-probe-{uuid.uuid4().hex[:8]}",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"_drkit-probe-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+        }
+    )
     try:
         consumer.assign([TopicPartition(topic, 0, delivered[0])])
         msg = consumer.poll(timeout)

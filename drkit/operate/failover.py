@@ -93,8 +93,9 @@ def plan_failover(ctx: OperateContext, request: FailoverRequest) -> Plan:
     return _failover_plan(ctx, request, ctx.clock())[2]
 
 
-def _failover_plan(ctx: OperateContext, request: FailoverRequest, started: datetime
-                   ) -> tuple[FlowConfig, list[str], Plan, ClusterAdmin]:
+def _failover_plan(
+    ctx: OperateContext, request: FailoverRequest, started: datetime
+) -> tuple[FlowConfig, list[str], Plan, ClusterAdmin]:
     """The flow, the groups, the failover plan and the target's admin: shared by failover and plan_failover."""
     flow = ctx.config.flow(request.flow)
     recorded = ctx.checkpoints.latest(flow.name, request.groups, as_of=request.as_of)
@@ -105,16 +106,30 @@ def _failover_plan(ctx: OperateContext, request: FailoverRequest, started: datet
     # Back in time, only the rows themselves tell their age; now, the translator's last confirmation too.
     last_run = ctx.runs.last_run(flow.name) if request.as_of is None else None
     checkpoints = [
-        CheckpointFact(r.checkpoint.group, r.checkpoint.source_topic, r.checkpoint.target_topic,
-                       r.checkpoint.partition, r.checkpoint.upstream_offset,
-                       r.age_at(reference_ms, None if last_run is None else last_run.confirmed_at(r.checkpoint.group)),
-                       r.checkpoint.position, r.checkpoint.downstream_offset)  # a partition with nothing to mirror
+        CheckpointFact(
+            r.checkpoint.group,
+            r.checkpoint.source_topic,
+            r.checkpoint.target_topic,
+            r.checkpoint.partition,
+            r.checkpoint.upstream_offset,
+            r.age_at(reference_ms, None if last_run is None else last_run.confirmed_at(r.checkpoint.group)),
+            r.checkpoint.position,
+            r.checkpoint.downstream_offset,
+        )  # a partition with nothing to mirror
         for r in recorded
     ]
     admin = ctx.clusters.admin(flow.target)
     topics = sorted({c.source_topic for c in checkpoints})  # only the syncs this failover translates with
-    plan = failover_plan(flow.name, flow.target, names, checkpoints, _indexes(ctx, flow.name, topics),
-                         _facts(admin, names), flow.checkpoint.max_age_seconds, request.allow_stale)
+    plan = failover_plan(
+        flow.name,
+        flow.target,
+        names,
+        checkpoints,
+        _indexes(ctx, flow.name, topics),
+        _facts(admin, names),
+        flow.checkpoint.max_age_seconds,
+        request.allow_stale,
+    )
     return flow, names, plan, admin
 
 
@@ -158,16 +173,38 @@ def failback(ctx: OperateContext, request: FailbackRequest, confirm: Confirm | N
 
     # What each group had processed on the origin, as its last checkpoint recorded: with the offsets it
     # still holds there, failback never re-reads those records unless the group was set back on B.
-    checkpointed = {r.checkpoint.key: r.checkpoint.upstream_offset
-                    for r in (ctx.checkpoints.latest(flow.name, names) if names else [])}
+    checkpointed = {
+        r.checkpoint.key: r.checkpoint.upstream_offset
+        for r in (ctx.checkpoints.latest(flow.name, names) if names else [])
+    }
     admin_origin = ctx.clusters.admin(origin)
-    plan = failback_plan(flow.name, origin, names, offsets, routes, indexes, _facts(admin_origin, names), caught_up,
-                         leaving, reverse.name if reverse is not None else None, checkpointed)
+    plan = failback_plan(
+        flow.name,
+        origin,
+        names,
+        offsets,
+        routes,
+        indexes,
+        _facts(admin_origin, names),
+        caught_up,
+        leaving,
+        reverse.name if reverse is not None else None,
+        checkpointed,
+    )
     return _finish(ctx, plan, names, None, request.apply, confirm, admin_origin, started, None)
 
 
-def _finish(ctx: OperateContext, plan: Plan, names: list[str], as_of: str | None, apply: bool,
-            confirm: Confirm | None, admin: ClusterAdmin, started: datetime, rpo: RpoReport | None) -> OperationResult:
+def _finish(
+    ctx: OperateContext,
+    plan: Plan,
+    names: list[str],
+    as_of: str | None,
+    apply: bool,
+    confirm: Confirm | None,
+    admin: ClusterAdmin,
+    started: datetime,
+    rpo: RpoReport | None,
+) -> OperationResult:
     """Apply when asked and allowed, and record the run in the audit trail whatever happens."""
     confirmed = None
     if plan.ok and apply and confirm is not None:
@@ -183,11 +220,29 @@ def _finish(ctx: OperateContext, plan: Plan, names: list[str], as_of: str | None
         error = str(exc)
         raise
     finally:
-        result = {"status": (status if error is None else OperationStatus.FAILED).value, "error": error,
-                  "verified": verified, "rpo": {} if rpo is None else rpo.as_dict()}
-        ctx.operations.append(OperationRecord(
-            operation_id, plan.action, plan.flow, tuple(names), as_of, not apply, plan.as_dict(), result, _user(),
-            socket.gethostname(), __version__, started, ctx.clock()))
+        result = {
+            "status": (status if error is None else OperationStatus.FAILED).value,
+            "error": error,
+            "verified": verified,
+            "rpo": {} if rpo is None else rpo.as_dict(),
+        }
+        ctx.operations.append(
+            OperationRecord(
+                operation_id,
+                plan.action,
+                plan.flow,
+                tuple(names),
+                as_of,
+                not apply,
+                plan.as_dict(),
+                result,
+                _user(),
+                socket.gethostname(),
+                __version__,
+                started,
+                ctx.clock(),
+            )
+        )
     return OperationResult(plan, status, operation_id, rpo, verified)
 
 
@@ -202,7 +257,9 @@ def _apply(plan: Plan, admin: ClusterAdmin) -> dict[str, dict[str, int]]:
         wrong = {k: (v, held.get(k)) for k, v in offsets.items() if held.get(k) != v}
         if wrong:
             (topic, p), (want, got) = next(iter(wrong.items()))
-            raise ClusterError(f"cluster {plan.destination}: group {group} {topic}/{p} reads back {got} "
-                               f"after committing {want}; run the command again")
+            raise ClusterError(
+                f"cluster {plan.destination}: group {group} {topic}/{p} reads back {got} "
+                f"after committing {want}; run the command again"
+            )
         verified[group] = {f"{t}/{p}": o for (t, p), o in sorted(offsets.items())}
     return verified

@@ -27,8 +27,9 @@ def source_ends(admin: ClusterAdmin, topics: NameSelector) -> dict[TopicPartitio
         return None
 
 
-def oldest_unmirrored(admin: ClusterAdmin, progress: Mapping[TopicPartition, SyncProgress],
-                      ends: Mapping[TopicPartition, int] | None) -> dict[TopicPartition, int]:
+def oldest_unmirrored(
+    admin: ClusterAdmin, progress: Mapping[TopicPartition, SyncProgress], ends: Mapping[TopicPartition, int] | None
+) -> dict[TopicPartition, int]:
     """Timestamps of the first unmirrored record of lagging partitions (source reachable only)."""
     if ends is None:
         return {}

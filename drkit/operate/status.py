@@ -40,7 +40,9 @@ def flow_status(ctx: OperateContext, flow: FlowConfig) -> FlowStatus:
     last_run_age = None if last_run is None else round((now - last_run.finished_at_ms) / 1000, 1)
     verdict = flow_verdict(ends is not None, last_run_age, flow.checkpoint.max_age_seconds, bool(progress), lags)
     return FlowStatus(
-        flow=flow.name, verdict=verdict, source_reachable=ends is not None,
+        flow=flow.name,
+        verdict=verdict,
+        source_reachable=ends is not None,
         mirror_running=running(ctx.layout.pid_file(JobKind.MIRROR, flow.name)),
         checkpoint_running=running(ctx.layout.pid_file(JobKind.TRANSLATOR, flow.name)),
         lag_records=None if ends is None else sum(p.lag_records or 0 for p in lags),
@@ -57,8 +59,9 @@ def status(ctx: OperateContext, flow: str | None) -> StatusReport:
     return StatusReport(overall_verdict(f.verdict for f in flows), flows)
 
 
-def group_offsets(ctx: OperateContext, flow_name: str, group: str, as_of: datetime | None = None,
-                  version: int | None = None) -> GroupOffsets:
+def group_offsets(
+    ctx: OperateContext, flow_name: str, group: str, as_of: datetime | None = None, version: int | None = None
+) -> GroupOffsets:
     """Per partition: source committed offset (live when reachable), checkpointed offset, the
     translation with the syncs as they are now, the target group's offset, the checkpoint age."""
     flow = ctx.config.flow(flow_name)
@@ -70,9 +73,11 @@ def group_offsets(ctx: OperateContext, flow_name: str, group: str, as_of: dateti
         live = {(c.topic, c.partition): c.offset for c in committed if c.offset >= 0}
     except ClusterError:
         live = None
-    on_target = {(c.topic, c.partition): c.offset
-                 for c in ctx.clusters.admin(flow.target).committed_offsets(group) if c.offset >= 0}
+    on_target = {
+        (c.topic, c.partition): c.offset
+        for c in ctx.clusters.admin(flow.target).committed_offsets(group)
+        if c.offset >= 0
+    }
     last_run = ctx.runs.last_run(flow.name) if as_of is None and version is None else None
     confirmed = None if last_run is None else last_run.confirmed_at(group)
-    return GroupOffsets(flow.name, group, group_offset_rows(recorded, ranges, live, on_target, ctx.now_ms(),
-                                                            confirmed))
+    return GroupOffsets(flow.name, group, group_offset_rows(recorded, ranges, live, on_target, ctx.now_ms(), confirmed))

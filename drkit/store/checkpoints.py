@@ -34,8 +34,18 @@ class CheckpointStore:
             return 0
         when = at or datetime.now(UTC)
         data = [
-            (c.flow, c.group, c.source_topic, c.target_topic, c.partition, c.upstream_offset, c.downstream_offset,
-             c.position.value, c.metadata, when)
+            (
+                c.flow,
+                c.group,
+                c.source_topic,
+                c.target_topic,
+                c.partition,
+                c.upstream_offset,
+                c.downstream_offset,
+                c.position.value,
+                c.metadata,
+                when,
+            )
             for c in rows
         ]
         self.spark.createDataFrame(data, CHECKPOINTS_DDL).write.format("delta").mode("append").save(self.path)
@@ -52,8 +62,9 @@ class CheckpointStore:
                 raise StoreError(f"checkpoints table has no version {version}: {str(exc).splitlines()[0]}") from None
             raise
 
-    def latest(self, flow: str, groups: list[str] | None = None, as_of: datetime | None = None,
-               version: int | None = None) -> list[RecordedCheckpoint]:
+    def latest(
+        self, flow: str, groups: list[str] | None = None, as_of: datetime | None = None, version: int | None = None
+    ) -> list[RecordedCheckpoint]:
         """The latest checkpoint per (group, topic, partition) of ``flow``, now or back in time."""
         from pyspark.sql import functions as F
 
@@ -74,12 +85,22 @@ class CheckpointStore:
         )
         out = []
         for row in latest.collect():
-            out.append(RecordedCheckpoint(
-                Checkpoint(flow, row["group"], row["source_topic"], row["target_topic"], row["partition"],
-                           row["upstream_offset"], row["downstream_offset"], Position(row["position"]),
-                           row["metadata"]),
-                row["_ms"],
-            ))
+            out.append(
+                RecordedCheckpoint(
+                    Checkpoint(
+                        flow,
+                        row["group"],
+                        row["source_topic"],
+                        row["target_topic"],
+                        row["partition"],
+                        row["upstream_offset"],
+                        row["downstream_offset"],
+                        Position(row["position"]),
+                        row["metadata"],
+                    ),
+                    row["_ms"],
+                )
+            )
         return sorted(out, key=lambda r: r.checkpoint.key)
 
     def history(self, flow: str, group: str) -> list[RecordedCheckpoint]:
@@ -91,8 +112,19 @@ class CheckpointStore:
         df = self._frame(None).where((F.col("flow") == flow) & (F.col("group") == group))
         rows = df.withColumn("_ms", F.expr("unix_millis(checkpointed_at)")).orderBy("_ms").collect()
         return [
-            RecordedCheckpoint(Checkpoint(flow, r["group"], r["source_topic"], r["target_topic"], r["partition"],
-                                          r["upstream_offset"], r["downstream_offset"], Position(r["position"]),
-                                          r["metadata"]), r["_ms"])
+            RecordedCheckpoint(
+                Checkpoint(
+                    flow,
+                    r["group"],
+                    r["source_topic"],
+                    r["target_topic"],
+                    r["partition"],
+                    r["upstream_offset"],
+                    r["downstream_offset"],
+                    Position(r["position"]),
+                    r["metadata"],
+                ),
+                r["_ms"],
+            )
             for r in rows
         ]

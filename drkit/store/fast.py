@@ -34,6 +34,7 @@ from drkit.store.tables import CHECKPOINTS_DDL, OPERATIONS_DDL, SCHEMA_VERSION, 
 if TYPE_CHECKING:
     from pyarrow.dataset import Expression
 
+
 def open_table(path: str, name: str, version: int | None = None) -> DeltaTable | None:
     """The table at ``path`` (None when it does not exist yet), its schema version checked."""
     try:
@@ -46,8 +47,10 @@ def open_table(path: str, name: str, version: int | None = None) -> DeltaTable |
         raise StoreError(f"Delta table {name} at {path} cannot be read: {str(exc).splitlines()[0]}") from None
     found = table.metadata().configuration.get("drkit.schema.version")
     if found != SCHEMA_VERSION:
-        raise StoreError(f"Delta table {name} at {path} has schema version {found or 'none'}, this drkit needs "
-                         f"{SCHEMA_VERSION}: point [state] root at a new folder, or migrate the table")
+        raise StoreError(
+            f"Delta table {name} at {path} has schema version {found or 'none'}, this drkit needs "
+            f"{SCHEMA_VERSION}: point [state] root at a new folder, or migrate the table"
+        )
     return table
 
 
@@ -67,11 +70,9 @@ def _one_of(column: str, values: Sequence[str]) -> Expression:
 def _append(path: str, name: str, ddl: str, rows: pa.Table) -> None:
     """Append ``rows``; create the table first if it is missing (the schema version as Spark sets it)."""
     if open_table(path, name) is None:
-        DeltaTable.create(path, schema=arrow_schema(ddl), configuration={"delta.appendOnly": "false"},
-                          mode="ignore")
+        DeltaTable.create(path, schema=arrow_schema(ddl), configuration={"delta.appendOnly": "false"}, mode="ignore")
         # delta-rs refuses unknown keys at creation, not in a later property change.
-        DeltaTable(path).alter.set_table_properties({"drkit.schema.version": SCHEMA_VERSION},
-                                                    raise_if_not_exists=False)
+        DeltaTable(path).alter.set_table_properties({"drkit.schema.version": SCHEMA_VERSION}, raise_if_not_exists=False)
     write_deltalake(path, rows, mode="append")
 
 
@@ -100,8 +101,17 @@ class SyncRow:
 
 
 #: The columns of a :class:`SyncRow`, read by name: a renamed table column fails the read (and its tests).
-_SYNC_ROW_COLUMNS = ["flow", "source_topic", "target_topic", "partition", *_RANGE, "record_count", "batch_id",
-                     "stream_id", "written_at"]
+_SYNC_ROW_COLUMNS = [
+    "flow",
+    "source_topic",
+    "target_topic",
+    "partition",
+    *_RANGE,
+    "record_count",
+    "batch_id",
+    "stream_id",
+    "written_at",
+]
 
 
 @dataclass(frozen=True)
@@ -114,8 +124,12 @@ class TableVersion:
     parameters: Mapping[str, str]
 
     def as_dict(self) -> dict[str, Any]:
-        return {"version": self.version, "timestamp": self.timestamp, "operation": self.operation,
-                "parameters": dict(self.parameters)}
+        return {
+            "version": self.version,
+            "timestamp": self.timestamp,
+            "operation": self.operation,
+            "parameters": dict(self.parameters),
+        }
 
 
 def table_versions(path: str, name: str) -> list[TableVersion]:
@@ -123,10 +137,15 @@ def table_versions(path: str, name: str) -> list[TableVersion]:
     table = open_table(path, name)
     if table is None:
         return []
-    out = [TableVersion(int(c["version"]), datetime.fromtimestamp(int(c["timestamp"]) / 1000, UTC),
-                        str(c.get("operation", "")),
-                        {str(k): str(v) for k, v in (c.get("operationParameters") or {}).items()})
-           for c in table.history()]
+    out = [
+        TableVersion(
+            int(c["version"]),
+            datetime.fromtimestamp(int(c["timestamp"]) / 1000, UTC),
+            str(c.get("operation", "")),
+            {str(k): str(v) for k, v in (c.get("operationParameters") or {}).items()},
+        )
+        for c in table.history()
+    ]
     return sorted(out, key=lambda v: v.version)
 
 
@@ -152,8 +171,9 @@ class FastOffsetSyncs:
             where = where & _one_of("source_topic", topics)
         return _coalesced(_read(table, ["source_topic", "partition", *_RANGE], where))
 
-    def ranges_since(self, flow: str, seen: dict[str, int], version: int
-                     ) -> tuple[dict[TopicPartition, list[SyncRange]], dict[str, int]]:
+    def ranges_since(
+        self, flow: str, seen: dict[str, int], version: int
+    ) -> tuple[dict[TopicPartition, list[SyncRange]], dict[str, int]]:
         """Ranges in rows above each stream's batch mark (see OffsetSyncStore.ranges_since), at ``version``."""
         table = self._table(version)
         if table is None:
@@ -175,12 +195,19 @@ class FastOffsetSyncs:
         table = self._table()
         if table is None:
             return {}
-        rows = _read(table, ["source_topic", "partition", "upstream_last", "downstream_last", "written_at"],
-                     _flow_is(flow))
+        rows = _read(
+            table, ["source_topic", "partition", "upstream_last", "downstream_last", "written_at"], _flow_is(flow)
+        )
         if not rows.num_rows:
             return {}
-        rows = rows.sort_by([("source_topic", "ascending"), ("partition", "ascending"),
-                             ("upstream_last", "ascending"), ("downstream_last", "descending")])
+        rows = rows.sort_by(
+            [
+                ("source_topic", "ascending"),
+                ("partition", "ascending"),
+                ("upstream_last", "ascending"),
+                ("downstream_last", "descending"),
+            ]
+        )
         written = rows.group_by(["source_topic", "partition"]).aggregate([("written_at", "max")])
         at = {(r["source_topic"], r["partition"]): r["written_at_max"] for r in written.to_pylist()}
         out: dict[TopicPartition, SyncProgress] = {}
@@ -198,8 +225,7 @@ class FastOffsetSyncs:
         pairs = rows.group_by(["source_topic", "target_topic"]).aggregate([]).to_pylist()
         return {r["source_topic"]: r["target_topic"] for r in pairs}
 
-    def history(self, flow: str, topic: str, partition: int | None = None,
-                version: int | None = None) -> list[SyncRow]:
+    def history(self, flow: str, topic: str, partition: int | None = None, version: int | None = None) -> list[SyncRow]:
         """The raw rows of one source topic (one partition, or all) as written, at ``version`` (None: now),
         sorted by partition, write time and batch; the flow/topic/partition predicate is pushed into the scan."""
         table = self._table(version)
@@ -209,8 +235,13 @@ class FastOffsetSyncs:
         if partition is not None:
             where = where & (pc.field("partition") == partition)
         rows = _read(table, _SYNC_ROW_COLUMNS, where).sort_by(
-            [("partition", "ascending"), ("written_at", "ascending"), ("batch_id", "ascending"),
-             ("upstream_first", "ascending")])
+            [
+                ("partition", "ascending"),
+                ("written_at", "ascending"),
+                ("batch_id", "ascending"),
+                ("upstream_first", "ascending"),
+            ]
+        )
         return [SyncRow(**r) for r in rows.to_pylist()]
 
     def versions(self) -> list[TableVersion]:
@@ -244,13 +275,21 @@ def _coalesced(rows: pa.Table) -> dict[TopicPartition, list[SyncRange]]:
     ends = np.append(starts[1:], len(part)) - 1
     out: dict[TopicPartition, list[SyncRange]] = {}
     for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-        out.setdefault((topic[s], int(part[s])), []).append(
-            SyncRange(int(uf[s]), int(ul[e]), int(df[s]), int(dl[e])))
+        out.setdefault((topic[s], int(part[s])), []).append(SyncRange(int(uf[s]), int(ul[e]), int(df[s]), int(dl[e])))
     return out
 
 
-_CHECKPOINT_COLUMNS = ["group", "source_topic", "target_topic", "partition", "upstream_offset", "downstream_offset",
-                       "position", "metadata", "checkpointed_at"]
+_CHECKPOINT_COLUMNS = [
+    "group",
+    "source_topic",
+    "target_topic",
+    "partition",
+    "upstream_offset",
+    "downstream_offset",
+    "position",
+    "metadata",
+    "checkpointed_at",
+]
 
 
 class FastCheckpoints:
@@ -266,16 +305,29 @@ class FastCheckpoints:
         if not rows:
             return 0
         when = (at or datetime.now(UTC)).astimezone(UTC)
-        data = [{"flow": c.flow, "group": c.group, "source_topic": c.source_topic, "target_topic": c.target_topic,
-                 "partition": c.partition, "upstream_offset": c.upstream_offset,
-                 "downstream_offset": c.downstream_offset, "position": c.position.value, "metadata": c.metadata,
-                 "checkpointed_at": when} for c in rows]
-        _append(self.path, "checkpoints", CHECKPOINTS_DDL,
-                pa.Table.from_pylist(data, schema=arrow_schema(CHECKPOINTS_DDL)))
+        data = [
+            {
+                "flow": c.flow,
+                "group": c.group,
+                "source_topic": c.source_topic,
+                "target_topic": c.target_topic,
+                "partition": c.partition,
+                "upstream_offset": c.upstream_offset,
+                "downstream_offset": c.downstream_offset,
+                "position": c.position.value,
+                "metadata": c.metadata,
+                "checkpointed_at": when,
+            }
+            for c in rows
+        ]
+        _append(
+            self.path, "checkpoints", CHECKPOINTS_DDL, pa.Table.from_pylist(data, schema=arrow_schema(CHECKPOINTS_DDL))
+        )
         return len(data)
 
-    def latest(self, flow: str, groups: list[str] | None = None, as_of: datetime | None = None,
-               version: int | None = None) -> list[RecordedCheckpoint]:
+    def latest(
+        self, flow: str, groups: list[str] | None = None, as_of: datetime | None = None, version: int | None = None
+    ) -> list[RecordedCheckpoint]:
         """The latest checkpoint per (group, topic, partition) of ``flow``, now or back in time."""
         table = open_table(self.path, "checkpoints", version)
         if table is None:
@@ -284,18 +336,31 @@ class FastCheckpoints:
         if groups is not None:
             where = where & _one_of("group", groups)
         if as_of is not None:
-            where = where & (pc.field("checkpointed_at") <= pa.scalar(as_of.astimezone(UTC),
-                                                                      pa.timestamp("us", tz="UTC")))
+            where = where & (
+                pc.field("checkpointed_at") <= pa.scalar(as_of.astimezone(UTC), pa.timestamp("us", tz="UTC"))
+            )
         rows = _last_per_key(_read(table, _CHECKPOINT_COLUMNS, where))
         return [
-            RecordedCheckpoint(Checkpoint(flow, r["group"], r["source_topic"], r["target_topic"], r["partition"],
-                                          r["upstream_offset"], r["downstream_offset"], Position(r["position"]),
-                                          r["metadata"]), _ms(r["checkpointed_at"]) or 0)
+            RecordedCheckpoint(
+                Checkpoint(
+                    flow,
+                    r["group"],
+                    r["source_topic"],
+                    r["target_topic"],
+                    r["partition"],
+                    r["upstream_offset"],
+                    r["downstream_offset"],
+                    Position(r["position"]),
+                    r["metadata"],
+                ),
+                _ms(r["checkpointed_at"]) or 0,
+            )
             for r in rows.to_pylist()
         ]
 
-    def history(self, flow: str, group: str, as_of: datetime | None = None,
-                version: int | None = None) -> list[RecordedCheckpoint]:
+    def history(
+        self, flow: str, group: str, as_of: datetime | None = None, version: int | None = None
+    ) -> list[RecordedCheckpoint]:
         """Every checkpoint row of ``group`` in ``flow`` (up to ``as_of``, at ``version``), oldest first,
         then by topic and partition; the flow/group/time predicate is pushed into the scan."""
         table = open_table(self.path, "checkpoints", version)
@@ -303,15 +368,32 @@ class FastCheckpoints:
             return []
         where = _flow_is(flow) & (pc.field("group") == group)
         if as_of is not None:
-            where = where & (pc.field("checkpointed_at") <= pa.scalar(as_of.astimezone(UTC),
-                                                                      pa.timestamp("us", tz="UTC")))
+            where = where & (
+                pc.field("checkpointed_at") <= pa.scalar(as_of.astimezone(UTC), pa.timestamp("us", tz="UTC"))
+            )
         rows = _read(table, _CHECKPOINT_COLUMNS, where).sort_by(
-            [("checkpointed_at", "ascending"), ("source_topic", "ascending"), ("partition", "ascending"),
-             ("upstream_offset", "ascending")])
+            [
+                ("checkpointed_at", "ascending"),
+                ("source_topic", "ascending"),
+                ("partition", "ascending"),
+                ("upstream_offset", "ascending"),
+            ]
+        )
         return [
-            RecordedCheckpoint(Checkpoint(flow, r["group"], r["source_topic"], r["target_topic"], r["partition"],
-                                          r["upstream_offset"], r["downstream_offset"], Position(r["position"]),
-                                          r["metadata"]), _ms(r["checkpointed_at"]) or 0)
+            RecordedCheckpoint(
+                Checkpoint(
+                    flow,
+                    r["group"],
+                    r["source_topic"],
+                    r["target_topic"],
+                    r["partition"],
+                    r["upstream_offset"],
+                    r["downstream_offset"],
+                    Position(r["position"]),
+                    r["metadata"],
+                ),
+                _ms(r["checkpointed_at"]) or 0,
+            )
             for r in rows.to_pylist()
         ]
 
@@ -323,8 +405,9 @@ def _last_per_key(rows: pa.Table) -> pa.Table:
     """The latest row per (group, source_topic, partition): greatest time, then greatest offset (as the
     Spark reader's max_by), sorted by key. Vectorised: a group's history can be long."""
     keys = ["group", "source_topic", "partition"]
-    rows = rows.sort_by([*((k, "ascending") for k in keys), ("checkpointed_at", "ascending"),
-                         ("upstream_offset", "ascending")])
+    rows = rows.sort_by(
+        [*((k, "ascending") for k in keys), ("checkpointed_at", "ascending"), ("upstream_offset", "ascending")]
+    )
     n = rows.num_rows
     if n == 0:
         return rows
@@ -344,13 +427,24 @@ class FastOperations:
         self.path = layout.operations
 
     def append(self, record: OperationRecord) -> None:
-        row = {"id": record.id, "action": record.action.value, "flow": record.flow, "groups": list(record.groups),
-               "as_of": record.as_of, "dry_run": record.dry_run, "plan": json.dumps(record.plan, default=str),
-               "result": json.dumps(record.result, default=str), "user": record.user, "host": record.host,
-               "drkit_version": record.drkit_version, "started_at": record.started_at.astimezone(UTC),
-               "finished_at": None if record.finished_at is None else record.finished_at.astimezone(UTC)}
-        _append(self.path, "operations", OPERATIONS_DDL,
-                pa.Table.from_pylist([row], schema=arrow_schema(OPERATIONS_DDL)))
+        row = {
+            "id": record.id,
+            "action": record.action.value,
+            "flow": record.flow,
+            "groups": list(record.groups),
+            "as_of": record.as_of,
+            "dry_run": record.dry_run,
+            "plan": json.dumps(record.plan, default=str),
+            "result": json.dumps(record.result, default=str),
+            "user": record.user,
+            "host": record.host,
+            "drkit_version": record.drkit_version,
+            "started_at": record.started_at.astimezone(UTC),
+            "finished_at": None if record.finished_at is None else record.finished_at.astimezone(UTC),
+        }
+        _append(
+            self.path, "operations", OPERATIONS_DDL, pa.Table.from_pylist([row], schema=arrow_schema(OPERATIONS_DDL))
+        )
 
     def list(self, flow: str | None = None, limit: int = 50) -> list[OperationRecord]:
         table = open_table(self.path, "operations")
@@ -360,9 +454,19 @@ class FastOperations:
         rows = rows.sort_by([("started_at", "descending")]).slice(0, limit)
         return [
             OperationRecord(
-                id=r["id"], action=Action(r["action"]), flow=r["flow"], groups=tuple(r["groups"] or ()),
-                as_of=r["as_of"], dry_run=r["dry_run"], plan=json.loads(r["plan"]) if r["plan"] else {},
-                result=json.loads(r["result"]) if r["result"] else {}, user=r["user"], host=r["host"],
-                drkit_version=r["drkit_version"], started_at=r["started_at"], finished_at=r["finished_at"])
+                id=r["id"],
+                action=Action(r["action"]),
+                flow=r["flow"],
+                groups=tuple(r["groups"] or ()),
+                as_of=r["as_of"],
+                dry_run=r["dry_run"],
+                plan=json.loads(r["plan"]) if r["plan"] else {},
+                result=json.loads(r["result"]) if r["result"] else {},
+                user=r["user"],
+                host=r["host"],
+                drkit_version=r["drkit_version"],
+                started_at=r["started_at"],
+                finished_at=r["finished_at"],
+            )
             for r in rows.to_pylist()
         ]

@@ -117,8 +117,13 @@ def check_settings(keep_recent_batches: int, vacuum_retention_hours: float) -> N
         )
 
 
-def maintain(spark: SparkSession, tables: StateLayout, config: DrkitConfig, keep_recent_batches: int = 100,
-             vacuum_retention_hours: float = MIN_VACUUM_RETENTION_HOURS) -> dict[str, Any]:
+def maintain(
+    spark: SparkSession,
+    tables: StateLayout,
+    config: DrkitConfig,
+    keep_recent_batches: int = 100,
+    vacuum_retention_hours: float = MIN_VACUUM_RETENTION_HOURS,
+) -> dict[str, Any]:
     """Coalesce old offset-syncs, then OPTIMIZE and VACUUM ``offset_syncs`` and ``checkpoints``.
 
     ``config`` names the state in messages; every flow found in the table is maintained, including
@@ -152,8 +157,9 @@ def maintain(spark: SparkSession, tables: StateLayout, config: DrkitConfig, keep
     }
 
 
-def coalesce_syncs(spark: SparkSession, path: str, keep_recent_batches: int,
-                   before: date | None = None) -> tuple[CoalesceFigures, int]:
+def coalesce_syncs(
+    spark: SparkSession, path: str, keep_recent_batches: int, before: date | None = None
+) -> tuple[CoalesceFigures, int]:
     """Merge the old rows of each stream that continue each other on both sides, in one transaction.
 
     Only rows of UTC days before ``before`` (default: today) are rewritten. Each attempt reads one
@@ -185,8 +191,9 @@ def _is_conflict(exc: BaseException) -> bool:
     return "DELTA_CONCURRENT" in text or "ConcurrentAppendException" in text or "ConcurrentDeleteRead" in text
 
 
-def _coalesce_once(spark: SparkSession, path: str, keep_recent_batches: int,
-                   before: date) -> tuple[CoalesceFigures, int]:
+def _coalesce_once(
+    spark: SparkSession, path: str, keep_recent_batches: int, before: date
+) -> tuple[CoalesceFigures, int]:
     from delta.tables import DeltaTable
     from pyspark import StorageLevel
     from pyspark.sql import functions as F
@@ -207,7 +214,9 @@ def _coalesce_once(spark: SparkSession, path: str, keep_recent_batches: int,
     cut = spark.createDataFrame(cutoffs, "flow STRING, stream_id STRING, _cutoff BIGINT")
     old = (
         df.where(F.col("sync_date") < F.lit(before))
-        .join(F.broadcast(cut), _STREAM).where(F.col("batch_id") <= F.col("_cutoff")).drop("_cutoff")
+        .join(F.broadcast(cut), _STREAM)
+        .where(F.col("batch_id") <= F.col("_cutoff"))
+        .drop("_cutoff")
     )
     merged = _merge_islands(old).persist(StorageLevel.MEMORY_AND_DISK)
     try:
@@ -224,24 +233,22 @@ def _coalesce_once(spark: SparkSession, path: str, keep_recent_batches: int,
                 "pairs of the rows they replace; nothing was rewritten (please report this)"
             )
         figures.rows_eligible = int(stats["eligible"] or 0)
-        rewrite = sorted(
-            (r[0], r[1]) for r in merged.where(F.col("_rows") > 1).select(*_STREAM).distinct().collect()
-        )
+        rewrite = sorted((r[0], r[1]) for r in merged.where(F.col("_rows") > 1).select(*_STREAM).distinct().collect())
         if rewrite:
             by_stream = {(f, s): c for f, s, c in cutoffs}
             figures.cutoffs = {f"{f}/{s}": by_stream[(f, s)] for f, s in rewrite}
             # The partition conjunct comes first and alone: it is what Delta's conflict check evaluates.
-            predicate = f"sync_date < DATE'{before.isoformat()}' AND (" + " OR ".join(
-                f"(flow = {_sql_str(f)} AND stream_id = {_sql_str(s)} AND batch_id <= {by_stream[(f, s)]})"
-                for f, s in rewrite
-            ) + ")"
+            predicate = (
+                f"sync_date < DATE'{before.isoformat()}' AND ("
+                + " OR ".join(
+                    f"(flow = {_sql_str(f)} AND stream_id = {_sql_str(s)} AND batch_id <= {by_stream[(f, s)]})"
+                    for f, s in rewrite
+                )
+                + ")"
+            )
             chosen = spark.createDataFrame(rewrite, "flow STRING, stream_id STRING")
             out = merged.join(F.broadcast(chosen), _STREAM).select(*_COLUMNS)
-            (
-                out.write.format("delta").mode("overwrite")
-                .option("replaceWhere", predicate)
-                .save(path)
-            )
+            (out.write.format("delta").mode("overwrite").option("replaceWhere", predicate).save(path))
             figures.streams_rewritten = len(rewrite)
             figures.ranges_merged = int(stats["merged"] or 0)
             figures.merged_into = int(stats["into"] or 0)
@@ -277,10 +284,17 @@ def _merge_islands(old: DataFrame) -> DataFrame:
     """
     from pyspark.sql import functions as F
 
-    return merge_islands(old, _RANGE_KEYS, tiebreak=["batch_id"], aggregates={
-        "batch_id": F.max("batch_id"), "written_at": F.max("written_at"), "_rows": F.count(F.lit(1)),
-        "_pairs": F.sum(F.col("upstream_last") - F.col("upstream_first") + 1),
-    })
+    return merge_islands(
+        old,
+        _RANGE_KEYS,
+        tiebreak=["batch_id"],
+        aggregates={
+            "batch_id": F.max("batch_id"),
+            "written_at": F.max("written_at"),
+            "_rows": F.count(F.lit(1)),
+            "_pairs": F.sum(F.col("upstream_last") - F.col("upstream_first") + 1),
+        },
+    )
 
 
 def _broken() -> Any:
@@ -288,20 +302,18 @@ def _broken() -> Any:
     from pyspark.sql import functions as F
 
     return (
-        ((F.col("upstream_last") - F.col("upstream_first"))
-         != (F.col("downstream_last") - F.col("downstream_first")))
-        | (F.col("record_count") != F.col("_pairs"))
-    )
+        (F.col("upstream_last") - F.col("upstream_first")) != (F.col("downstream_last") - F.col("downstream_first"))
+    ) | (F.col("record_count") != F.col("_pairs"))
 
 
-def _compact_and_vacuum(spark: SparkSession, path: str, figures: TableFigures, retention_hours: float,
-                        config: DrkitConfig) -> None:
+def _compact_and_vacuum(
+    spark: SparkSession, path: str, figures: TableFigures, retention_hours: float, config: DrkitConfig
+) -> None:
     from delta.tables import DeltaTable
 
     started = time.monotonic()
     table = DeltaTable.forPath(spark, path)
-    metrics = table.optimize().executeCompaction().select("metrics.numFilesAdded",
-                                                          "metrics.numFilesRemoved").first()
+    metrics = table.optimize().executeCompaction().select("metrics.numFilesAdded", "metrics.numFilesRemoved").first()
     if metrics is not None:
         figures.optimize_files_added = int(metrics[0] or 0)
         figures.optimize_files_removed = int(metrics[1] or 0)

@@ -30,9 +30,21 @@ class OperationStore:
     def append(self, record: OperationRecord) -> None:
         ensure_table(self.spark, self.path, OPERATIONS_DDL, "operations")
         finished = None if record.finished_at is None else record.finished_at.astimezone(UTC)
-        row = (record.id, record.action.value, record.flow, list(record.groups), record.as_of, record.dry_run,
-               json.dumps(record.plan, default=str), json.dumps(record.result, default=str), record.user,
-               record.host, record.drkit_version, record.started_at.astimezone(UTC), finished)
+        row = (
+            record.id,
+            record.action.value,
+            record.flow,
+            list(record.groups),
+            record.as_of,
+            record.dry_run,
+            json.dumps(record.plan, default=str),
+            json.dumps(record.result, default=str),
+            record.user,
+            record.host,
+            record.drkit_version,
+            record.started_at.astimezone(UTC),
+            finished,
+        )
         self.spark.createDataFrame([row], OPERATIONS_DDL).write.format("delta").mode("append").save(self.path)
 
     def list(self, flow: str | None = None, limit: int = 50) -> list[OperationRecord]:
@@ -44,15 +56,27 @@ class OperationStore:
         df = self.spark.read.format("delta").load(self.path)
         if flow is not None:
             df = df.where(F.col("flow") == flow)
-        rows = (df.withColumn("started_ms", F.expr("unix_millis(started_at)"))
-                .withColumn("finished_ms", F.expr("unix_millis(finished_at)"))
-                .orderBy(F.col("started_ms").desc()).limit(limit).collect())
+        rows = (
+            df.withColumn("started_ms", F.expr("unix_millis(started_at)"))
+            .withColumn("finished_ms", F.expr("unix_millis(finished_at)"))
+            .orderBy(F.col("started_ms").desc())
+            .limit(limit)
+            .collect()
+        )
         return [
             OperationRecord(
-                id=r["id"], action=Action(r["action"]), flow=r["flow"], groups=tuple(r["groups"] or ()),
-                as_of=r["as_of"], dry_run=r["dry_run"], plan=json.loads(r["plan"]) if r["plan"] else {},
-                result=json.loads(r["result"]) if r["result"] else {}, user=r["user"], host=r["host"],
-                drkit_version=r["drkit_version"], started_at=datetime.fromtimestamp(r["started_ms"] / 1000, UTC),
+                id=r["id"],
+                action=Action(r["action"]),
+                flow=r["flow"],
+                groups=tuple(r["groups"] or ()),
+                as_of=r["as_of"],
+                dry_run=r["dry_run"],
+                plan=json.loads(r["plan"]) if r["plan"] else {},
+                result=json.loads(r["result"]) if r["result"] else {},
+                user=r["user"],
+                host=r["host"],
+                drkit_version=r["drkit_version"],
+                started_at=datetime.fromtimestamp(r["started_ms"] / 1000, UTC),
                 finished_at=_time(r["finished_ms"]),
             )
             for r in rows

@@ -56,8 +56,11 @@ class RunFiles:
     def last_run(self, flow: str) -> TranslatorRun | None:
         data = _read(self.layout.translator_last_run(flow))
         try:
-            return None if data is None else TranslatorRun(**{**data, "confirmed_groups": tuple(
-                data.get("confirmed_groups", ()))})
+            return (
+                None
+                if data is None
+                else TranslatorRun(**{**data, "confirmed_groups": tuple(data.get("confirmed_groups", ()))})
+            )
         except TypeError:
             return None
 

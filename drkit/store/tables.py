@@ -24,13 +24,22 @@ ColumnSpec = tuple[str, str]
 #: The columns of one offset-sync range, in table order: declared once, for the rows a mirror task
 #: returns (drkit.mirror.deliver) and for the middle of an ``offset_syncs`` row.
 RANGE_COLUMNS: tuple[ColumnSpec, ...] = (
-    ("source_topic", "STRING"), ("target_topic", "STRING"), ("partition", "INT"),
-    ("upstream_first", "BIGINT"), ("upstream_last", "BIGINT"), ("downstream_first", "BIGINT"),
-    ("downstream_last", "BIGINT"), ("record_count", "BIGINT"),
+    ("source_topic", "STRING"),
+    ("target_topic", "STRING"),
+    ("partition", "INT"),
+    ("upstream_first", "BIGINT"),
+    ("upstream_last", "BIGINT"),
+    ("downstream_first", "BIGINT"),
+    ("downstream_last", "BIGINT"),
+    ("record_count", "BIGINT"),
 )
 OFFSET_SYNCS_COLUMNS: tuple[ColumnSpec, ...] = (
-    ("flow", "STRING"), *RANGE_COLUMNS,
-    ("batch_id", "BIGINT"), ("stream_id", "STRING"), ("written_at", "TIMESTAMP"), ("sync_date", "DATE"),
+    ("flow", "STRING"),
+    *RANGE_COLUMNS,
+    ("batch_id", "BIGINT"),
+    ("stream_id", "STRING"),
+    ("written_at", "TIMESTAMP"),
+    ("sync_date", "DATE"),
 )
 
 
@@ -49,8 +58,15 @@ def arrow_schema(ddl: str) -> pa.Schema:
     of the mirror's tasks and the delta-rs readers and writers (``NOT NULL`` maps to non-nullable)."""
     import pyarrow as pa
 
-    types = {"STRING": pa.string(), "INT": pa.int32(), "BIGINT": pa.int64(), "BOOLEAN": pa.bool_(),
-             "TIMESTAMP": pa.timestamp("us", tz="UTC"), "DATE": pa.date32(), "ARRAY<STRING>": pa.list_(pa.string())}
+    types = {
+        "STRING": pa.string(),
+        "INT": pa.int32(),
+        "BIGINT": pa.int64(),
+        "BOOLEAN": pa.bool_(),
+        "TIMESTAMP": pa.timestamp("us", tz="UTC"),
+        "DATE": pa.date32(),
+        "ARRAY<STRING>": pa.list_(pa.string()),
+    }
     fields = []
     for column in (c.strip() for c in ddl.split(",")):
         m = re.fullmatch(r"`?(\w+)`?\s+([A-Z<>]+)(\s+NOT NULL)?", column)

@@ -77,8 +77,16 @@ class TranslatorJob:
         self._previous.update({c.key: c for c in plan.changed})
         synced = self.sync_target_groups(plan) if self.flow.checkpoint.sync_group_offsets else []
         finished_ms = int(datetime.now(UTC).timestamp() * 1000)
-        run = TranslationRun(self.flow.name, len(selected), len(plan.current), appended, tuple(synced),
-                             tuple(plan.findings), time.monotonic() - started, finished_ms)
+        run = TranslationRun(
+            self.flow.name,
+            len(selected),
+            len(plan.current),
+            appended,
+            tuple(synced),
+            tuple(plan.findings),
+            time.monotonic() - started,
+            finished_ms,
+        )
         metrics.CHECKPOINT_RUNS.labels(self.flow.name).inc()
         metrics.CHECKPOINT_SECONDS.labels(self.flow.name).observe(run.seconds)
         metrics.CHECKPOINT_APPENDED.labels(self.flow.name).inc(run.appended)
@@ -97,8 +105,12 @@ class TranslatorJob:
         for group, checkpoints in sorted(by_group.items()):
             state = states.get(group)
             if state is not None and state.active:
-                log.info("flow %s: group %s is active on %s; not syncing its offsets", self.flow.name, group,
-                         self.flow.target)
+                log.info(
+                    "flow %s: group %s is active on %s; not syncing its offsets",
+                    self.flow.name,
+                    group,
+                    self.flow.target,
+                )
                 continue
             current = self.target.offsets_of(group)
             forward = {
@@ -113,11 +125,18 @@ class TranslatorJob:
         return synced
 
     @staticmethod
-    def _unmirrored(committed: Mapping[str, Iterable[CommittedOffset]], topic_map: Mapping[str, str],
-                    indexes: Mapping[tuple[str, int], SyncIndex]) -> set[tuple[str, int]]:
+    def _unmirrored(
+        committed: Mapping[str, Iterable[CommittedOffset]],
+        topic_map: Mapping[str, str],
+        indexes: Mapping[tuple[str, int], SyncIndex],
+    ) -> set[tuple[str, int]]:
         """The mirrored topics' partitions a group has an offset on but of which nothing was mirrored."""
-        return {(c.topic, c.partition) for offsets in committed.values() for c in offsets
-                if c.offset >= 0 and c.topic in topic_map and (c.topic, c.partition) not in indexes}
+        return {
+            (c.topic, c.partition)
+            for offsets in committed.values()
+            for c in offsets
+            if c.offset >= 0 and c.topic in topic_map and (c.topic, c.partition) not in indexes
+        }
 
     def _observe_source_ends(self) -> dict[tuple[str, int], int]:
         """Record the source's end offsets of the mirrored topics: after the source is lost, this last
@@ -131,15 +150,18 @@ class TranslatorJob:
     def _record(self, run: TranslationRun, confirmed: list[str]) -> None:
         """The run file: when this run finished, and the groups whose checkpoints it confirmed as current
         (an idle group's checkpoint is as fresh as the last run that read its offsets, not its last change)."""
-        self.runs.write_last_run(self.flow.name, TranslatorRun(run.finished_at_ms, run.seconds, run.groups,
-                                                               run.checkpoints, run.appended, tuple(confirmed)))
+        self.runs.write_last_run(
+            self.flow.name,
+            TranslatorRun(run.finished_at_ms, run.seconds, run.groups, run.checkpoints, run.appended, tuple(confirmed)),
+        )
 
 
 class TranslatorRunner:
     """Runs the jobs of one or more flows once, or every ``interval`` seconds until stopped."""
 
-    def __init__(self, config: DrkitConfig, flows: list[FlowConfig], syncs: SyncLog,
-                 checkpoints: CheckpointLog) -> None:
+    def __init__(
+        self, config: DrkitConfig, flows: list[FlowConfig], syncs: SyncLog, checkpoints: CheckpointLog
+    ) -> None:
         self.jobs = [TranslatorJob(config, f, syncs, checkpoints) for f in flows]
         self.stopped = threading.Event()
 
@@ -169,4 +191,4 @@ class TranslatorRunner:
             if threading.current_thread() is threading.main_thread():
                 for s, handler in previous.items():
                     signal.signal(s, handler)
-        return runs[-len(self.jobs):] if runs else []
+        return runs[-len(self.jobs) :] if runs else []

@@ -141,8 +141,16 @@ class FakeSyncs:
 class FakeCheckpoints:
     rows: list[RecordedCheckpoint] = field(default_factory=list)
 
-    def add(self, flow: str, group: str, topic: str, target_topic: str, partition: int, upstream: int,
-            at_ms: int = NOW_MS - 1_000) -> None:
+    def add(
+        self,
+        flow: str,
+        group: str,
+        topic: str,
+        target_topic: str,
+        partition: int,
+        upstream: int,
+        at_ms: int = NOW_MS - 1_000,
+    ) -> None:
         checkpoint = Checkpoint(flow, group, topic, target_topic, partition, upstream, None, Position.UNMIRRORED)
         self.rows.append(RecordedCheckpoint(checkpoint, at_ms))
 
@@ -150,8 +158,9 @@ class FakeCheckpoints:
         """A checkpoint row as the translator wrote it (its translation and position included)."""
         self.rows.append(RecordedCheckpoint(checkpoint, at_ms))
 
-    def latest(self, flow: str, groups: list[str] | None = None, as_of: datetime | None = None,
-               version: int | None = None) -> list[RecordedCheckpoint]:
+    def latest(
+        self, flow: str, groups: list[str] | None = None, as_of: datetime | None = None, version: int | None = None
+    ) -> list[RecordedCheckpoint]:
         limit = None if as_of is None else as_of.timestamp() * 1000
         latest: dict[tuple[str, str, int], RecordedCheckpoint] = {}
         for r in self.rows:
@@ -202,11 +211,25 @@ class World:
 
     @property
     def context(self) -> OperateContext:
-        return OperateContext(self.config, self.clusters, self.syncs, self.checkpoints, self.operations,
-                              StateLayout(self.config.state_root()), clock=lambda: NOW)
+        return OperateContext(
+            self.config,
+            self.clusters,
+            self.syncs,
+            self.checkpoints,
+            self.operations,
+            StateLayout(self.config.state_root()),
+            clock=lambda: NOW,
+        )
 
 
 def world(tmp_path: Path, config: DrkitConfig | None = None) -> World:
     a, b = FakeCluster("A"), FakeCluster("B")
-    return World(config or two_cluster_config(tmp_path), a, b, FakeSyncs(), FakeCheckpoints(), FakeOperations(),
-                 FakeClusters({"A": a, "B": b}))
+    return World(
+        config or two_cluster_config(tmp_path),
+        a,
+        b,
+        FakeSyncs(),
+        FakeCheckpoints(),
+        FakeOperations(),
+        FakeClusters({"A": a, "B": b}),
+    )

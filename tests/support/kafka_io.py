@@ -66,16 +66,19 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
         consumer.close()
 
 
-def read_all(bootstrap: str, topic: str, isolation: str = "read_committed",
-             start: dict[int, int] | None = None) -> list[Rec]:
+def read_all(
+    bootstrap: str, topic: str, isolation: str = "read_committed", start: dict[int, int] | None = None
+) -> list[Rec]:
     """Every record of every partition of ``topic`` (from ``start`` offsets), sorted by (partition, offset)."""
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap,
-        "group.id": unique("_drkit-test-read"),
-        "enable.auto.commit": False,
-        "isolation.level": isolation,
-        "enable.partition.eof": True,
-    })
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": unique("_drkit-test-read"),
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+        }
+    )
     try:
         meta = consumer.list_topics(topic, timeout=10).topics[topic]
         partitions = sorted(meta.partitions)
@@ -120,8 +123,15 @@ def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> N
 
 def consume_as_group(bootstrap: str, group: str, topic: str, count: int, idle_polls: int = 20) -> list[Rec]:
     """A real consumer of ``group`` reads ``count`` records from its committed position, then commits."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
     out: list[Rec] = []
     try:
         consumer.subscribe([topic])

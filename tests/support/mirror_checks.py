@@ -35,8 +35,9 @@ class SyncAudit:
     duplicates: int  # source records present more than once on the target
 
 
-def audit_syncs(ranges: dict[int, list[SyncRange]], source: list[Rec], target: list[Rec],
-                exact: bool = True) -> SyncAudit:
+def audit_syncs(
+    ranges: dict[int, list[SyncRange]], source: list[Rec], target: list[Rec], exact: bool = True
+) -> SyncAudit:
     """Check the syncs both ways, record by record.
 
     Every sync pair (u, d) points at an existing source record u and an existing target record d
@@ -53,7 +54,8 @@ def audit_syncs(ranges: dict[int, list[SyncRange]], source: list[Rec], target: l
                 assert (partition, u) in src, f"sync points at missing source record {partition}@{u}"
                 assert (partition, d) in tgt, f"sync points at missing target record {partition}@{d}"
                 assert src[(partition, u)].content() == tgt[(partition, d)].content(), (
-                    f"sync {partition}: {u}->{d} pairs different records")
+                    f"sync {partition}: {u}->{d} pairs different records"
+                )
                 up_seen[(partition, u)] += 1
                 down_seen[(partition, d)] += 1
     assert all(n == 1 for n in up_seen.values()), "a source record is described by two syncs"

@@ -31,17 +31,28 @@ def config_for(tmp_path: Path) -> DrkitConfig:
 class Writer:
     """Writes batches of one stream like the mirror does, keeping each partition's next offsets."""
 
-    def __init__(self, store: OffsetSyncStore, flow: str, stream_id: str,
-                 start: dict[tuple[str, int], tuple[int, int]] | None = None) -> None:
+    def __init__(
+        self,
+        store: OffsetSyncStore,
+        flow: str,
+        stream_id: str,
+        start: dict[tuple[str, int], tuple[int, int]] | None = None,
+    ) -> None:
         self.store = store
         self.flow = flow
         self.stream_id = stream_id
         self.next: dict[tuple[str, int], tuple[int, int]] = dict(start or {})
 
-    def batch(self, batch_id: int, parts: list[tuple[str, str, int]], records: int = 5,
-              skip_upstream: dict[tuple[str, int], int] | None = None,
-              skip_downstream: dict[tuple[str, int], int] | None = None,
-              split: set[tuple[str, int]] | None = None, at: datetime | None = YESTERDAY) -> None:
+    def batch(
+        self,
+        batch_id: int,
+        parts: list[tuple[str, str, int]],
+        records: int = 5,
+        skip_upstream: dict[tuple[str, int], int] | None = None,
+        skip_downstream: dict[tuple[str, int], int] | None = None,
+        split: set[tuple[str, int]] | None = None,
+        at: datetime | None = YESTERDAY,
+    ) -> None:
         rows = []
         for topic, target, partition in parts:
             key = (topic, partition)
@@ -50,8 +61,7 @@ class Writer:
             d += (skip_downstream or {}).get(key, 0)
             if split and key in split:  # a gap inside the batch: two ranges, upstream offset u+2 missing
                 rows.append(SyncRow(topic, target, partition, SyncRange(u, u + 1, d, d + 1)))
-                rows.append(SyncRow(topic, target, partition, SyncRange(u + 3, u + records, d + 2,
-                                                                         d + records - 1)))
+                rows.append(SyncRow(topic, target, partition, SyncRange(u + 3, u + records, d + 2, d + records - 1)))
                 self.next[key] = (u + records + 1, d + records)
                 continue
             rows.append(SyncRow(topic, target, partition, SyncRange(u, u + records - 1, d, d + records - 1)))

@@ -55,13 +55,19 @@ def write_config(path: Path, clusters: dict[str, str], state: Path) -> DrkitConf
 
 def cli(config: Path, *args: str) -> tuple[int, dict[str, Any]]:
     # No JVM can start in this environment: the operator commands read and write the tables without Spark.
-    proc = subprocess.run([sys.executable, "-m", "drkit.cli.app", *args, "-c", str(config), "-o", "json"],
-                          capture_output=True, text=True, timeout=600, env=no_java_env())
+    proc = subprocess.run(
+        [sys.executable, "-m", "drkit.cli.app", *args, "-c", str(config), "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=no_java_env(),
+    )
     try:
         return proc.returncode, json.loads(proc.stdout)
     except ValueError:
         raise AssertionError(
-            f"not JSON (exit {proc.returncode}): {proc.stdout[-2000:]} {proc.stderr[-3000:]}") from None
+            f"not JSON (exit {proc.returncode}): {proc.stdout[-2000:]} {proc.stderr[-3000:]}"
+        ) from None
 
 
 def contents(records: list[Rec]) -> dict[int, list[tuple[object, ...]]]:
@@ -77,14 +83,26 @@ def test_disaster_failover_then_failback(dr: tuple[LocalKafka, dict[str, str]], 
     # -- 1. normal operation, then the disaster -------------------------------------------------
     create_topic(clusters["A"], TOPIC, PARTITIONS)
     now = int(time.time() * 1000)
-    produce(clusters["A"], TOPIC, [{"partition": i % PARTITIONS, "key": f"k{i}".encode(),
-                                    "value": f"a{i}".encode(), "timestamp": now + i} for i in range(400)])
+    produce(
+        clusters["A"],
+        TOPIC,
+        [
+            {"partition": i % PARTITIONS, "key": f"k{i}".encode(), "value": f"a{i}".encode(), "timestamp": now + i}
+            for i in range(400)
+        ],
+    )
     processed_on_a = {(TOPIC, 0): 120, (TOPIC, 1): 35}
     commit(clusters["A"], GROUP, processed_on_a)
     service.mirror("A->B", once=True)
     service.translate("A->B", once=True)
-    produce(clusters["A"], TOPIC, [{"partition": i % PARTITIONS, "key": b"late", "value": f"late{i}".encode(),
-                                    "timestamp": now + 400 + i} for i in range(30)])
+    produce(
+        clusters["A"],
+        TOPIC,
+        [
+            {"partition": i % PARTITIONS, "key": b"late", "value": f"late{i}".encode(), "timestamp": now + 400 + i}
+            for i in range(30)
+        ],
+    )
     service.translate("A->B", once=True)  # observes A's end offsets: 30 records not mirrored
     source_before = read_all(clusters["A"], TOPIC)
     mirrored_end = {p: 200 for p in range(PARTITIONS)}  # 400 records over 2 partitions were mirrored
@@ -102,8 +120,11 @@ def test_disaster_failover_then_failback(dr: tuple[LocalKafka, dict[str, str]], 
     target_offsets = committed_on(clusters["B"], GROUP, f"A.{TOPIC}")
     assert target_offsets == {0: 120, 1: 35}  # partitions hold offsets 0.. on both sides here
 
-    expected = [r for r in source_before if r.offset >= processed_on_a[(TOPIC, r.partition)]
-                and r.offset < mirrored_end[r.partition]]
+    expected = [
+        r
+        for r in source_before
+        if r.offset >= processed_on_a[(TOPIC, r.partition)] and r.offset < mirrored_end[r.partition]
+    ]
     got = consume_as_group(clusters["B"], GROUP, f"A.{TOPIC}", 10**6, idle_polls=5)
     assert contents(got) == contents(expected), "the group did not resume exactly on B"
     assert len(got) == 400 - 155
@@ -116,12 +137,26 @@ def test_disaster_failover_then_failback(dr: tuple[LocalKafka, dict[str, str]], 
     assert committed_on(clusters["B"], GROUP, f"A.{TOPIC}") == target_offsets
     ops = [o.as_dict() for o in service.history("A->B", limit=50).operations]
     assert [(o["action"], o["dry_run"], o["result"]["status"]) for o in reversed(ops)] == [
-        ("failover", True, "dry_run"), ("failover", False, "applied"), ("failover", False, "applied")]
+        ("failover", True, "dry_run"),
+        ("failover", False, "applied"),
+        ("failover", False, "applied"),
+    ]
 
     # -- 3. life on B, A comes back, failback -----------------------------------------------------
     create_topic(clusters["B"], TOPIC, PARTITIONS)
-    produce(clusters["B"], TOPIC, [{"partition": i % PARTITIONS, "key": f"b{i}".encode(),
-                                    "value": f"b{i}".encode(), "timestamp": now + 1000 + i} for i in range(60)])
+    produce(
+        clusters["B"],
+        TOPIC,
+        [
+            {
+                "partition": i % PARTITIONS,
+                "key": f"b{i}".encode(),
+                "value": f"b{i}".encode(),
+                "timestamp": now + 1000 + i,
+            }
+            for i in range(60)
+        ],
+    )
     processed_on_b = {(f"A.{TOPIC}", 0): 150, (f"A.{TOPIC}", 1): 200, (TOPIC, 0): 10, (TOPIC, 1): 0}
     commit(clusters["B"], GROUP, processed_on_b)
     kafka.start("A")
@@ -141,8 +176,10 @@ def test_disaster_failover_then_failback(dr: tuple[LocalKafka, dict[str, str]], 
     assert contents(got_a) == contents(sorted(expected_a, key=lambda r: (r.partition, r.timestamp)))
     assert contents(got_b) == contents(expected_b)
     assert len(got_a) == (200 - 150) + (200 - 200) + 30 and len(got_b) == 60 - 10
-    print(f"failover: {len(got)} records resumed on B, RPO {out['rpo']['unmirrored_offsets']} records; "
-          f"failback: {len(got_a)} + {len(got_b)} records resumed on A")
+    print(
+        f"failover: {len(got)} records resumed on B, RPO {out['rpo']['unmirrored_offsets']} records; "
+        f"failback: {len(got_a)} + {len(got_b)} records resumed on A"
+    )
 
 
 def test_refusals_change_nothing(clusters: dict[str, str], spark: Any, make_config: Any, tmp_path: Path) -> None:
@@ -172,8 +209,14 @@ def test_refusals_change_nothing(clusters: dict[str, str], spark: Any, make_conf
     assert [r.reason for r in untranslatable.plan.refusals] == ["untranslatable"]
     assert committed_on(clusters["B"], empty_group, target) == {}
 
-    consumer = Consumer({"bootstrap.servers": clusters["B"], "group.id": busy, "client.id": "busy-consumer",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": clusters["B"],
+            "group.id": busy,
+            "client.id": "busy-consumer",
+            "enable.auto.commit": False,
+        }
+    )
     consumer.subscribe([target])
     deadline = time.monotonic() + 30
     while not consumer.assignment() and time.monotonic() < deadline:
@@ -188,8 +231,9 @@ def test_refusals_change_nothing(clusters: dict[str, str], spark: Any, make_conf
         consumer.close()
 
     # The same state with a freshness limit the checkpoints cannot meet: stale.
-    strict = make_config([{"source": "A", "target": "B", "topics": {"include": [topic]},
-                           "checkpoint": {"max_age_seconds": 0.001}}])
+    strict = make_config(
+        [{"source": "A", "target": "B", "topics": {"include": [topic]}, "checkpoint": {"max_age_seconds": 0.001}}]
+    )
     strict_drkit = Drkit(strict, spark)
     stale = strict_drkit.failover("A->B", [group], apply=True)
     assert stale.status == "refused" and {r.reason for r in stale.plan.refusals} == {"stale"}
@@ -199,14 +243,32 @@ def test_refusals_change_nothing(clusters: dict[str, str], spark: Any, make_conf
     # --apply without --yes asks; answering no changes nothing (the CLI, with a real prompt).
     toml = tmp_path / "refusals.toml"
     toml.write_text(
-        f'[state]\nroot = {json.dumps(str(config.state_root()))}\n'
+        f"[state]\nroot = {json.dumps(str(config.state_root()))}\n"
         + "".join(f'[clusters.{a}]\nbootstrap_servers = "{bs}"\n' for a, bs in clusters.items())
-        + f'[[flows]]\nsource = "A"\ntarget = "B"\ntopics = {{ include = [{json.dumps(topic)}] }}\n')
+        + f'[[flows]]\nsource = "A"\ntarget = "B"\ntopics = {{ include = [{json.dumps(topic)}] }}\n'
+    )
     commit(clusters["A"], group, {(topic, 0): 9})
     Drkit(config, spark).translate(None, once=True)
-    proc = subprocess.run([sys.executable, "-m", "drkit.cli.app", "failover", "-c", str(toml), "--flow", "A->B",
-                           "--group", group, "--apply"], input="n\n", capture_output=True, text=True, timeout=300,
-                          env=no_java_env())
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "drkit.cli.app",
+            "failover",
+            "-c",
+            str(toml),
+            "--flow",
+            "A->B",
+            "--group",
+            group,
+            "--apply",
+        ],
+        input="n\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=no_java_env(),
+    )
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert "Apply" in proc.stdout + proc.stderr
     assert committed_on(clusters["B"], group, target) == {0: 5}

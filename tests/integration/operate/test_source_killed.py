@@ -47,8 +47,16 @@ class SteadyProducer(threading.Thread):
 
     def __init__(self, bootstrap: str) -> None:
         super().__init__(daemon=True)
-        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True,
-                                  "linger.ms": 5, "message.timeout.ms": 5000, "log_level": 0})
+        self.producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 5,
+                "message.timeout.ms": 5000,
+                "log_level": 0,
+            }
+        )
         self.acked: set[bytes] = set()
         self.stop = threading.Event()
 
@@ -62,8 +70,9 @@ class SteadyProducer(threading.Thread):
             due = int((time.monotonic() - started) * RATE)
             while n < due:
                 try:
-                    self.producer.produce(TOPIC, value=f"v{n}".encode(), partition=n % PARTITIONS,
-                                          on_delivery=self._delivered)
+                    self.producer.produce(
+                        TOPIC, value=f"v{n}".encode(), partition=n % PARTITIONS, on_delivery=self._delivered
+                    )
                 except BufferError:
                     break
                 n += 1
@@ -71,15 +80,17 @@ class SteadyProducer(threading.Thread):
         self.producer.flush(10)
 
 
-def test_rpo_with_the_source_killed_under_load(kill_clusters: tuple[LocalKafka, dict[str, str]], spark: Any,
-                                              tmp_path: Path) -> None:
+def test_rpo_with_the_source_killed_under_load(
+    kill_clusters: tuple[LocalKafka, dict[str, str]], spark: Any, tmp_path: Path
+) -> None:
     kafka, clusters = kill_clusters
     toml = tmp_path / "drkit.toml"
     toml.write_text(
-        f'[state]\nroot = {json.dumps(str(tmp_path / "state"))}\n\n'
+        f"[state]\nroot = {json.dumps(str(tmp_path / 'state'))}\n\n"
         + "".join(f'[clusters.{a}]\nbootstrap_servers = "{bs}"\n\n' for a, bs in clusters.items())
         + f'[[flows]]\nsource = "A"\ntarget = "B"\ntopics = {{ include = ["{TOPIC}"] }}\n'
-        'mirror = { trigger_interval_seconds = 1 }\ncheckpoint = { interval_seconds = 1 }\n')
+        "mirror = { trigger_interval_seconds = 1 }\ncheckpoint = { interval_seconds = 1 }\n"
+    )
     config = load_config(toml)
     service = Drkit(config, spark)
     create_topic(clusters["A"], TOPIC, PARTITIONS)
@@ -110,9 +121,28 @@ def test_rpo_with_the_source_killed_under_load(kill_clusters: tuple[LocalKafka, 
     lost = producer.acked - on_target
     assert on_target <= producer.acked | {None}, "the target holds records the source never acknowledged"
 
-    proc = subprocess.run([sys.executable, "-m", "drkit.cli.app", "failover", "-c", str(toml), "--flow", "A->B",
-                           "--group", GROUP, "--apply", "--yes", "-o", "json"],
-                          capture_output=True, text=True, timeout=300, env=no_java_env())
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "drkit.cli.app",
+            "failover",
+            "-c",
+            str(toml),
+            "--flow",
+            "A->B",
+            "--group",
+            GROUP,
+            "--apply",
+            "--yes",
+            "-o",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=no_java_env(),
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     out = json.loads(proc.stdout)
     rpo = out["rpo"]
@@ -122,9 +152,11 @@ def test_rpo_with_the_source_killed_under_load(kill_clusters: tuple[LocalKafka, 
         assert rpo["unmirrored_offsets"] <= len(lost), (rpo, len(lost))
     assert rpo["estimated_since_observation"] is not None and rpo["produce_rate_per_second"] > 0
     assert committed_on(clusters["B"], GROUP, f"A.{TOPIC}") == {p: 10 for p in range(PARTITIONS)}
-    print(f"acknowledged {len(producer.acked)}, on target {len(on_target)}, lost {len(lost)}; reported: at least "
-          f"{rpo['unmirrored_offsets']} ({rpo['observation_age_seconds']}s old), estimated "
-          f"{rpo['estimated_since_observation']} more")
+    print(
+        f"acknowledged {len(producer.acked)}, on target {len(on_target)}, lost {len(lost)}; reported: at least "
+        f"{rpo['unmirrored_offsets']} ({rpo['observation_age_seconds']}s old), estimated "
+        f"{rpo['estimated_since_observation']} more"
+    )
 
 
 def _quietly(fn: Any, *args: Any) -> None:

@@ -40,8 +40,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_status_offsets_and_metrics(clusters: dict[str, str], spark: Any,
-                                    make_config: Callable[..., DrkitConfig], tmp_path: Path) -> None:
+def test_status_offsets_and_metrics(
+    clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig], tmp_path: Path
+) -> None:
     topic, group = unique("st"), unique("stg")
     create_topic(clusters["A"], topic, 2)
     produce(clusters["A"], topic, [{"partition": i % 2, "value": f"v{i}".encode()} for i in range(100)])
@@ -76,29 +77,38 @@ def test_status_offsets_and_metrics(clusters: dict[str, str], spark: Any,
     assert 'drkit_checkpoint_runs_total{flow="A->B"}' in body
 
     # The source unreachable: status says so (the same state, a dead address for A).
-    dead = make_config(flows, clusters={"A": {"bootstrap_servers": "127.0.0.1:1"},
-                                        "B": {"bootstrap_servers": clusters["B"]}})
+    dead = make_config(
+        flows, clusters={"A": {"bootstrap_servers": "127.0.0.1:1"}, "B": {"bootstrap_servers": clusters["B"]}}
+    )
     assert status(Drkit(dead, spark), None)[1] == "source unreachable"
 
     # The CLI's exit code tells monitors the verdict (20: lagging).
     toml = tmp_path / "status.toml"
     toml.write_text(
-        f'[state]\nroot = {json.dumps(str(config.state_root()))}\n'
+        f"[state]\nroot = {json.dumps(str(config.state_root()))}\n"
         + "".join(f'[clusters.{a}]\nbootstrap_servers = "{bs}"\n' for a, bs in clusters.items())
-        + f'[[flows]]\nsource = "A"\ntarget = "B"\ntopics = {{ include = [{json.dumps(topic)}] }}\n')
-    proc = subprocess.run([sys.executable, "-m", "drkit.cli.app", "status", "-c", str(toml), "-o", "json"],
-                          capture_output=True, text=True, timeout=300, env=no_java_env())  # no JVM can start
+        + f'[[flows]]\nsource = "A"\ntarget = "B"\ntopics = {{ include = [{json.dumps(topic)}] }}\n'
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "drkit.cli.app", "status", "-c", str(toml), "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=no_java_env(),
+    )  # no JVM can start
     assert proc.returncode == 20, proc.stderr[-2000:]
     assert json.loads(proc.stdout)["verdict"] == "lagging"
 
 
-def test_checkpoint_freshness_with_interval(clusters: dict[str, str], spark: Any,
-                                            make_config: Callable[..., DrkitConfig]) -> None:
+def test_checkpoint_freshness_with_interval(
+    clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig]
+) -> None:
     topic, group = unique("fresh"), unique("freshg")
     create_topic(clusters["A"], topic, 1)
     produce(clusters["A"], topic, [{"value": f"v{i}".encode()} for i in range(30)])
-    config = make_config([{"source": "A", "target": "B", "topics": {"include": [topic]},
-                           "groups": {"include": [group]}}])
+    config = make_config(
+        [{"source": "A", "target": "B", "topics": {"include": [topic]}, "groups": {"include": [group]}}]
+    )
     service = Drkit(config, spark)
     service.mirror(None, once=True)
     runner = TranslatorRunner(config, config.flows, FastOffsetSyncs(service.layout), FastCheckpoints(service.layout))

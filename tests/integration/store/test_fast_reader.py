@@ -33,8 +33,21 @@ def checkpoint(group: str, partition: int, upstream: int) -> Checkpoint:
 
 def record(n: int, flow: str = "A->B") -> OperationRecord:
     started = datetime(2026, 11, 23, 10, 0, n, tzinfo=UTC)
-    return OperationRecord(f"op{n}", Action.FAILOVER, flow, ("g1", "g2"), None, n % 2 == 0, {"moves": [n]},
-                           {"status": "applied"}, "alice", "host", "0.0", started, started + timedelta(seconds=1))
+    return OperationRecord(
+        f"op{n}",
+        Action.FAILOVER,
+        flow,
+        ("g1", "g2"),
+        None,
+        n % 2 == 0,
+        {"moves": [n]},
+        {"status": "applied"},
+        "alice",
+        "host",
+        "0.0",
+        started,
+        started + timedelta(seconds=1),
+    )
 
 
 def same_syncs(spark_store: OffsetSyncStore, fast: FastOffsetSyncs) -> None:
@@ -55,8 +68,13 @@ def test_both_engines_read_the_same_rows_before_and_after_maintenance(spark: Any
     # Offset-syncs written by Spark, as the mirror writes them: yesterday's and today's, with gaps.
     writer = Writer(syncs, "A->B", "stream-1")
     for b in range(8):
-        writer.batch(b, PARTS, skip_upstream={("orders", 0): 2} if b == 3 else None,
-                     split={("audit", 0)} if b == 5 else None, at=YESTERDAY if b < 6 else datetime.now(UTC))
+        writer.batch(
+            b,
+            PARTS,
+            skip_upstream={("orders", 0): 2} if b == 3 else None,
+            split={("audit", 0)} if b == 5 else None,
+            at=YESTERDAY if b < 6 else datetime.now(UTC),
+        )
     Writer(syncs, "B->A", "stream-2").batch(0, [("orders", "B.orders", 0)], at=YESTERDAY)
     same_syncs(syncs, fast_syncs)
     seen_since = fast_syncs.ranges_since("A->B", {"stream-1": 5}, fast_syncs.version() or 0)
@@ -72,10 +90,13 @@ def test_both_engines_read_the_same_rows_before_and_after_maintenance(spark: Any
     fast_checkpoints.append([checkpoint("g1", 0, 30), checkpoint("g2", 0, 5)])
     for groups in (None, ["g1"], ["g2", "nobody"]):
         assert fast_checkpoints.latest("A->B", groups) == spark_checkpoints.latest("A->B", groups)
-        assert (fast_checkpoints.latest("A->B", groups, as_of=between)
-                == spark_checkpoints.latest("A->B", groups, as_of=between))
-    assert {(r.checkpoint.group, r.checkpoint.partition, r.checkpoint.upstream_offset)
-            for r in spark_checkpoints.latest("A->B")} == {("g1", 0, 30), ("g1", 1, 20), ("g2", 0, 5)}
+        assert fast_checkpoints.latest("A->B", groups, as_of=between) == spark_checkpoints.latest(
+            "A->B", groups, as_of=between
+        )
+    assert {
+        (r.checkpoint.group, r.checkpoint.partition, r.checkpoint.upstream_offset)
+        for r in spark_checkpoints.latest("A->B")
+    } == {("g1", 0, 30), ("g1", 1, 20), ("g2", 0, 5)}
     versions = range(fast_checkpoints_version(layout) + 1)
     for v in versions:
         assert fast_checkpoints.latest("A->B", version=v) == spark_checkpoints.latest("A->B", version=v)

@@ -76,14 +76,16 @@ def write_history(store: OffsetSyncStore) -> None:
         if b == 9:
             continue
         parts = [p for p in PARTITIONS if not (b == 8 and p[0] == "audit")]  # audit idle in batch 8
-        s1.batch(b, parts,
-                 skip_upstream={("orders", 0): 1} if b == 4 else None,  # compaction: an upstream gap
-                 skip_downstream={("orders", 1): 2} if b == 6 else None,  # target transaction markers
-                 split={("audit", 0)} if b == 2 else None)  # a gap inside a batch
+        s1.batch(
+            b,
+            parts,
+            skip_upstream={("orders", 0): 1} if b == 4 else None,  # compaction: an upstream gap
+            skip_downstream={("orders", 1): 2} if b == 6 else None,  # target transaction markers
+            split={("audit", 0)} if b == 2 else None,
+        )  # a gap inside a batch
     # Flow A->B, stream s2: the checkpoint was deleted; the replay starts again at upstream 20 of
     # orders, landing after what s1 wrote (overlapping pairs: the same upstream offsets twice).
-    s2 = Writer(store, "A->B", "s2",
-                {("orders", p): (20, s1.next[("orders", p)][1] + 10) for p in (0, 1)})
+    s2 = Writer(store, "A->B", "s2", {("orders", p): (20, s1.next[("orders", p)][1] + 10) for p in (0, 1)})
     for b in range(6):
         s2.batch(b, PARTITIONS[:2])
     # Flow B->A (same topic name and partition as A->B): never merged with A->B. Batches 0-2 were
@@ -102,15 +104,15 @@ def state(spark: Any, tmp_path: Path) -> tuple[DrkitConfig, StateLayout, OffsetS
     return config, tables, store
 
 
-def test_maintain_keeps_translation_and_recent_batches(spark: Any, state: tuple[DrkitConfig, StateLayout,
-                                                                                  OffsetSyncStore]) -> None:
+def test_maintain_keeps_translation_and_recent_batches(
+    spark: Any, state: tuple[DrkitConfig, StateLayout, OffsetSyncStore]
+) -> None:
     config, tables, store = state
     write_history(store)
     rows_before = all_rows(spark, tables)
     pairs_before = pairs(spark, tables)
     ranges_before = store.ranges("A->B")
-    recent = ({("s1", b) for b in (11, 12, 13)} | {("s2", b) for b in (3, 4, 5)}
-              | {("s3", b) for b in (5, 6, 7)})
+    recent = {("s1", b) for b in (11, 12, 13)} | {("s2", b) for b in (3, 4, 5)} | {("s3", b) for b in (5, 6, 7)}
     recent_rows = [r for r in rows_before if (r[10], r[9]) in recent]
 
     result = maintain(spark, tables, config, keep_recent_batches=KEEP)
@@ -139,7 +141,8 @@ def test_maintain_keeps_translation_and_recent_batches(spark: Any, state: tuple[
     # s3: yesterday's batches 0-2 became one row; today's 3 and 4 are below the cutoff but untouched
     assert sorted((r[10], r[9]) for r in rows_after if r[10] == "s3") == [("s3", b) for b in (2, 3, 4, 5, 6, 7)]
     assert [r for r in rows_after if r[10] == "s3" and r[9] in (3, 4)] == [
-        r for r in rows_before if r[10] == "s3" and r[9] in (3, 4)]
+        r for r in rows_before if r[10] == "s3" and r[9] in (3, 4)
+    ]
 
     syncs = result["offset_syncs"]
     coalesce = syncs["coalesce"]
@@ -160,8 +163,9 @@ def test_maintain_keeps_translation_and_recent_batches(spark: Any, state: tuple[
     assert data_commits_since(spark, tables, version) == []
 
 
-def test_retention_below_168_hours_is_refused(spark: Any, state: tuple[DrkitConfig, StateLayout,
-                                                                         OffsetSyncStore]) -> None:
+def test_retention_below_168_hours_is_refused(
+    spark: Any, state: tuple[DrkitConfig, StateLayout, OffsetSyncStore]
+) -> None:
     config, tables, store = state
     write_history(store)
     version, rows = table_version(spark, tables), all_rows(spark, tables)
@@ -174,7 +178,8 @@ def test_retention_below_168_hours_is_refused(spark: Any, state: tuple[DrkitConf
 
 
 def test_mirror_appending_during_maintenance_is_not_disturbed(
-        spark: Any, state: tuple[DrkitConfig, StateLayout, OffsetSyncStore]) -> None:
+    spark: Any, state: tuple[DrkitConfig, StateLayout, OffsetSyncStore]
+) -> None:
     config, tables, store = state
     s1 = Writer(store, "A->B", "s1")
     for b in range(12):
@@ -204,8 +209,9 @@ def test_mirror_appending_during_maintenance_is_not_disturbed(
     assert len(all_rows(spark, tables)) < (12 + appended) * len(PARTITIONS)
 
 
-def test_incremental_sync_cache_matches_full_reads(spark: Any, state: tuple[DrkitConfig, StateLayout,
-                                                                             OffsetSyncStore]) -> None:
+def test_incremental_sync_cache_matches_full_reads(
+    spark: Any, state: tuple[DrkitConfig, StateLayout, OffsetSyncStore]
+) -> None:
     """The checkpoint translator's cache reads only new rows; it must always equal a full read."""
     from drkit.store.offset_syncs import SyncIndexCache
 

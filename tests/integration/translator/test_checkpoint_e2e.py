@@ -22,12 +22,14 @@ from drkit.store.checkpoints import CheckpointStore
 
 def latest(spark: Any, config: DrkitConfig, group: str, **kw: Any) -> dict[tuple[str, int], Any]:
     store = CheckpointStore(spark, Drkit(config, spark).layout)
-    return {(r.checkpoint.source_topic, r.checkpoint.partition): r.checkpoint
-            for r in store.latest("A->B", [group], **kw)}
+    return {
+        (r.checkpoint.source_topic, r.checkpoint.partition): r.checkpoint for r in store.latest("A->B", [group], **kw)
+    }
 
 
-def assert_resumes_exactly(clusters: dict[str, str], topic: str, committed: dict[int, int],
-                           translated: dict[int, int | None]) -> int:
+def assert_resumes_exactly(
+    clusters: dict[str, str], topic: str, committed: dict[int, int], translated: dict[int, int | None]
+) -> int:
     """On B, from the translated offsets, a consumer reads exactly the source records at or after the
     committed offsets: compared record by record, partition by partition. Returns the count."""
     source = by_partition(read_all(clusters["A"], topic))
@@ -38,24 +40,38 @@ def assert_resumes_exactly(clusters: dict[str, str], topic: str, committed: dict
         expected = [r.content() for r in records if r.offset >= committed.get(p, 0)]
         got = [r.content() for r in target.get(p, [])]
         assert got == expected, (
-            f"partition {p}: {len(got)} records from the translated offset, expected {len(expected)}")
+            f"partition {p}: {len(got)} records from the translated offset, expected {len(expected)}"
+        )
         checked += len(got)
     return checked
 
 
-def test_group_resumes_on_target_exactly(clusters: dict[str, str], spark: Any,
-                                         make_config: Callable[..., DrkitConfig]) -> None:
+def test_group_resumes_on_target_exactly(
+    clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig]
+) -> None:
     topic, group = unique("orders"), unique("app")
     create_topic(clusters["A"], topic, 3)
     now = int(time.time() * 1000)
-    produce(clusters["A"], topic, [{"partition": i % 3, "key": None if i % 5 == 0 else f"k{i}".encode(),
-                                    "value": None if i % 13 == 0 else f"v{i}".encode(), "timestamp": now + i,
-                                    "headers": [("h", str(i).encode())]} for i in range(900)])
+    produce(
+        clusters["A"],
+        topic,
+        [
+            {
+                "partition": i % 3,
+                "key": None if i % 5 == 0 else f"k{i}".encode(),
+                "value": None if i % 13 == 0 else f"v{i}".encode(),
+                "timestamp": now + i,
+                "headers": [("h", str(i).encode())],
+            }
+            for i in range(900)
+        ],
+    )
     # A real consumer of the group processes part of the topic and commits.
     consumed = consume_as_group(clusters["A"], group, topic, 400)
     assert len(consumed) == 400
-    config = make_config([{"source": "A", "target": "B", "topics": {"include": [topic]},
-                           "groups": {"include": [group]}}])
+    config = make_config(
+        [{"source": "A", "target": "B", "topics": {"include": [topic]}, "groups": {"include": [group]}}]
+    )
     service = Drkit(config, spark)
     service.mirror(None, once=True)
     runs = service.translate(None, once=True)
@@ -75,8 +91,9 @@ def test_group_resumes_on_target_exactly(clusters: dict[str, str], spark: Any,
     assert service.translate(None, once=True)[0].appended == 0
 
 
-def test_compacted_and_transactional_topics(clusters: dict[str, str], spark: Any,
-                                            make_config: Callable[..., DrkitConfig]) -> None:
+def test_compacted_and_transactional_topics(
+    clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig]
+) -> None:
     tag = unique("gaps")
     txn_topic = f"{tag}.txn"
     create_topic(clusters["A"], txn_topic, 1)
@@ -93,13 +110,27 @@ def test_compacted_and_transactional_topics(clusters: dict[str, str], spark: Any
     # Layout: 0-4 committed, 5 marker, 6-9 aborted, 10 marker, 11-13, 14, 15-16 aborted, 17, 18-23, 24.
 
     compacted = f"{tag}.compacted"
-    create_topic(clusters["A"], compacted, 1, {
-        "cleanup.policy": "compact", "segment.ms": "100", "min.cleanable.dirty.ratio": "0.001",
-        "delete.retention.ms": "100", "min.compaction.lag.ms": "0"})
+    create_topic(
+        clusters["A"],
+        compacted,
+        1,
+        {
+            "cleanup.policy": "compact",
+            "segment.ms": "100",
+            "min.cleanable.dirty.ratio": "0.001",
+            "delete.retention.ms": "100",
+            "min.compaction.lag.ms": "0",
+        },
+    )
     for wave in range(6):
-        produce(clusters["A"], compacted, [
-            {"key": (f"u{wave}-{i}" if i % 2 == 0 else "hot").encode(), "value": f"w{wave}-{i}".encode()}
-            for i in range(20)])
+        produce(
+            clusters["A"],
+            compacted,
+            [
+                {"key": (f"u{wave}-{i}" if i % 2 == 0 else "hot").encode(), "value": f"w{wave}-{i}".encode()}
+                for i in range(20)
+            ],
+        )
         time.sleep(0.3)
     deadline = time.monotonic() + 60
     while len(read_all(clusters["A"], compacted)) >= 100 and time.monotonic() < deadline:
@@ -118,23 +149,26 @@ def test_compacted_and_transactional_topics(clusters: dict[str, str], spark: Any
         for committed_offset in points:
             group = unique("g")
             commit(clusters["A"], group, {(topic, 0): committed_offset})
-            config_g = make_config([{"source": "A", "target": "B", "topics": {"include": [f"{tag}\\..*"]},
-                                     "groups": {"include": [group]}}])
+            config_g = make_config(
+                [{"source": "A", "target": "B", "topics": {"include": [f"{tag}\\..*"]}, "groups": {"include": [group]}}]
+            )
             Drkit(config_g, spark).translate(None, once=True)
             cp = latest(spark, config_g, group)[(topic, 0)]
             assert cp.upstream_offset == committed_offset
             assert_resumes_exactly(clusters, topic, {0: committed_offset}, {0: cp.downstream_offset})
 
 
-def test_time_travel_and_findings(clusters: dict[str, str], spark: Any,
-                                  make_config: Callable[..., DrkitConfig]) -> None:
+def test_time_travel_and_findings(
+    clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig]
+) -> None:
     topic, other, group = unique("tt"), unique("notmirrored"), unique("grp")
     create_topic(clusters["A"], topic, 2)
     create_topic(clusters["A"], other, 1)
     produce(clusters["A"], topic, [{"partition": 0, "value": f"v{i}".encode()} for i in range(50)])
     produce(clusters["A"], other, [{"value": b"x"}])
-    config = make_config([{"source": "A", "target": "B", "topics": {"include": [topic]},
-                           "groups": {"include": [group]}}])
+    config = make_config(
+        [{"source": "A", "target": "B", "topics": {"include": [topic]}, "groups": {"include": [group]}}]
+    )
     service = Drkit(config, spark)
     service.mirror(None, once=True)
     # A record on partition 1 the mirror has not copied: nothing of it is mirrored, and there is
@@ -164,8 +198,9 @@ def test_time_travel_and_findings(clusters: dict[str, str], spark: Any,
     from delta.tables import DeltaTable
 
     path = Drkit(config, spark).layout.checkpoints
-    versions = sorted(r["version"] for r in DeltaTable.forPath(spark, path).history().collect()
-                      if r["operation"] == "WRITE")
+    versions = sorted(
+        r["version"] for r in DeltaTable.forPath(spark, path).history().collect() if r["operation"] == "WRITE"
+    )
     assert latest(spark, config, group, version=versions[0])[(topic, 0)].downstream_offset == 10
 
     # Reset backwards on the source: recorded, and reported.
@@ -182,13 +217,23 @@ def test_time_travel_and_findings(clusters: dict[str, str], spark: Any,
     assert latest(spark, config, group)[(topic, 0)].upstream_offset == 5
 
 
-def test_continuous_group_offset_sync(clusters: dict[str, str], spark: Any,
-                                      make_config: Callable[..., DrkitConfig]) -> None:
+def test_continuous_group_offset_sync(
+    clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig]
+) -> None:
     topic, group = unique("sync"), unique("syncgrp")
     create_topic(clusters["A"], topic, 1)
     produce(clusters["A"], topic, [{"value": f"v{i}".encode()} for i in range(30)])
-    config = make_config([{"source": "A", "target": "B", "topics": {"include": [topic]},
-                           "groups": {"include": [group]}, "checkpoint": {"sync_group_offsets": True}}])
+    config = make_config(
+        [
+            {
+                "source": "A",
+                "target": "B",
+                "topics": {"include": [topic]},
+                "groups": {"include": [group]},
+                "checkpoint": {"sync_group_offsets": True},
+            }
+        ]
+    )
     service = Drkit(config, spark)
     service.mirror(None, once=True)
     commit(clusters["A"], group, {(topic, 0): 20})
@@ -200,6 +245,3 @@ def test_continuous_group_offset_sync(clusters: dict[str, str], spark: Any,
     commit(clusters["A"], group, {(topic, 0): 7})
     assert list(service.translate(None, once=True)[0].synced_groups) == []
     assert committed_on(clusters["B"], group, f"A.{topic}") == {0: 20}
-
-
-

@@ -158,9 +158,7 @@ def test_missing_config_file(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     code, out, err = run(["config", "validate", "-c", str(path)], capsys)
     assert code == 2
     assert out == ""
-    assert err.splitlines() == [
-        f"error: {path}: config file not found (create one from examples/drkit.local.toml)"
-    ]
+    assert err.splitlines() == [f"error: {path}: config file not found (create one from examples/drkit.local.toml)"]
 
 
 def test_default_config_path_is_drkit_toml(
@@ -169,9 +167,7 @@ def test_default_config_path_is_drkit_toml(
     monkeypatch.chdir(tmp_path)
     code, _, err = run(["config", "validate"], capsys)
     assert code == 2
-    assert err.splitlines() == [
-        "error: drkit.toml: config file not found (create one from examples/drkit.local.toml)"
-    ]
+    assert err.splitlines() == ["error: drkit.toml: config file not found (create one from examples/drkit.local.toml)"]
 
     (tmp_path / "drkit.toml").write_text(EXAMPLE.read_text(encoding="utf-8"), encoding="utf-8")
     code, out, err = run(["config", "validate", "-o", "json"], capsys)

@@ -21,17 +21,24 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     return int(exit_info.value.code or 0), out, err
 
 
-@pytest.mark.parametrize("args, message", [
-    (["failover", "-c", EXAMPLE, "--flow", "A->B"], "give --group G (one or more) or --all-groups"),
-    (["failover", "-c", EXAMPLE, "--flow", "A->B", "--group", "g", "--all-groups"], "give --group G"),
-    (["failover", "-c", EXAMPLE, "--flow", "A->B", "--group", "g", "--as-of", "yesterday"],
-     "'yesterday' is not an ISO 8601 time"),
-    (["failback", "-c", EXAMPLE, "--flow", "A->B"], "give --group G (one or more) or --all-groups"),
-    (["offsets", "-c", EXAMPLE, "--group", "g", "--as-of", "2026-01-01T00:00:00Z", "--version", "3"],
-     "give --as-of or --version, not both"),
-    (["maintain", "-c", EXAMPLE, "--vacuum-retention-hours", "24"], "below Delta's minimum of 168 hours"),
-    (["maintain", "-c", EXAMPLE, "--keep-recent-batches", "0"], "--keep-recent-batches"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["failover", "-c", EXAMPLE, "--flow", "A->B"], "give --group G (one or more) or --all-groups"),
+        (["failover", "-c", EXAMPLE, "--flow", "A->B", "--group", "g", "--all-groups"], "give --group G"),
+        (
+            ["failover", "-c", EXAMPLE, "--flow", "A->B", "--group", "g", "--as-of", "yesterday"],
+            "'yesterday' is not an ISO 8601 time",
+        ),
+        (["failback", "-c", EXAMPLE, "--flow", "A->B"], "give --group G (one or more) or --all-groups"),
+        (
+            ["offsets", "-c", EXAMPLE, "--group", "g", "--as-of", "2026-01-01T00:00:00Z", "--version", "3"],
+            "give --as-of or --version, not both",
+        ),
+        (["maintain", "-c", EXAMPLE, "--vacuum-retention-hours", "24"], "below Delta's minimum of 168 hours"),
+        (["maintain", "-c", EXAMPLE, "--keep-recent-batches", "0"], "--keep-recent-batches"),
+    ],
+)
 def test_usage_errors(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
     code, out, err = run(capsys, *args)
     assert code == 2
@@ -95,8 +102,9 @@ def test_failover_dry_run_then_apply(capsys: pytest.CaptureFixture[str], tmp_pat
     w = fake_world(tmp_path)
     code, out, _ = run_on(w, capsys, "failover", "--flow", "A->B", "--group", "billing")
     assert code == 0 and "dry run: nothing was changed" in out and w.b.commits == []
-    code, out, _ = run_on(w, capsys, "failover", "--flow", "A->B", "--group", "billing", "--apply", "--yes",
-                          "-o", "json")
+    code, out, _ = run_on(
+        w, capsys, "failover", "--flow", "A->B", "--group", "billing", "--apply", "--yes", "-o", "json"
+    )
     data = json.loads(out)
     assert code == 0 and data["status"] == "applied" and data["verified"] == {"billing": {"A.orders/0": 40}}
     assert data["rpo"]["unmirrored_offsets"] == 0

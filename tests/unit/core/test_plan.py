@@ -31,8 +31,10 @@ def test_failback_routes() -> None:
     reverse = ReverseFlow("B->A", "B", NameSelector(("orders|payments",), ()), PrefixPolicy("."))
     routes = failback_routes(["A.orders", "orders", "payments", "other"], "A->B", {"A.orders": "orders"}, reverse)
     assert {t: (r.to_topic, r.inverse, r.via) for t, r in routes.items()} == {
-        "A.orders": ("orders", True, "A->B"), "orders": ("B.orders", False, "B->A"),
-        "payments": ("B.payments", False, "B->A")}
+        "A.orders": ("orders", True, "A->B"),
+        "orders": ("B.orders", False, "B->A"),
+        "payments": ("B.payments", False, "B->A"),
+    }
     assert failback_routes(["orders"], "A->B", {}, None) == {}
 
 
@@ -50,8 +52,11 @@ def test_group_state_activity() -> None:
     assert GroupFacts(None, {}).active is False
 
 
-@given(refusals=st.lists(st.sampled_from(list(RefusalReason)), max_size=3), apply=st.booleans(),
-       confirmed=st.sampled_from([None, True, False]))
+@given(
+    refusals=st.lists(st.sampled_from(list(RefusalReason)), max_size=3),
+    apply=st.booleans(),
+    confirmed=st.sampled_from([None, True, False]),
+)
 def test_a_refused_plan_is_never_applied(refusals: list[RefusalReason], apply: bool, confirmed: bool | None) -> None:
     plan = Plan(Action.FAILOVER, "A->B", "B", refusals=tuple(Refusal(r, "g", "") for r in refusals))
     status = decide_status(plan, apply, confirmed)
@@ -63,14 +68,27 @@ def test_a_refused_plan_is_never_applied(refusals: list[RefusalReason], apply: b
         assert status is (OperationStatus.DECLINED if confirmed is False else OperationStatus.APPLIED)
 
 
-@given(committed=st.lists(st.integers(0, 300), min_size=1, max_size=5), age=st.floats(0, 1000),
-       limit=st.floats(1, 1000), allow=st.booleans())
-def test_failover_commits_exactly_the_translation_or_refuses(committed: list[int], age: float, limit: float,
-                                                              allow: bool) -> None:
+@given(
+    committed=st.lists(st.integers(0, 300), min_size=1, max_size=5),
+    age=st.floats(0, 1000),
+    limit=st.floats(1, 1000),
+    allow=st.booleans(),
+)
+def test_failover_commits_exactly_the_translation_or_refuses(
+    committed: list[int], age: float, limit: float, allow: bool
+) -> None:
     index = SyncIndex([SyncRange(0, 99, 1000, 1099), SyncRange(150, 199, 1100, 1149)])
     facts = [CheckpointFact("g", "t", "A.t", p, c, age) for p, c in enumerate(committed)]
-    plan = failover_plan("A->B", "B", ["g"], facts, {("t", p): index for p in range(len(committed))},
-                         {"g": GroupFacts(None, {})}, limit, allow)
+    plan = failover_plan(
+        "A->B",
+        "B",
+        ["g"],
+        facts,
+        {("t", p): index for p in range(len(committed))},
+        {"g": GroupFacts(None, {})},
+        limit,
+        allow,
+    )
     stale = age > limit and not allow
     assert plan.ok is not stale
     assert {r.reason for r in plan.refusals} <= {RefusalReason.STALE}

@@ -62,8 +62,10 @@ def test_apply_commits_reads_back_and_audits(w: World) -> None:
 def test_all_groups_means_every_group_with_checkpoints(w: World) -> None:
     w.checkpoints.add("A->B", "audit", "orders", "A.orders", 0, 7)
     result = failover(w.context, request(groups=None, apply=True))
-    assert result.plan.commits() == {"billing": {("A.orders", 0): 40, ("A.orders", 1): 30},
-                                     "audit": {("A.orders", 0): 7}}
+    assert result.plan.commits() == {
+        "billing": {("A.orders", 0): 40, ("A.orders", 1): 30},
+        "audit": {("A.orders", 0): 7},
+    }
 
 
 def test_no_checkpoints_at_all_is_refused_before_anything(tmp_path: Path) -> None:
@@ -91,8 +93,9 @@ def test_active_group_on_the_target_is_refused_naming_its_members(w: World) -> N
 
 def test_stale_checkpoint_is_refused_unless_allowed(tmp_path: Path, w: World) -> None:
     w.checkpoints.add("A->B", "billing", "orders", "A.orders", 0, 40, at_ms=NOW_MS - 400_000)
-    w.checkpoints.rows = [r for r in w.checkpoints.rows if r.checkpointed_at_ms == NOW_MS - 400_000
-                          or r.checkpoint.partition == 1]
+    w.checkpoints.rows = [
+        r for r in w.checkpoints.rows if r.checkpointed_at_ms == NOW_MS - 400_000 or r.checkpoint.partition == 1
+    ]
     refused = failover(w.context, request(apply=True))
     assert refused.status is OperationStatus.REFUSED
     assert [r.reason for r in refused.plan.refusals] == [RefusalReason.STALE]
@@ -107,8 +110,11 @@ def test_partition_with_nothing_mirrored_is_refused(w: World) -> None:
     w.checkpoints.add("A->B", "billing", "orders", "A.orders", 2, 5)
     result = failover(w.context, request(apply=True))
     assert [(r.reason, r.detail) for r in result.plan.refusals] == [
-        (RefusalReason.UNTRANSLATABLE, "orders/2: committed offset 5 cannot be translated "
-                                       "(nothing of the partition was mirrored)")]
+        (
+            RefusalReason.UNTRANSLATABLE,
+            "orders/2: committed offset 5 cannot be translated (nothing of the partition was mirrored)",
+        )
+    ]
     assert next(m for m in result.plan.moves if m.partition == 2).position is Position.UNMIRRORED
     assert w.b.commits == []
 
@@ -144,8 +150,9 @@ def test_moving_a_group_backwards_warns(w: World) -> None:
     w.b.offsets["billing"] = {("A.orders", 0): 60}
     result = failover(w.context, request())
     assert result.plan.ok
-    assert result.plan.warnings == ("group billing A.orders/0: moves back from 60 to 40 "
-                                    "(records will be read again on the target)",)
+    assert result.plan.warnings == (
+        "group billing A.orders/0: moves back from 60 to 40 (records will be read again on the target)",
+    )
 
 
 def test_past_the_mirror_is_provisional_at_the_end_of_what_was_copied(w: World) -> None:
@@ -173,13 +180,18 @@ def test_rpo_is_live_when_the_source_answers(w: World) -> None:
 def test_failover_works_with_the_source_gone_and_reports_the_last_observation(w: World) -> None:
     w.a.reachable = False
     RunFiles(w.context.layout).observe_source_ends(
-        JobKind.TRANSLATOR, "A->B", EndsObservation(NOW_MS - 1_000, {("orders", 0): 104, ("orders", 1): 50}))
+        JobKind.TRANSLATOR, "A->B", EndsObservation(NOW_MS - 1_000, {("orders", 0): 104, ("orders", 1): 50})
+    )
     result = failover(w.context, request(apply=True))
     assert result.status is OperationStatus.APPLIED
     rpo = result.rpo
     assert rpo is not None
     assert (rpo.source_reachable, rpo.source_ends_from, rpo.unmirrored_offsets, rpo.lower_bound) == (
-        False, EndsSource.LAST_OBSERVATION, 4, True)
+        False,
+        EndsSource.LAST_OBSERVATION,
+        4,
+        True,
+    )
     assert rpo.observation_age_seconds == 1.0
     assert rpo.estimated_since_observation is None  # one observation: no rate to extrapolate
 
@@ -207,7 +219,8 @@ def test_rpo_is_never_zero_from_an_observation_older_than_the_last_sync(w: World
     # The mirror synced 2 s ago; the last observation is 10 s old: it cannot bound what was lost.
     w.a.reachable = False
     RunFiles(w.context.layout).observe_source_ends(
-        JobKind.TRANSLATOR, "A->B", EndsObservation(NOW_MS - 10_000, {("orders", 0): 100, ("orders", 1): 50}))
+        JobKind.TRANSLATOR, "A->B", EndsObservation(NOW_MS - 10_000, {("orders", 0): 100, ("orders", 1): 50})
+    )
     rpo = failover(w.context, request()).rpo
     assert rpo is not None
     assert rpo.unmirrored_offsets is None and rpo.unmirrored_at_observation == 0 and rpo.lower_bound
@@ -240,7 +253,9 @@ def test_failback_routes_copies_through_the_inverse_and_local_topics_through_the
     assert result.status is OperationStatus.APPLIED
     assert back.a.commits == [("billing", {("orders", 0): 55, ("orders", 1): 20, ("B.orders", 0): 108})]
     assert {(m.from_topic, m.to_topic, m.via) for m in result.plan.moves} == {
-        ("A.orders", "orders", "A->B"), ("orders", "B.orders", "B->A")}
+        ("A.orders", "orders", "A->B"),
+        ("orders", "B.orders", "B->A"),
+    }
     assert result.rpo is None
 
 
@@ -248,8 +263,11 @@ def test_failback_refuses_while_the_reverse_flow_lags(back: World) -> None:
     back.b.ends[("orders", 0)] = 15
     result = failback(back.context, back_request(apply=True))
     assert [(r.reason, r.detail) for r in result.plan.refusals] == [
-        (RefusalReason.LAGGING, "orders/0: reverse flow B->A has mirrored up to 12 of 15; "
-                                "run the reverse mirror until it catches up")]
+        (
+            RefusalReason.LAGGING,
+            "orders/0: reverse flow B->A has mirrored up to 12 of 15; run the reverse mirror until it catches up",
+        )
+    ]
     assert back.a.commits == []
 
 
@@ -281,8 +299,7 @@ def test_failback_without_a_reverse_flow_warns_and_moves_the_copies(tmp_path: Pa
     result = failback(w.context, back_request(apply=True))
     assert result.status is OperationStatus.APPLIED
     assert w.a.commits == [("billing", {("orders", 0): 55})]
-    assert ("no reverse flow B->A is configured: records produced on B cannot be brought back"
-            in result.plan.warnings)
+    assert "no reverse flow B->A is configured: records produced on B cannot be brought back" in result.plan.warnings
 
 
 def test_failback_of_all_groups_selects_the_flows_groups_on_the_cluster_being_left(back: World) -> None:

@@ -16,8 +16,7 @@ from drkit.store.runs import RunFiles, TranslatorRun
 
 
 def ran_translator(w: World, flow: str, seconds_ago: float) -> None:
-    RunFiles(w.context.layout).write_last_run(
-        flow, TranslatorRun(int(NOW_MS - seconds_ago * 1000), 0.25, 1, 2, 0))
+    RunFiles(w.context.layout).write_last_run(flow, TranslatorRun(int(NOW_MS - seconds_ago * 1000), 0.25, 1, 2, 0))
 
 
 @pytest.fixture
@@ -39,7 +38,9 @@ def test_healthy(w: World) -> None:
     [flow] = report.flows
     assert flow.lag_records == 0 and flow.source_reachable
     assert [(p.partition, p.mirrored_up_to, p.source_end, p.lag_records, p.lag_seconds) for p in flow.partitions] == [
-        (0, 100, 100, 0, 0.0), (1, 50, 50, 0, 0.0)]
+        (0, 100, 100, 0, 0.0),
+        (1, 50, 50, 0, 0.0),
+    ]
     assert [(g.group, g.checkpoint_age_seconds) for g in flow.groups] == [("billing", 7.0)]
     assert flow.checkpoint_last_run_age_seconds == 2.0 and flow.checkpoint_last_run_seconds == 0.25
     assert flow.heartbeat_latency_seconds is None
@@ -110,8 +111,9 @@ def test_group_offsets_live_checkpointed_translated_and_on_target(w: World) -> N
     w.a.offsets["billing"] = {("orders", 0): 45, ("orders", 1): 20}
     w.b.offsets["billing"] = {("A.orders", 0): 40}
     rows = group_offsets(w.context, "A->B", "billing").partitions
-    assert [(r.partition, r.source_committed, r.checkpointed_offset, r.translated_now, r.target_group_offset)
-            for r in rows] == [(0, 45, 40, 40, 40), (1, 20, 20, 20, None)]
+    assert [
+        (r.partition, r.source_committed, r.checkpointed_offset, r.translated_now, r.target_group_offset) for r in rows
+    ] == [(0, 45, 40, 40, 40), (1, 20, 20, 20, None)]
     assert [r.checkpoint_age_seconds for r in rows] == [3.0, 7.0]
 
 
@@ -128,7 +130,8 @@ def test_an_idle_groups_checkpoint_is_as_fresh_as_the_last_translator_run_that_r
     w.checkpoints.add("A->B", "billing", "orders", "A.orders", 0, 40, at_ms=NOW_MS - 400_000)
     w.checkpoints.add("A->B", "idle-gone", "orders", "A.orders", 0, 10, at_ms=NOW_MS - 400_000)
     RunFiles(w.context.layout).write_last_run(
-        "A->B", TranslatorRun(NOW_MS - 2_000, 0.2, 1, 1, 0, confirmed_groups=("billing",)))
+        "A->B", TranslatorRun(NOW_MS - 2_000, 0.2, 1, 1, 0, confirmed_groups=("billing",))
+    )
     ages = {g.group: g.checkpoint_age_seconds for g in status(w.context, None).flows[0].groups}
     assert ages == {"billing": 2.0, "idle-gone": 400.0}
     assert [r.checkpoint_age_seconds for r in group_offsets(w.context, "A->B", "billing").partitions] == [2.0]

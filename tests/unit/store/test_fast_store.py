@@ -53,8 +53,23 @@ def test_operations_newest_first(tmp_path: Path) -> None:
     assert log.list() == []
     for n, flow in enumerate(["A->B", "B->A", "A->B"]):
         started = T0 + timedelta(seconds=n)
-        log.append(OperationRecord(f"op{n}", Action.FAILOVER, flow, ("g",), None, True, {"n": n},
-                                   {"status": "dry_run"}, "u", "h", "v", started, None))
+        log.append(
+            OperationRecord(
+                f"op{n}",
+                Action.FAILOVER,
+                flow,
+                ("g",),
+                None,
+                True,
+                {"n": n},
+                {"status": "dry_run"},
+                "u",
+                "h",
+                "v",
+                started,
+                None,
+            )
+        )
     assert [o.id for o in log.list()] == ["op2", "op1", "op0"]
     assert [o.id for o in log.list("A->B", limit=1)] == ["op2"]
     assert log.list()[0].plan == {"n": 2} and log.list()[0].finished_at is None
@@ -64,17 +79,20 @@ def test_a_table_of_another_schema_version_is_refused(tmp_path: Path) -> None:
     from deltalake import DeltaTable
 
     layout = StateLayout(tmp_path)
-    FastOperations(layout).append(OperationRecord("x", Action.FAILBACK, "A->B", (), None, True, {}, {}, "u", "h",
-                                                  "v", T0, T0))
+    FastOperations(layout).append(
+        OperationRecord("x", Action.FAILBACK, "A->B", (), None, True, {}, {}, "u", "h", "v", T0, T0)
+    )
     DeltaTable(layout.operations).alter.set_table_properties({"drkit.schema.version": "0"}, raise_if_not_exists=False)
     with pytest.raises(StoreError, match="has schema version 0, this drkit needs 1"):
         FastOperations(layout).list()
 
 
 ranges_strategy = st.lists(  # replays overlap: the same offsets copied twice
-    st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 2), st.integers(0, 60), st.integers(0, 60),
-              st.integers(1, 8)),
-    max_size=40)
+    st.tuples(
+        st.sampled_from(["a", "b"]), st.integers(0, 2), st.integers(0, 60), st.integers(0, 60), st.integers(1, 8)
+    ),
+    max_size=40,
+)
 
 
 @settings(deadline=None)
@@ -82,11 +100,28 @@ ranges_strategy = st.lists(  # replays overlap: the same offsets copied twice
 def test_vectorised_coalescing_keeps_every_pair_and_translation(rows: list[tuple[str, int, int, int, int]]) -> None:
     ranges = [(t, p, SyncRange(u, u + n - 1, d, d + n - 1)) for t, p, u, d, n in rows]
     table = pa.Table.from_pylist(
-        [{"source_topic": t, "partition": p, "upstream_first": r.upstream_first, "upstream_last": r.upstream_last,
-          "downstream_first": r.downstream_first, "downstream_last": r.downstream_last} for t, p, r in ranges],
-        schema=pa.schema([f for f in arrow_schema("source_topic STRING NOT NULL, partition INT NOT NULL, "
-                                                  "upstream_first BIGINT, upstream_last BIGINT, "
-                                                  "downstream_first BIGINT, downstream_last BIGINT")]))
+        [
+            {
+                "source_topic": t,
+                "partition": p,
+                "upstream_first": r.upstream_first,
+                "upstream_last": r.upstream_last,
+                "downstream_first": r.downstream_first,
+                "downstream_last": r.downstream_last,
+            }
+            for t, p, r in ranges
+        ],
+        schema=pa.schema(
+            [
+                f
+                for f in arrow_schema(
+                    "source_topic STRING NOT NULL, partition INT NOT NULL, "
+                    "upstream_first BIGINT, upstream_last BIGINT, "
+                    "downstream_first BIGINT, downstream_last BIGINT"
+                )
+            ]
+        ),
+    )
     expected: dict[tuple[str, int], list[SyncRange]] = {}
     for t, p, r in ranges:
         expected.setdefault((t, p), []).append(r)
@@ -112,21 +147,43 @@ def test_offset_syncs_ranges_progress_and_increments(tmp_path: Path) -> None:
 
     def write(batch: int, rows: list[tuple[str, int, int, int, int]], stream: str = "s1", flow: str = "A->B") -> None:
         at = T0 + timedelta(seconds=batch)
-        data = [{"flow": flow, "source_topic": t, "target_topic": f"A.{t}", "partition": p, "upstream_first": u,
-                 "upstream_last": u + n - 1, "downstream_first": d, "downstream_last": d + n - 1, "record_count": n,
-                 "batch_id": batch, "stream_id": stream, "written_at": at, "sync_date": at.date()}
-                for t, p, u, d, n in rows]
-        write_deltalake(layout.offset_syncs, pa.Table.from_pylist(data, schema=arrow_schema(OFFSET_SYNCS_DDL)),
-                        mode="append", partition_by=["sync_date"])
+        data = [
+            {
+                "flow": flow,
+                "source_topic": t,
+                "target_topic": f"A.{t}",
+                "partition": p,
+                "upstream_first": u,
+                "upstream_last": u + n - 1,
+                "downstream_first": d,
+                "downstream_last": d + n - 1,
+                "record_count": n,
+                "batch_id": batch,
+                "stream_id": stream,
+                "written_at": at,
+                "sync_date": at.date(),
+            }
+            for t, p, u, d, n in rows
+        ]
+        write_deltalake(
+            layout.offset_syncs,
+            pa.Table.from_pylist(data, schema=arrow_schema(OFFSET_SYNCS_DDL)),
+            mode="append",
+            partition_by=["sync_date"],
+        )
 
     write(0, [("orders", 0, 0, 0, 10), ("orders", 1, 0, 0, 5)])
-    DeltaTable(layout.offset_syncs).alter.set_table_properties({"drkit.schema.version": SCHEMA_VERSION},
-                                                               raise_if_not_exists=False)
+    DeltaTable(layout.offset_syncs).alter.set_table_properties(
+        {"drkit.schema.version": SCHEMA_VERSION}, raise_if_not_exists=False
+    )
     write(1, [("orders", 0, 10, 10, 10), ("audit", 0, 0, 0, 3)])
     write(2, [("orders", 0, 25, 20, 5)])  # upstream gap (compaction): a new range
     write(0, [("x", 0, 0, 0, 1)], flow="B->A")
-    assert syncs.ranges("A->B") == {("orders", 0): [SyncRange(0, 19, 0, 19), SyncRange(25, 29, 20, 24)],
-                                    ("orders", 1): [SyncRange(0, 4, 0, 4)], ("audit", 0): [SyncRange(0, 2, 0, 2)]}
+    assert syncs.ranges("A->B") == {
+        ("orders", 0): [SyncRange(0, 19, 0, 19), SyncRange(25, 29, 20, 24)],
+        ("orders", 1): [SyncRange(0, 4, 0, 4)],
+        ("audit", 0): [SyncRange(0, 2, 0, 2)],
+    }
     assert set(syncs.ranges("A->B", ["audit"])) == {("audit", 0)} and syncs.ranges("A->B", []) == {}
     assert syncs.target_topics("A->B") == {"orders": "A.orders", "audit": "A.audit"}
     progress = syncs.progress("A->B")[("orders", 0)]
