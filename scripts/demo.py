@@ -26,7 +26,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = str(ROOT / "examples" / "drkit.local.toml")
 A, B = "127.0.0.1:19092", "127.0.0.1:19102"
-TOPIC, GROUP, PARTITIONS, RECORDS = "demo.orders", "demo-app", 3, 3000
+TOPIC, PARTITIONS, RECORDS = "demo.orders", 3, 3000
+#: A new group each run: a group left on B by an earlier run would resume where that run left it.
+GROUP = f"demo-app-{uuid.uuid4().hex[:6]}"
 
 
 def drkit(*args: str, check: bool = True) -> int:
