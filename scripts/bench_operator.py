@@ -368,11 +368,8 @@ class TreeSampler(threading.Thread):
             for pid in tree:
                 total += _status_kb(pid, "VmRSS:")
                 self.hwm_kb[pid] = max(self.hwm_kb.get(pid, 0), _status_kb(pid, "VmHWM:"))
-                if pid not in self.names:
-                    try:
-                        self.names[pid] = Path(f"/proc/{pid}/comm").read_text().strip()
-                    except OSError:
-                        self.names[pid] = "?"
+                with contextlib.suppress(OSError):  # read every time: spark-submit exec()s the JVM
+                    self.names[pid] = Path(f"/proc/{pid}/comm").read_text().strip()
             self.peak_tree_kb = max(self.peak_tree_kb, total)
             self.stop_event.wait(self.every)
 
@@ -434,7 +431,7 @@ def run_cli(cfg: Path, argv: list[str], mode: str, timeout: float, prefix: list[
         err.seek(0)
         stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
     # the JVM (Spark mode) may outlive the CLI by a moment; it is not waited for here
-    jvm_hwm = sum(kb for pid, kb in sampler.hwm_kb.items() if sampler.names.get(pid) == "java")
+    jvm_hwm = sum(kb for pid, kb in sampler.hwm_kb.items() if sampler.names.get(pid, "").startswith("java"))
     return {
         "seconds": round(seconds, 3),
         "exit_code": proc.returncode,
@@ -817,10 +814,10 @@ def targets(report: dict[str, Any]) -> dict[str, Any]:
 
 def git_facts() -> dict[str, Any]:
     def git(*a: str) -> str:
-        return subprocess.run(["git", *a], capture_output=True, text=True, cwd=REPO, check=False).stdout.strip()
+        return subprocess.run(["git", *a], capture_output=True, text=True, cwd=REPO, check=False).stdout
 
     return {
-        "commit": git("rev-parse", "--short", "HEAD"),
+        "commit": git("rev-parse", "--short", "HEAD").strip(),
         "uncommitted_drkit_files": [line[3:] for line in git("status", "--short", "--", "drkit").splitlines()],
     }
 
