@@ -200,22 +200,21 @@ class FastOffsetSyncs:
         )
         if not rows.num_rows:
             return {}
+        # The greatest upstream offset of each partition (the greatest downstream among equals, as the
+        # Spark reader), vectorised: a day of batches before maintenance is millions of rows.
+        keys = ["source_topic", "partition"]
         rows = rows.sort_by(
-            [
-                ("source_topic", "ascending"),
-                ("partition", "ascending"),
-                ("upstream_last", "ascending"),
-                ("downstream_last", "descending"),
-            ]
+            [*((k, "ascending") for k in keys), ("upstream_last", "ascending"), ("downstream_last", "ascending")]
         )
-        written = rows.group_by(["source_topic", "partition"]).aggregate([("written_at", "max")])
+        last = rows.take(pa.array(np.flatnonzero(~_same_key_as_next(rows, keys))))
+        written = rows.group_by(keys).aggregate([("written_at", "max")])
         at = {(r["source_topic"], r["partition"]): r["written_at_max"] for r in written.to_pylist()}
-        out: dict[TopicPartition, SyncProgress] = {}
-        for r in rows.select(["source_topic", "partition", "upstream_last", "downstream_last"]).to_pylist():
-            key = (r["source_topic"], r["partition"])
-            if key not in out or r["upstream_last"] > out[key].last_upstream:
-                out[key] = SyncProgress(r["upstream_last"], r["downstream_last"], _ms(at[key]))
-        return out
+        return {
+            (r["source_topic"], r["partition"]): SyncProgress(
+                r["upstream_last"], r["downstream_last"], _ms(at[(r["source_topic"], r["partition"])])
+            )
+            for r in last.select([*keys, "upstream_last", "downstream_last"]).to_pylist()
+        }
 
     def target_topics(self, flow: str) -> dict[str, str]:
         table = self._table()
@@ -263,20 +262,31 @@ def _coalesced(rows: pa.Table) -> dict[TopicPartition, list[SyncRange]]:
     keys = ["source_topic", "partition"]
     rows = rows.select([*keys, *_RANGE]).group_by([*keys, *_RANGE]).aggregate([])  # drop repeats
     rows = rows.sort_by([(k, "ascending") for k in [*keys, "upstream_first", "downstream_first"]])
-    topic = rows.column("source_topic").to_pylist()
-    part = rows.column("partition").to_numpy()
     uf, ul, df, dl = (rows.column(c).to_numpy() for c in _RANGE)
-    topic_codes = np.unique(np.array(topic, dtype=object), return_inverse=True)[1]
-    same_key = np.zeros(len(part), dtype=bool)
-    same_key[1:] = (topic_codes[1:] == topic_codes[:-1]) & (part[1:] == part[:-1])
-    continues = np.zeros(len(part), dtype=bool)
-    continues[1:] = same_key[1:] & (uf[1:] == ul[:-1] + 1) & (df[1:] == dl[:-1] + 1)
+    n = rows.num_rows
+    continues = np.zeros(n, dtype=bool)
+    continues[1:] = _same_key_as_next(rows, keys)[:-1] & (uf[1:] == ul[:-1] + 1) & (df[1:] == dl[:-1] + 1)
     starts = np.flatnonzero(~continues)
-    ends = np.append(starts[1:], len(part)) - 1
+    ends = np.append(starts[1:], n) - 1
+    topics = rows.column("source_topic").take(pa.array(starts)).to_pylist()
+    parts = rows.column("partition").to_numpy()[starts]
     out: dict[TopicPartition, list[SyncRange]] = {}
-    for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
-        out.setdefault((topic[s], int(part[s])), []).append(SyncRange(int(uf[s]), int(ul[e]), int(df[s]), int(dl[e])))
+    for topic, part, s, e in zip(topics, parts.tolist(), starts.tolist(), ends.tolist(), strict=True):
+        out.setdefault((topic, part), []).append(SyncRange(int(uf[s]), int(ul[e]), int(df[s]), int(dl[e])))
     return out
+
+
+def _same_key_as_next(rows: pa.Table, keys: Sequence[str]) -> np.ndarray:
+    """For sorted ``rows``: True where a row has the same ``keys`` as the row after it (the last: False)."""
+    same = np.zeros(rows.num_rows, dtype=bool)
+    same[:-1] = True
+    for k in keys:
+        column = rows.column(k).combine_chunks()
+        codes = (
+            pc.dictionary_encode(column).indices.to_numpy() if pa.types.is_string(column.type) else column.to_numpy()
+        )
+        same[:-1] &= codes[1:] == codes[:-1]
+    return same
 
 
 _CHECKPOINT_COLUMNS = [
@@ -411,13 +421,7 @@ def _last_per_key(rows: pa.Table) -> pa.Table:
     n = rows.num_rows
     if n == 0:
         return rows
-    same_as_next = np.zeros(n, dtype=bool)
-    same_as_next[:-1] = True
-    for k in keys:
-        column = rows.column(k).combine_chunks()
-        codes = column.to_numpy() if k == "partition" else pc.dictionary_encode(column).indices.to_numpy()
-        same_as_next[:-1] &= codes[1:] == codes[:-1]
-    return rows.take(pa.array(np.flatnonzero(~same_as_next)))
+    return rows.take(pa.array(np.flatnonzero(~_same_key_as_next(rows, keys))))
 
 
 class FastOperations:
