@@ -138,8 +138,11 @@ def measure_rpo(ctx: OperateContext, flow: FlowConfig) -> RpoReport:
     observation of the source's ends (the mirror's per batch or the translator's per run)."""
     progress = ctx.syncs.progress(flow.name)
     live = source_ends(ctx.clusters.admin(flow.source, probe=True), ctx.config.topic_selector(flow))
-    observations = [ctx.runs.source_ends(kind, flow.name) for kind in (JobKind.MIRROR, JobKind.TRANSLATOR)]
-    latest, previous = max(observations, key=lambda o: -1 if o[0] is None else o[0].at_ms)
+    # The freshest observation, and for the produce rate the newest one before it, whichever job made them.
+    seen = [o for kind in (JobKind.MIRROR, JobKind.TRANSLATOR) for o in ctx.runs.source_ends(kind, flow.name)]
+    observations = sorted((o for o in seen if o is not None), key=lambda o: o.at_ms, reverse=True)
+    latest = observations[0] if observations else None
+    previous = next((o for o in observations if latest is not None and o.at_ms < latest.at_ms), None)
     return rpo_report(progress, live, latest, previous, ctx.now_ms())
 
 

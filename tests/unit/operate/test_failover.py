@@ -326,3 +326,13 @@ def test_a_confirmed_idle_checkpoint_is_not_stale(w: World) -> None:
     # A run that did not read the group (deleted on the source, or not selected) confirms nothing.
     runs.write_last_run("A->B", TranslatorRun(NOW_MS - 3_000, 0.2, 1, 1, 0, confirmed_groups=("other",)))
     assert [r.reason for r in failover(w.context, request()).plan.refusals] == [RefusalReason.STALE]
+
+
+def test_the_rate_comes_from_the_two_newest_observations_whichever_job_made_them(w: World) -> None:
+    w.a.reachable = False
+    runs = RunFiles(w.context.layout)
+    runs.observe_source_ends(JobKind.TRANSLATOR, "A->B", EndsObservation(NOW_MS - 3_000, {("orders", 0): 100}))
+    runs.observe_source_ends(JobKind.MIRROR, "A->B", EndsObservation(NOW_MS - 1_000, {("orders", 0): 150}))
+    rpo = failover(w.context, request()).rpo
+    assert rpo is not None
+    assert (rpo.unmirrored_offsets, rpo.produce_rate_per_second, rpo.estimated_since_observation) == (50, 25.0, 25)
