@@ -156,9 +156,7 @@ class MirrorSettings(_Model):
     def _producer(cls, value: dict[str, str]) -> dict[str, str]:
         forced = {"enable.idempotence", "acks", "bootstrap.servers"} & set(value)
         if forced:
-            raise ValueError(
-                f"{sorted(forced)[0]!r} is set by drkit for no-loss delivery and cannot be overridden"
-            )
+            raise ValueError(f"{sorted(forced)[0]!r} is set by drkit for no-loss delivery and cannot be overridden")
         return value
 
     @field_validator("consumer")
@@ -246,9 +244,7 @@ class DrkitConfig(_Model):
     @classmethod
     def _aliases(cls, value: dict[str, ClusterConfig]) -> dict[str, ClusterConfig]:
         if not value:
-            raise ValueError(
-                'define at least one cluster: [clusters.<alias>] with bootstrap_servers = "host:port"'
-            )
+            raise ValueError('define at least one cluster: [clusters.<alias>] with bootstrap_servers = "host:port"')
         for alias in value:
             if not _ALIAS.match(alias):
                 raise ValueError(
@@ -269,9 +265,7 @@ class DrkitConfig(_Model):
                         f"unknown cluster {alias!r}; defined clusters: {', '.join(sorted(self.clusters))}",
                     )
             if flow.source == flow.target:
-                raise _KeyedError(
-                    f"flows[{i}].target", f"a flow cannot mirror cluster {flow.source!r} to itself"
-                )
+                raise _KeyedError(f"flows[{i}].target", f"a flow cannot mirror cluster {flow.source!r} to itself")
             if flow.name in seen:
                 raise _KeyedError(f"flows[{i}]", f"flow {flow.name} is defined twice")
             seen.add(flow.name)
@@ -304,8 +298,9 @@ class DrkitConfig(_Model):
 
     def topic_selector(self, flow: FlowConfig) -> NameSelector:
         """The source topics ``flow`` mirrors: never internal topics, never copies of its target's."""
-        return topic_selector(flow.topics.include, flow.topics.exclude, flow.policy(), flow.target,
-                              frozenset(self.clusters))
+        return topic_selector(
+            flow.topics.include, flow.topics.exclude, flow.policy(), flow.target, frozenset(self.clusters)
+        )
 
     def reverse_of(self, flow: FlowConfig) -> FlowConfig | None:
         """The flow that copies ``flow``'s target back to its source, if one is configured."""
@@ -333,6 +328,7 @@ def _substitute_env(value: Any, key: str, path: str) -> Any:
     if isinstance(value, list):
         return [_substitute_env(v, f"{key}[{i}]", path) for i, v in enumerate(value)]
     if isinstance(value, str):
+
         def replace(match: re.Match[str]) -> str:
             name = match.group(1)
             if name not in os.environ:

@@ -122,8 +122,9 @@ def log(message: str) -> None:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--records", type=int, default=200_000, help="records to produce and mirror")
     p.add_argument("--size", type=int, default=512, help=f"value size in bytes (>= {_SEQ_BYTES})")
     p.add_argument("--partitions", type=int, default=6, help="partitions of the source topic")
@@ -133,8 +134,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--keep-clusters", action="store_true", help="leave started clusters and state running")
     p.add_argument("--state", type=Path, help="state folder (clusters, drkit state); default a temp dir")
     p.add_argument("--broker-heap", default="512m", help="heap of each local broker")
-    p.add_argument("--max-offsets-per-trigger", type=int,
-                   help="flows.mirror.max_offsets_per_trigger (default: drkit's default)")
+    p.add_argument(
+        "--max-offsets-per-trigger", type=int, help="flows.mirror.max_offsets_per_trigger (default: drkit's default)"
+    )
     p.add_argument("--sample-interval", type=float, default=0.25, help="memory sampling period, seconds")
     p.add_argument("--timeout", type=float, default=1800.0, help="give up on the mirror after this long")
     args = p.parse_args(argv)
@@ -165,16 +167,18 @@ def create_topics(source: str, target: str, topic: str, target_topic: str, parti
 
 def produce(bootstrap: str, topic: str, records: int, size: int, partitions: int) -> tuple[array[int], float]:
     """Produce the records; returns each record's CreateTime (index = seq) and the seconds taken."""
-    producer = Producer({
-        "bootstrap.servers": bootstrap,
-        "acks": "all",
-        "enable.idempotence": True,
-        "linger.ms": 50,
-        "batch.size": 1_000_000,
-        "compression.type": "none",
-        "queue.buffering.max.messages": 1_000_000,
-        "queue.buffering.max.kbytes": 1_048_576,
-    })
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 50,
+            "batch.size": 1_000_000,
+            "compression.type": "none",
+            "queue.buffering.max.messages": 1_000_000,
+            "queue.buffering.max.kbytes": 1_048_576,
+        }
+    )
     timestamps = array("q", bytes(8 * records))
     failures: list[str] = []
     acked = 0
@@ -193,13 +197,14 @@ def produce(bootstrap: str, topic: str, records: int, size: int, partitions: int
         pool = os.urandom(rand_len * chunk_records)
         for i in range(min(chunk_records, records - base)):
             seq = base + i
-            value = seq.to_bytes(_SEQ_BYTES, "big") + pool[i * rand_len:(i + 1) * rand_len]
+            value = seq.to_bytes(_SEQ_BYTES, "big") + pool[i * rand_len : (i + 1) * rand_len]
             ts = int(time.time() * 1000)
             timestamps[seq] = ts
             while True:
                 try:
-                    producer.produce(topic, value=value, partition=seq % partitions, timestamp=ts,
-                                     on_delivery=on_delivery)
+                    producer.produce(
+                        topic, value=value, partition=seq % partitions, timestamp=ts, on_delivery=on_delivery
+                    )
                     break
                 except BufferError:
                     producer.poll(0.05)
@@ -209,8 +214,10 @@ def produce(bootstrap: str, topic: str, records: int, size: int, partitions: int
     remaining = producer.flush(120)
     seconds = time.monotonic() - started
     if failures or remaining or acked != records:
-        raise RuntimeError(f"produce failed: acked {acked}/{records}, unflushed {remaining}, "
-                           f"first error: {failures[0] if failures else None}")
+        raise RuntimeError(
+            f"produce failed: acked {acked}/{records}, unflushed {remaining}, "
+            f"first error: {failures[0] if failures else None}"
+        )
     return timestamps, seconds
 
 
@@ -221,14 +228,23 @@ def _toml(value: str) -> str:
     return json.dumps(value)  # a JSON string of ASCII text is a valid TOML basic string
 
 
-def write_config(path: Path, state_root: Path, source: str, target: str, topic: str,
-                 max_offsets: int | None) -> None:
+def write_config(path: Path, state_root: Path, source: str, target: str, topic: str, max_offsets: int | None) -> None:
     lines = [
-        "[state]", f"root = {_toml(str(state_root))}", "",
-        "[spark]", 'master = "local[2]"', "",
-        f"[clusters.{SOURCE_ALIAS}]", f"bootstrap_servers = {_toml(source)}", "",
-        f"[clusters.{TARGET_ALIAS}]", f"bootstrap_servers = {_toml(target)}", "",
-        "[[flows]]", f'source = "{SOURCE_ALIAS}"', f'target = "{TARGET_ALIAS}"',
+        "[state]",
+        f"root = {_toml(str(state_root))}",
+        "",
+        "[spark]",
+        'master = "local[2]"',
+        "",
+        f"[clusters.{SOURCE_ALIAS}]",
+        f"bootstrap_servers = {_toml(source)}",
+        "",
+        f"[clusters.{TARGET_ALIAS}]",
+        f"bootstrap_servers = {_toml(target)}",
+        "",
+        "[[flows]]",
+        f'source = "{SOURCE_ALIAS}"',
+        f'target = "{TARGET_ALIAS}"',
         f"topics.include = [{_toml(re.escape(topic))}]",
     ]
     if max_offsets:
@@ -349,8 +365,9 @@ def run_mirror(config: Path, workdir: Path, interval: float, timeout: float) -> 
     started = time.monotonic()
     with out_path.open("wb") as out, err_path.open("wb") as err:
         # Own session, so that the whole tree (driver, JVM, Python workers) can be ended on timeout.
-        child = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=workdir,
-                                 start_new_session=True)
+        child = subprocess.Popen(
+            cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=workdir, start_new_session=True
+        )
         memory = TreeMemory(child.pid, interval)
         memory.start()
         try:
@@ -368,8 +385,9 @@ def run_mirror(config: Path, workdir: Path, interval: float, timeout: float) -> 
     stdout = out_path.read_text(errors="replace")
     stderr = err_path.read_text(errors="replace")
     if child.returncode != 0:
-        raise RuntimeError(f"mirror exited with {child.returncode}: {stdout.strip()[-1000:]}\n"
-                           f"stderr tail:\n{stderr[-3000:]}")
+        raise RuntimeError(
+            f"mirror exited with {child.returncode}: {stdout.strip()[-1000:]}\nstderr tail:\n{stderr[-3000:]}"
+        )
     batches = [
         {"batch_id": int(m[1]), "records": int(m[2]), "ranges": int(m[3]), "seconds": float(m[4])}
         for m in _BATCH_LINE.finditer(stderr)
@@ -404,21 +422,23 @@ class TargetCheck:
 _TS_TYPES = {0: "not_available", 1: "create_time", 2: "log_append_time"}
 
 
-def read_target(bootstrap: str, topic: str, partitions: int, source_ts: array[int], size: int,
-                idle_timeout: float = 60.0) -> TargetCheck:
+def read_target(
+    bootstrap: str, topic: str, partitions: int, source_ts: array[int], size: int, idle_timeout: float = 60.0
+) -> TargetCheck:
     """Read every record of ``topic`` and compare it with what was produced."""
     records = len(source_ts)
     seen = bytearray(records)  # copies per sequence number, saturating at 255
     check = TargetCheck()
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap,
-        "group.id": f"_drkit-bench-read-{uuid.uuid4().hex[:8]}",
-        "enable.auto.commit": False,
-        "isolation.level": "read_committed",
-    })
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"_drkit-bench-read-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
     try:
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-                for p in range(partitions)}
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
         consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         pending = {p for p, end in ends.items() if end > 0}
         last_progress = time.monotonic()
@@ -589,8 +609,8 @@ def _measure(args: argparse.Namespace, state: Path, source: str, target: str, lo
         "versions": versions(local),
         "definitions": {
             "latency_ms": "target broker LogAppendTime minus source CreateTime, per record (first copy); "
-                          "the backlog is produced before the mirror starts, so this includes the wait for "
-                          "mirror start-up and earlier records (backlog drain, not live-tail latency)",
+            "the backlog is produced before the mirror starts, so this includes the wait for "
+            "mirror start-up and earlier records (backlog drain, not live-tail latency)",
             "mirror_seconds": "wall time of the `drkit mirror --once` process, start-up included",
             "mirror_copy_seconds": "sum of the per-batch times the mirror logs (inside foreachBatch)",
             "peak_rss_mb": "max sampled sum of VmRSS over the mirror's process tree (see also peak_pss_mb)",

@@ -105,8 +105,15 @@ class Mapping:
 DAY_START_EPOCH = 1767225600
 
 
-def fill(spark: Any, store: OffsetSyncStore, args: argparse.Namespace, start_epoch: int = DAY_START_EPOCH,
-         flow: str = FLOW, topic: str = TOPIC, target: str = TARGET) -> float:
+def fill(
+    spark: Any,
+    store: OffsetSyncStore,
+    args: argparse.Namespace,
+    start_epoch: int = DAY_START_EPOCH,
+    flow: str = FLOW,
+    topic: str = TOPIC,
+    target: str = TARGET,
+) -> float:
     """Append ``args.batches`` one-second batches x ``args.partitions`` rows (see the module docstring)
     written ``start_epoch + b`` seconds; also used by scripts/bench_operator.py. Returns seconds taken."""
     from pyspark.sql import functions as F
@@ -117,15 +124,21 @@ def fill(spark: Any, store: OffsetSyncStore, args: argparse.Namespace, start_epo
     shift = (F.col("b") / F.lit(gap)).cast("long") if gap else F.lit(0).cast("long")
     df = (
         spark.range(args.batches * args.partitions, numPartitions=args.files)
-        .select((F.col("id") / F.lit(args.partitions)).cast("long").alias("b"),
-                (F.col("id") % F.lit(args.partitions)).cast("int").alias("p"))
         .select(
-            F.lit(flow).alias("flow"), F.lit(topic).alias("source_topic"), F.lit(target).alias("target_topic"),
+            (F.col("id") / F.lit(args.partitions)).cast("long").alias("b"),
+            (F.col("id") % F.lit(args.partitions)).cast("int").alias("p"),
+        )
+        .select(
+            F.lit(flow).alias("flow"),
+            F.lit(topic).alias("source_topic"),
+            F.lit(target).alias("target_topic"),
             F.col("p").alias("partition"),
-            (F.col("b") * r).alias("upstream_first"), (F.col("b") * r + r - 1).alias("upstream_last"),
+            (F.col("b") * r).alias("upstream_first"),
+            (F.col("b") * r + r - 1).alias("upstream_last"),
             (F.col("b") * r + shift).alias("downstream_first"),
             (F.col("b") * r + r - 1 + shift).alias("downstream_last"),
-            F.lit(r).cast("long").alias("record_count"), F.col("b").alias("batch_id"),
+            F.lit(r).cast("long").alias("record_count"),
+            F.col("b").alias("batch_id"),
             F.lit("bench-stream").alias("stream_id"),
             F.expr(f"timestamp_seconds({int(start_epoch)} + b)").alias("written_at"),  # start + b s
         )
@@ -149,15 +162,18 @@ def committed_offsets(args: argparse.Namespace, mapping: Mapping) -> dict[str, l
     return out
 
 
-def translate_all(indexes: dict[tuple[str, int], SyncIndex], committed: dict[str, list[CommittedOffset]],
-                  mapping: Mapping) -> tuple[dict[str, Any], list[tuple[str, int, int | None]]]:
+def translate_all(
+    indexes: dict[tuple[str, int], SyncIndex], committed: dict[str, list[CommittedOffset]], mapping: Mapping
+) -> tuple[dict[str, Any], list[tuple[str, int, int | None]]]:
     started = time.monotonic()
     plan = plan_checkpoints(FLOW, committed, {TOPIC: TARGET}, indexes, {})
     seconds = time.monotonic() - started
     wrong = [c for c in plan.current if c.downstream_offset != mapping.translate(c.upstream_offset)]
     if wrong:
-        raise SystemExit(f"translation disagrees with the reference for {len(wrong)} group-partitions, "
-                         f"e.g. {wrong[0]} (expected {mapping.translate(wrong[0].upstream_offset)})")
+        raise SystemExit(
+            f"translation disagrees with the reference for {len(wrong)} group-partitions, "
+            f"e.g. {wrong[0]} (expected {mapping.translate(wrong[0].upstream_offset)})"
+        )
     n = len(plan.current)
     figures = {
         "group_partitions": n,
@@ -168,8 +184,9 @@ def translate_all(indexes: dict[tuple[str, int], SyncIndex], committed: dict[str
     return figures, sorted((c.group, c.partition, c.downstream_offset) for c in plan.current)
 
 
-def load_and_translate(store: OffsetSyncStore, committed: dict[str, list[CommittedOffset]], mapping: Mapping,
-                       args: argparse.Namespace) -> tuple[dict[str, Any], tuple[list[Any], list[Any]]]:
+def load_and_translate(
+    store: OffsetSyncStore, committed: dict[str, list[CommittedOffset]], mapping: Mapping, args: argparse.Namespace
+) -> tuple[dict[str, Any], tuple[list[Any], list[Any]]]:
     """A cold load (what a starting translator or failover does), a translation of every group-partition,
     then one more mirror batch and the translator's incremental reload."""
     cache = SyncIndexCache(store, FLOW)
@@ -180,9 +197,20 @@ def load_and_translate(store: OffsetSyncStore, committed: dict[str, list[Committ
     # one more one-second batch, appended as the mirror does, then the incremental reload
     b = mapping.batches
     shift = b // args.gap_every if args.gap_every else 0
-    rows = [SyncRow(TOPIC, TARGET, p, SyncRange(b * args.records, b * args.records + args.records - 1,
-                                                b * args.records + shift, b * args.records + args.records - 1 + shift))
-            for p in range(args.partitions)]
+    rows = [
+        SyncRow(
+            TOPIC,
+            TARGET,
+            p,
+            SyncRange(
+                b * args.records,
+                b * args.records + args.records - 1,
+                b * args.records + shift,
+                b * args.records + args.records - 1 + shift,
+            ),
+        )
+        for p in range(args.partitions)
+    ]
     store.write(FLOW, "bench-stream", b, rows)
     mapping.batches += 1
     mapping.end = mapping.batches * mapping.records
@@ -202,8 +230,7 @@ def table_figures(spark: Any, path: str) -> dict[str, int]:
     from delta.tables import DeltaTable
 
     detail = DeltaTable.forPath(spark, path).detail().select("numFiles", "sizeInBytes").first()
-    return {"rows": spark.read.format("delta").load(path).count(), "files": int(detail[0]),
-            "bytes": int(detail[1])}
+    return {"rows": spark.read.format("delta").load(path).count(), "files": int(detail[0]), "bytes": int(detail[1])}
 
 
 def peak_rss_mb() -> dict[str, float]:
@@ -220,8 +247,11 @@ def peak_rss_mb() -> dict[str, float]:
             for line in status.splitlines():
                 if line.startswith("VmHWM:"):
                     jvm_kb += int(line.split()[1])
-    return {"python_driver": round(python_kb / 1024, 1), "spark_jvm": round(jvm_kb / 1024, 1),
-            "total": round((python_kb + jvm_kb) / 1024, 1)}
+    return {
+        "python_driver": round(python_kb / 1024, 1),
+        "spark_jvm": round(jvm_kb / 1024, 1),
+        "total": round((python_kb + jvm_kb) / 1024, 1),
+    }
 
 
 def config_for(state: Path) -> DrkitConfig:
@@ -263,18 +293,26 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit("translations differ after maintenance")
         report = {
             "bench": "translate",
-            "setup": {"batches": args.batches, "partitions": args.partitions, "records_per_batch": args.records,
-                      "gap_every_batches": args.gap_every, "groups": args.groups, "files_written": args.files,
-                      "cpus": os.cpu_count()},
+            "setup": {
+                "batches": args.batches,
+                "partitions": args.partitions,
+                "records_per_batch": args.records,
+                "gap_every_batches": args.gap_every,
+                "groups": args.groups,
+                "files_written": args.files,
+                "cpus": os.cpu_count(),
+            },
             "spark_session_seconds": round(session_seconds, 1),
             "fill_seconds": round(fill_seconds, 1),
             "before_maintain": {"table": before_table, **before},
-            "maintain": {"seconds": maintained["seconds"],
-                         "optimize_seconds": maintained["offset_syncs"]["optimize_seconds"],
-                         "vacuum_seconds": maintained["offset_syncs"]["vacuum_seconds"],
-                         "coalesce_seconds": maintained["offset_syncs"]["coalesce"]["seconds"],
-                         "ranges_merged": maintained["offset_syncs"]["coalesce"]["ranges_merged"],
-                         "merged_into": maintained["offset_syncs"]["coalesce"]["merged_into"]},
+            "maintain": {
+                "seconds": maintained["seconds"],
+                "optimize_seconds": maintained["offset_syncs"]["optimize_seconds"],
+                "vacuum_seconds": maintained["offset_syncs"]["vacuum_seconds"],
+                "coalesce_seconds": maintained["offset_syncs"]["coalesce"]["seconds"],
+                "ranges_merged": maintained["offset_syncs"]["coalesce"]["ranges_merged"],
+                "merged_into": maintained["offset_syncs"]["coalesce"]["merged_into"],
+            },
             "after_maintain": {"table": after_table, **after},
             "translations_identical_after_maintain": True,
             "all_translations_checked_against_reference": True,

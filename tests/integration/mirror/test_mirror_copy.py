@@ -55,8 +55,9 @@ def test_selected_topics_are_copied_record_by_record(
     create_topic(clusters["A"], other, 1)
     for topic, parts in ((orders, 3), (payments, 2), (skipped, 1), (other, 1)):
         produce(clusters["A"], topic, varied_records(300, parts))
-    config = make_config([{"source": "A", "target": "B",
-                           "topics": {"include": [f"{tag}\\..*"], "exclude": [".*\\.skip"]}}])
+    config = make_config(
+        [{"source": "A", "target": "B", "topics": {"include": [f"{tag}\\..*"], "exclude": [".*\\.skip"]}}]
+    )
 
     jobs = Drkit(config, spark).mirror("A->B", once=True)
 
@@ -83,8 +84,9 @@ def test_identity_policy_keeps_the_name(
     topic = unique("ident")
     create_topic(clusters["A"], topic, 2)
     produce(clusters["A"], topic, varied_records(50, 2))
-    config = make_config([{"source": "A", "target": "B", "replication_policy": "identity",
-                           "topics": {"include": [topic]}}])
+    config = make_config(
+        [{"source": "A", "target": "B", "replication_policy": "identity", "topics": {"include": [topic]}}]
+    )
     Drkit(config, spark).mirror(None, once=True)
     source, target = read_all(clusters["A"], topic), read_all(clusters["B"], topic)
     assert_exact_copy(source, target)
@@ -100,8 +102,9 @@ def test_reverse_flow_never_copies_back(
     produce(clusters["A"], f"{tag}.a", varied_records(20, 1))
     produce(clusters["B"], f"{tag}.b", varied_records(30, 1))
     selection = {"include": [f".*{tag}.*"]}
-    config = make_config([{"source": "A", "target": "B", "topics": selection},
-                          {"source": "B", "target": "A", "topics": selection}])
+    config = make_config(
+        [{"source": "A", "target": "B", "topics": selection}, {"source": "B", "target": "A", "topics": selection}]
+    )
     service = Drkit(config, spark)
     for _ in range(2):  # twice, so each side sees the other's copies
         service.mirror("A->B", once=True)

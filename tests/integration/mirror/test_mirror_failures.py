@@ -62,8 +62,11 @@ def test_record_too_large_for_target_stops_before_the_checkpoint(
     # The operator raises the limit and restarts: everything arrives; the syncs describe only the
     # successful attempt, and the records delivered by the failed attempt are reported as duplicates.
     admin = AdminClient({"bootstrap.servers": clusters["B"]})
-    resource = ConfigResource("topic", f"A.{topic}", incremental_configs=[
-        ConfigEntry("max.message.bytes", "1048588", incremental_operation=AlterConfigOpType.SET)])
+    resource = ConfigResource(
+        "topic",
+        f"A.{topic}",
+        incremental_configs=[ConfigEntry("max.message.bytes", "1048588", incremental_operation=AlterConfigOpType.SET)],
+    )
     admin.incremental_alter_configs([resource])[resource].result(30)
     Drkit(config, spark).mirror(None, once=True)
     source, target = read_all(clusters["A"], topic), read_all(clusters["B"], f"A.{topic}")
@@ -110,17 +113,27 @@ def test_sigkill_mid_copy_then_restart_loses_nothing(
     partitions, total = 3, 24_000
     create_topic(clusters["A"], topic, partitions)
     now = int(time.time() * 1000)
-    produce(clusters["A"], topic, [
-        {"partition": i % partitions, "key": f"k{i}".encode(), "value": f"v{i}".encode() * 8,
-         "timestamp": now + i} for i in range(total)])
-    config = make_config([{"source": "A", "target": "B", "topics": {"include": [topic]},
-                           "mirror": {"max_offsets_per_trigger": 3000}}])
+    produce(
+        clusters["A"],
+        topic,
+        [
+            {"partition": i % partitions, "key": f"k{i}".encode(), "value": f"v{i}".encode() * 8, "timestamp": now + i}
+            for i in range(total)
+        ],
+    )
+    config = make_config(
+        [{"source": "A", "target": "B", "topics": {"include": [topic]}, "mirror": {"max_offsets_per_trigger": 3000}}]
+    )
     toml = tmp_path / "drkit.toml"
     _write_toml(toml, clusters, config.state_root(), topic, 3000)
 
     log = (tmp_path / "mirror.log").open("wb")  # a file, not a pipe: a full pipe would block the job
-    proc = subprocess.Popen([sys.executable, "-m", "drkit.cli.app", "mirror", "-c", str(toml)],
-                            start_new_session=True, stdout=log, stderr=subprocess.STDOUT)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "drkit.cli.app", "mirror", "-c", str(toml)],
+        start_new_session=True,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     killed_at = -1
     try:
         deadline = time.monotonic() + 300
@@ -147,8 +160,10 @@ def test_sigkill_mid_copy_then_restart_loses_nothing(
     assert audit.described == len(source) == total
     assert audit.orphans == audit.duplicates == len(target) - total
     checked = _never_skips(syncs, source, target)
-    print(f"SIGKILL after {killed_at} of {total} records on the target: 0 missing, "
-          f"{audit.duplicates} duplicates; {checked} translations never skip")
+    print(
+        f"SIGKILL after {killed_at} of {total} records on the target: 0 missing, "
+        f"{audit.duplicates} duplicates; {checked} translations never skip"
+    )
 
 
 def _exists(bootstrap: str, topic: str) -> bool:

@@ -22,19 +22,33 @@ def partition_syncs(spark: Any, config: DrkitConfig, topic: str) -> dict[int, li
     return {p: rs for (t, p), rs in ranges.items() if t == topic}
 
 
-def test_compacted_topic_with_gaps(clusters: dict[str, str], spark: Any,
-                                   make_config: Callable[..., DrkitConfig]) -> None:
+def test_compacted_topic_with_gaps(
+    clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig]
+) -> None:
     topic = unique("compacted")
-    create_topic(clusters["A"], topic, 1, {
-        "cleanup.policy": "compact", "segment.ms": "100", "min.cleanable.dirty.ratio": "0.001",
-        "delete.retention.ms": "100", "min.compaction.lag.ms": "0",
-    })
+    create_topic(
+        clusters["A"],
+        topic,
+        1,
+        {
+            "cleanup.policy": "compact",
+            "segment.ms": "100",
+            "min.cleanable.dirty.ratio": "0.001",
+            "delete.retention.ms": "100",
+            "min.compaction.lag.ms": "0",
+        },
+    )
     # Unique keys interleaved with updates of one hot key, with pauses so segments roll: the cleaner
     # keeps the unique keys and removes the superseded hot records, leaving holes inside the log.
     for wave in range(6):
-        produce(clusters["A"], topic, [
-            {"key": (f"u{wave}-{i}" if i % 2 == 0 else "hot").encode(), "value": f"w{wave}-{i}".encode()}
-            for i in range(20)])
+        produce(
+            clusters["A"],
+            topic,
+            [
+                {"key": (f"u{wave}-{i}" if i % 2 == 0 else "hot").encode(), "value": f"w{wave}-{i}".encode()}
+                for i in range(20)
+            ],
+        )
         time.sleep(0.3)
     deadline = time.monotonic() + 60
     source = read_all(clusters["A"], topic)
@@ -116,5 +130,4 @@ def test_transactions_only_committed_records_are_mirrored(
     # Markers and aborted records are gaps upstream: one range per committed transaction (+ tail).
     # Layout: 0-4 committed, 5 marker, 6-9 aborted, 10 marker, 11-13, 14, 15-16 aborted, 17,
     # 18-23, 24 marker, 25 plain.
-    assert [(r.upstream_first, r.upstream_last) for r in sorted(syncs[0])] == [
-        (0, 4), (11, 13), (18, 23), (25, 25)]
+    assert [(r.upstream_first, r.upstream_last) for r in sorted(syncs[0])] == [(0, 4), (11, 13), (18, 23), (25, 25)]
