@@ -89,7 +89,7 @@ def test_rpo_with_the_source_killed_under_load(
         f"[state]\nroot = {json.dumps(str(tmp_path / 'state'))}\n\n"
         + "".join(f'[clusters.{a}]\nbootstrap_servers = "{bs}"\n\n' for a, bs in clusters.items())
         + f'[[flows]]\nsource = "A"\ntarget = "B"\ntopics = {{ include = ["{TOPIC}"] }}\n'
-        "mirror = { trigger_interval_seconds = 1 }\ncheckpoint = { interval_seconds = 1 }\n"
+        "mirror = { trigger_interval_seconds = 1 }\ncheckpoint = { interval_seconds = 1, max_age_seconds = 3600 }\n"
     )
     config = load_config(toml)
     service = Drkit(config, spark)
