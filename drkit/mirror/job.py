@@ -444,6 +444,7 @@ class MirrorRunner:
     def __init__(self, config: DrkitConfig, flows: list[FlowConfig], spark: SparkSession) -> None:
         self.jobs = [MirrorJob(config, f, spark) for f in flows]
         self._stop = threading.Event()
+        self._unreachable: set[str] = set()
 
     def run(
         self, once: bool, poll_seconds: float = 0.2, on_progress: Callable[[list[MirrorSummary]], None] | None = None
@@ -473,7 +474,8 @@ class MirrorRunner:
                 if q.isActive:
                     q.stop()
             for job in self.jobs:
-                job.observer.close()
+                # A source that cannot be read will not answer the last observation either.
+                job.observer.close(0.0 if job.flow.name in self._unreachable else 5.0)
             if threading.current_thread() is threading.main_thread():
                 for s, handler in previous.items():
                     signal.signal(s, handler)
@@ -493,11 +495,19 @@ class MirrorRunner:
             deadline = time.monotonic() + job.flow.mirror.stop_grace_seconds
             while q.isActive and q.status.get("isTriggerActive") and time.monotonic() < deadline:
                 if not job.source_reachable():
+                    self._unreachable.add(job.flow.name)
                     log.warning(
                         "flow %s: source %s unreachable: stopping the running batch", job.flow.name, job.flow.source
                     )
                     break
                 time.sleep(0.1)
-        for q in queries:
+        for q, job in zip(queries, self.jobs, strict=False):
             if q.isActive:
-                q.stop()
+                try:
+                    q.stop()
+                except Exception:  # spark.sql.streaming.stopTimeout passed: its thread is abandoned
+                    log.warning(
+                        "flow %s: the query did not stop within spark.sql.streaming.stopTimeout; exiting without "
+                        "it: its uncommitted batch is copied again on restart (duplicates on the target, no loss)",
+                        job.flow.name,
+                    )

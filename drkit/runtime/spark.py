@@ -30,6 +30,11 @@ DEFAULTS: dict[str, str] = {
     "spark.databricks.delta.schema.autoMerge.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.streaming.stopGracefullyOnShutdown": "true",
+    # Stopping a query closes its Kafka admin client, which waits for in-flight requests to time out
+    # (default.api.timeout.ms, a minute) when the source is gone. The mirror only stops a query after its
+    # batch ended or cannot end; an uncommitted batch is copied again on restart, so nothing is lost by
+    # not waiting.
+    "spark.sql.streaming.stopTimeout": "10s",
     # Tasks write to Kafka: a retried task would write again, so a failed task fails the batch.
     "spark.task.maxFailures": "1",
     "spark.driver.memory": "2g",
