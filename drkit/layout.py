@@ -1,7 +1,7 @@
 """Every path under the state root, built in one place.
 
-The state folder holds the Delta tables, each mirror's Spark streaming checkpoint, the PID files
-of running jobs and the translator's run files. Only :class:`StateLayout` joins those paths, so
+The state folder holds the Delta tables, each mirror's Spark streaming checkpoint, the PID and lock
+files of running jobs and the translator's run files. Only :class:`StateLayout` joins those paths, so
 two components can never disagree about where a thing lives (a flow's folder name, say).
 """
 
@@ -53,6 +53,10 @@ class StateLayout:
     def pid_file(self, kind: JobKind, flow: str) -> Path:
         """Where a running job of ``kind`` for ``flow`` writes its PID."""
         return self.job_dir(kind, flow) / "pid"
+
+    def job_lock(self, kind: JobKind, flow: str) -> Path:
+        """The file a running job of ``kind`` for ``flow`` holds locked (one such job per flow)."""
+        return self.job_dir(kind, flow) / "lock"
 
     def stream_checkpoint(self, flow: str) -> Path:
         """Spark's streaming checkpoint of the flow's mirror query (offsets, commits, query id)."""

@@ -28,7 +28,7 @@ from drkit.core.reports import MirrorSummary, TranslationRun
 from drkit.core.status import GroupOffsets, StatusReport
 from drkit.layout import JobKind, StateLayout
 from drkit.operate.context import OperateContext
-from drkit.runtime.process import pid_files
+from drkit.runtime.process import running_jobs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -388,8 +388,9 @@ class Drkit:
         from drkit.mirror.job import MirrorRunner
 
         flows = self.config.flows_named(flow)
-        metrics.serve(self.config.metrics.port, self.config.metrics.host)
-        with pid_files([self.layout.pid_file(JobKind.MIRROR, f.name) for f in flows]):
+        # The lock first: a second mirror of a flow is refused before it binds the metrics port or starts Spark.
+        with running_jobs(self.layout, JobKind.MIRROR, [f.name for f in flows]):
+            metrics.serve(self.config.metrics.port, self.config.metrics.host)
             return MirrorRunner(self.config, flows, self.spark).run(once, on_progress=on_progress)
 
     def translate(
@@ -399,9 +400,9 @@ class Drkit:
         from drkit.translator.job import TranslatorRunner
 
         flows = self.config.flows_named(flow)
-        metrics.serve(self.config.metrics.port, self.config.metrics.host)
-        syncs, checkpoints, _ = self._stores()
-        with pid_files([self.layout.pid_file(JobKind.TRANSLATOR, f.name) for f in flows]):
+        with running_jobs(self.layout, JobKind.TRANSLATOR, [f.name for f in flows]):
+            metrics.serve(self.config.metrics.port, self.config.metrics.host)
+            syncs, checkpoints, _ = self._stores()
             return TranslatorRunner(self.config, flows, syncs, checkpoints).run(once, interval, max_runs)
 
     def maintain(self, keep_recent_batches: int = 100, vacuum_retention_hours: float = 168.0) -> MaintenanceReport:

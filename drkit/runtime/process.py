@@ -1,14 +1,108 @@
-"""PID files of the long-running drkit processes, so ``drkit status`` can tell whether they run.
+"""One running job per flow and kind, and the PID files ``drkit status`` reads.
 
-The paths come from :meth:`drkit.layout.StateLayout.pid_file`.
+A job (a flow's mirror or translator) holds an exclusive ``flock`` on its lock file
+(:meth:`drkit.layout.StateLayout.job_lock`) for as long as the process runs. Two mirrors of one
+flow would both copy every record to the target (each with its own producer; the sync table then
+holds both), so the second is refused before it touches a cluster, a table or Spark. The kernel
+releases the lock when the process ends, however it ends, so a crash never leaves a stale lock;
+the lock file itself is never deleted (deleting a lock file lets two processes lock two inodes).
+
+The PID file (:meth:`drkit.layout.StateLayout.pid_file`) stays for :func:`running`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import os
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
+
+from drkit.errors import RefusedError
+from drkit.layout import JobKind, StateLayout
+
+#: What the refusal calls each kind of job (JobKind.TRANSLATOR's value is its folder name).
+_JOB_NAMES = {JobKind.MIRROR: "mirror", JobKind.TRANSLATOR: "translator"}
+
+#: How long a refused job waits for the holder to write who it is: the holder writes right after
+#: taking the lock, so an empty lock file is only seen in that instant.
+_HOLDER_WAIT_SECONDS = 1.0
+
+
+@dataclass(frozen=True)
+class Holder:
+    """The process holding a job's lock, as it wrote itself into the lock file."""
+
+    pid: int
+    since: datetime
+
+    def render(self) -> str:
+        return f"{self.pid}\n{self.since.isoformat()}\n"
+
+    @staticmethod
+    def parse(text: str) -> Holder | None:
+        lines = text.split()
+        if len(lines) != 2:
+            return None
+        try:
+            return Holder(int(lines[0]), datetime.fromisoformat(lines[1]))
+        except ValueError:
+            return None
+
+
+@contextlib.contextmanager
+def running_jobs(layout: StateLayout, kind: JobKind, flows: list[str]) -> Iterator[None]:
+    """Hold the lock of ``kind`` for each of ``flows``, and their PID files, for the duration of the block.
+
+    Raises :class:`RefusedError` when another process holds one of them; then nothing is held or written.
+    """
+    with contextlib.ExitStack() as stack:
+        for flow in sorted(set(flows)):
+            stack.enter_context(_job_lock(layout.job_lock(kind, flow), kind, flow))
+        stack.enter_context(pid_files([layout.pid_file(kind, flow) for flow in flows]))
+        yield
+
+
+@contextlib.contextmanager
+def _job_lock(path: Path, kind: JobKind, flow: str) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # Opened without truncating: a refused process must not wipe the holder's PID.
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                raise
+            raise RefusedError(_refusal(kind, flow, _holder(fd))) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, Holder(os.getpid(), datetime.now(UTC).replace(microsecond=0)).render().encode(), 0)
+        try:
+            yield
+        finally:
+            # Emptied so a later reader never takes this process for the holder (the lock goes with the fd).
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)
+
+
+def _holder(fd: int) -> Holder | None:
+    deadline = time.monotonic() + _HOLDER_WAIT_SECONDS
+    while True:
+        holder = Holder.parse(os.pread(fd, 256, 0).decode(errors="replace"))
+        if holder is not None or time.monotonic() >= deadline:
+            return holder
+        time.sleep(0.02)
+
+
+def _refusal(kind: JobKind, flow: str, holder: Holder | None) -> str:
+    who = "pid unknown" if holder is None else f"pid {holder.pid}, since {holder.since:%Y-%m-%d %H:%M:%S %Z}"
+    return f"flow {flow} already has a running {_JOB_NAMES[kind]} ({who}); stop it first or run another flow"
 
 
 @contextlib.contextmanager
