@@ -22,6 +22,7 @@ from typing import Any
 from drkit.core.audit import Action
 from drkit.core.checkpoints import CommittedOffset
 from drkit.core.groups import GroupState
+from drkit.core.origin import TargetTail, resolve_tail
 from drkit.core.policy import ReplicationPolicy
 from drkit.core.selection import NameSelector
 from drkit.core.translate import Position, SyncIndex, Translation
@@ -216,8 +217,13 @@ def failover_plan(
     facts: Mapping[str, GroupFacts],
     max_age_seconds: float,
     allow_stale: bool = False,
+    tails: Mapping[tuple[str, int], TargetTail] | None = None,
 ) -> Plan:
-    """Move ``groups`` to the flow's target from their checkpoints, re-translated with the syncs now."""
+    """Move ``groups`` to the flow's target from their checkpoints, re-translated with the syncs now.
+
+    ``tails``: per (source topic, partition), the target's records past the synced end (read where
+    :func:`drkit.core.origin.tail_reads` says a committed offset lies past it); they place a group
+    exactly on unsynced copies instead of before them."""
     draft = _Draft(Action.FAILOVER, flow, destination)
     wanted = set(groups)
     rows = sorted((c for c in checkpoints if c.group in wanted), key=lambda c: (c.group, c.source_topic, c.partition))
@@ -226,6 +232,8 @@ def failover_plan(
         index = indexes.get((c.source_topic, c.partition))
         # The syncs now win: records the mirror copied since the checkpoint are translated exactly.
         t = index.translate(c.upstream_offset) if index is not None else c.recorded()
+        if tails:
+            t = resolve_tail(c.upstream_offset, t, tails.get((c.source_topic, c.partition)))
         move = Move(
             c.group,
             c.source_topic,

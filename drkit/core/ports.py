@@ -16,6 +16,7 @@ from drkit.core.audit import OperationRecord
 from drkit.core.checkpoints import Checkpoint, CommittedOffset, RecordedCheckpoint
 from drkit.core.groups import GroupState
 from drkit.core.offsets import SyncRange
+from drkit.core.origin import TargetTail
 
 #: (topic, partition)
 TopicPartition = tuple[str, int]
@@ -52,6 +53,11 @@ class ClusterAdmin(Protocol):
 
     def first_timestamps(self, positions: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         """Timestamp (ms) of the first record at or after each position, where one exists."""
+        ...
+
+    def read_tail(self, topic: str, partition: int, start: int, end: int, origin_alias: str) -> TargetTail:
+        """The records of ``topic/partition`` in ``[start, end)`` with their origins on ``origin_alias``
+        (drkit.core.origin); the result's ``end`` says where reading stopped."""
         ...
 
     def list_groups(self) -> list[str]: ...

@@ -42,6 +42,10 @@ class Position(StrEnum):
     PAST_END = "past_end"  # C is at or past everything mirrored: provisional
     UNMIRRORED = "unmirrored"  # nothing of the partition was mirrored: cannot translate
     NOTHING_TO_MIRROR = "nothing_to_mirror"  # nothing mirrored, and no source record at/after C: target start
+    # Past the synced end, placed over the target's unsynced tail by the records' origin headers
+    # (drkit.core.origin): exactly, or at a record of unknown origin (re-reads possible, no loss).
+    UNSYNCED = "unsynced"
+    UNKNOWN_ORIGIN = "unknown_origin"
 
 
 @dataclass(frozen=True)

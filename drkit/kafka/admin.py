@@ -7,15 +7,17 @@ side failed. It implements ``drkit.core.ports.ClusterAdmin``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from functools import cached_property
 
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from drkit.config import ClusterConfig, DrkitConfig
 from drkit.core.checkpoints import CommittedOffset
 from drkit.core.groups import GroupState, Member
+from drkit.core.origin import TAIL_READ_LIMIT, TailRecord, TargetTail, origin_of
 from drkit.errors import ClusterError
 from drkit.kafka import clients, topics
 
@@ -91,6 +93,53 @@ class KafkaAdmin:
             return topics.first_timestamps(consumer, dict(positions), timeout=self.timeout)
         finally:
             consumer.close()
+
+    def read_tail(self, topic: str, partition: int, start: int, end: int, origin_alias: str) -> TargetTail:
+        """The records of ``topic/partition`` in ``[start, end)`` with the origin each carries from
+        cluster ``origin_alias`` (at most TAIL_READ_LIMIT of them: ``end`` of the result says where
+        reading stopped). Uncommitted reads: every record there, whoever wrote it, is seen."""
+        stop = min(end, start + TAIL_READ_LIMIT)
+        records: list[TailRecord] = []
+        if stop <= start:
+            return TargetTail(start, start, ())
+        consumer = clients.consumer(
+            self._cluster,
+            self._alias,
+            "_drkit-tail",
+            **{"isolation.level": "read_uncommitted", "enable.partition.eof": True},
+        )
+        deadline = time.monotonic() + max(self.timeout, 30.0)
+        reached = start
+        try:
+            consumer.assign([TopicPartition(topic, partition, start)])
+            while reached < stop:
+                if time.monotonic() > deadline:
+                    raise ClusterError(
+                        f"cluster {self._alias}: {topic}/{partition}: reading offsets {start}-{stop} did not "
+                        f"reach {stop} within {max(self.timeout, 30.0):.0f}s (stopped at {reached})"
+                    )
+                for message in consumer.consume(1000, timeout=1.0):
+                    error = message.error()
+                    if error is not None:
+                        if error.code() == KafkaError._PARTITION_EOF:
+                            # Everything below the partition's end was delivered (markers are not).
+                            stop = min(stop, max(start, message.offset() or start))
+                            reached = max(reached, stop)
+                            continue
+                        raise ClusterError(f"cluster {self._alias}: cannot read {topic}/{partition}: {error}")
+                    offset = message.offset()
+                    if offset is None:
+                        continue
+                    if offset >= stop:
+                        reached = stop
+                        break
+                    records.append(TailRecord(offset, origin_of(_header_list(message.headers()), origin_alias)))
+                    reached = offset + 1
+        except KafkaException as exc:
+            raise self._fail(f"cannot read {topic}/{partition}", exc) from None
+        finally:
+            consumer.close()
+        return TargetTail(start, stop, tuple(records))
 
     # -- consumer groups ------------------------------------------------------------------------
 
@@ -208,3 +257,8 @@ class KafkaClusters:
 
     def admin(self, alias: str, probe: bool = False) -> KafkaAdmin:
         return KafkaAdmin(self._config.clusters[alias], alias, PROBE_TIMEOUT if probe else TIMEOUT)
+
+
+def _header_list(headers: object) -> list[tuple[str, bytes | str | None]]:
+    """confluent-kafka gives a record's headers as a list of pairs (or None); never a dict when read."""
+    return list(headers) if isinstance(headers, list) else []

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from drkit.core.origin import ORIGIN_HEADER, origin_prefix
 from drkit.store.tables import RANGE_COLUMNS, ColumnSpec, arrow_schema, column_names, ddl
 
 #: Output rows of a task: one per contiguous range, with the bytes (keys and values) of the partition
@@ -99,9 +100,16 @@ def _runs(topics: list[str], partitions: list[int]) -> list[tuple[int, int]]:
 def deliver_batches(
     producer_conf: dict[str, Any],
     topic_map: dict[str, str],
+    source_alias: str,
     flush_timeout: float = 300.0,
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """Build the ``mapInArrow`` function for one micro-batch."""
+    """Build the ``mapInArrow`` function for one micro-batch.
+
+    Every record gets the ``drkit.origin`` header (``<source alias>:<upstream offset>``, after the
+    record's own headers): copies delivered by a batch that then failed have no sync, and their
+    origin is what places a group exactly on them at failover (drkit.core.origin).
+    """
+    origin = origin_prefix(source_alias)
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import numpy as np
@@ -169,22 +177,21 @@ def deliver_batches(
                             break
                         ups.append(offsets[i])
                         hdrs = headers[i] if headers is not None else None
+                        mark = (ORIGIN_HEADER, origin + b"%d" % offsets[i])
+                        record_headers = [(h["key"], h["value"]) for h in hdrs] + [mark] if hdrs else [mark]
                         while True:
                             try:
                                 # confluent-kafka's fifth positional is on_delivery's old name:
                                 # timestamp and headers must be passed by keyword.
-                                if hdrs:
-                                    produce(
-                                        target,
-                                        values[i],
-                                        keys[i],
-                                        partition,
-                                        on_delivery,
-                                        timestamp=stamps[i],
-                                        headers=[(h["key"], h["value"]) for h in hdrs],
-                                    )
-                                else:
-                                    produce(target, values[i], keys[i], partition, on_delivery, timestamp=stamps[i])
+                                produce(
+                                    target,
+                                    values[i],
+                                    keys[i],
+                                    partition,
+                                    on_delivery,
+                                    timestamp=stamps[i],
+                                    headers=record_headers,
+                                )
                                 break
                             except BufferError:
                                 poll(0.1)

@@ -175,7 +175,7 @@ class MirrorJob:
             return
         topic_map, report.created_topics = self._prepare_targets()
         producer_conf = self._producer_conf()
-        task: Any = deliver_batches(producer_conf, topic_map)
+        task: Any = deliver_batches(producer_conf, topic_map, self.flow.source)
         try:
             # One task per core, not one per source partition: a task's fixed cost (scheduling, the plan,
             # the Python worker hand-off) is paid per task, and a batch has many small partitions. coalesce

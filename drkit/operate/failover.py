@@ -18,6 +18,7 @@ from drkit import __version__
 from drkit.config import FlowConfig
 from drkit.core.audit import OperationRecord, OperationStatus
 from drkit.core.checkpoints import CommittedOffset
+from drkit.core.origin import TargetTail, tail_reads, tail_spans
 from drkit.core.outcome import OperationResult, decide_status
 from drkit.core.plan import (
     CheckpointFact,
@@ -120,17 +121,39 @@ def _failover_plan(
     ]
     admin = ctx.clusters.admin(flow.target)
     topics = sorted({c.source_topic for c in checkpoints})  # only the syncs this failover translates with
+    indexes = _indexes(ctx, flow.name, topics)
     plan = failover_plan(
         flow.name,
         flow.target,
         names,
         checkpoints,
-        _indexes(ctx, flow.name, topics),
+        indexes,
         _facts(admin, names),
         flow.checkpoint.max_age_seconds,
         request.allow_stale,
+        _tails(admin, flow, checkpoints, indexes),
     )
     return flow, names, plan, admin
+
+
+def _tails(
+    admin: ClusterAdmin, flow: FlowConfig, checkpoints: list[CheckpointFact], indexes: dict[TopicPartition, SyncIndex]
+) -> dict[TopicPartition, TargetTail]:
+    """The target's unsynced records past the synced end, where a checkpoint lies past it."""
+    starts = tail_reads((((c.source_topic, c.partition), c.upstream_offset) for c in checkpoints), indexes)
+    if not starts:
+        return {}
+    target_of = {(c.source_topic, c.partition): c.target_topic for c in checkpoints}
+    counts = admin.partition_counts()
+    wanted = {target_of[key] for key in starts}
+    ends = admin.end_offsets({t: counts[t] for t in wanted if t in counts})
+    spans = tail_spans(
+        starts, {key: ends[(target_of[key], key[1])] for key in starts if (target_of[key], key[1]) in ends}
+    )
+    return {
+        key: admin.read_tail(target_of[key], key[1], start, end, flow.source)
+        for key, (start, end) in sorted(spans.items())
+    }
 
 
 def measure_rpo(ctx: OperateContext, flow: FlowConfig) -> RpoReport:

@@ -18,6 +18,7 @@ from drkit.core.audit import OperationRecord
 from drkit.core.checkpoints import Checkpoint, CommittedOffset, RecordedCheckpoint
 from drkit.core.groups import GroupState, Member
 from drkit.core.offsets import SyncRange
+from drkit.core.origin import TailRecord, TargetTail
 from drkit.core.ports import SyncProgress, TopicPartition
 from drkit.core.translate import Position
 from drkit.errors import ClusterError
@@ -43,6 +44,9 @@ class FakeCluster:
     tamper: dict[TopicPartition, int] = field(default_factory=dict)
     #: Log start offsets (0 where not set) of the partitions in ``ends``.
     starts: dict[TopicPartition, int] = field(default_factory=dict)
+    #: Records with their origins (drkit.core.origin), by partition, in offset order.
+    records: dict[TopicPartition, list[TailRecord]] = field(default_factory=dict)
+    tail_reads: list[tuple[str, int, int, int]] = field(default_factory=list)
 
     def _check(self) -> None:
         if not self.reachable:
@@ -66,6 +70,12 @@ class FakeCluster:
     def first_timestamps(self, positions: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         self._check()
         return {k: self.timestamps[k] for k in positions if k in self.timestamps}
+
+    def read_tail(self, topic: str, partition: int, start: int, end: int, origin_alias: str) -> TargetTail:
+        self._check()
+        self.tail_reads.append((topic, partition, start, end))
+        kept = tuple(r for r in self.records.get((topic, partition), []) if start <= r.downstream < end)
+        return TargetTail(start, end, kept)
 
     def list_groups(self) -> list[str]:
         self._check()

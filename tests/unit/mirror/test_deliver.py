@@ -10,6 +10,7 @@ import confluent_kafka
 import pyarrow as pa
 import pytest
 
+from drkit.core.origin import origin_of
 from drkit.mirror import deliver
 from drkit.mirror.deliver import FAILURE_MARKER, INPUT_COLUMNS, RANGE_SCHEMA, DeliveryFailed, deliver_batches
 from drkit.store.tables import OFFSET_SYNCS_DDL
@@ -163,7 +164,7 @@ def install(monkeypatch: pytest.MonkeyPatch) -> Callable[[FakeProducer], list[di
 
 
 def run(batches: list[pa.RecordBatch], topic_map: dict[str, str] = TOPIC_MAP) -> list[dict[str, Any]]:
-    out = list(deliver_batches(CONF, topic_map)(iter(batches)))
+    out = list(deliver_batches(CONF, topic_map, "A")(iter(batches)))
     assert len(out) == 1
     assert out[0].schema.names == [c.split()[0] for c in RANGE_SCHEMA.split(", ")]
     return list(out[0].to_pylist())
@@ -263,7 +264,7 @@ def test_records_go_in_source_order_to_the_same_partition_with_key_value_timesta
     ]
 
 
-def test_headers_are_passed_through(install: Any) -> None:
+def test_headers_are_passed_through_and_every_record_names_its_origin_last(install: Any) -> None:
     fake = FakeProducer()
     install(fake)
     headers: list[list[dict[str, Any]] | None] = [
@@ -271,9 +272,14 @@ def test_headers_are_passed_through(install: Any) -> None:
         None,
         [],
     ]
-    run([batch(contiguous("orders", 0, range(3)), headers)])
+    run([batch(contiguous("orders", 0, range(40, 43)), headers)])
 
-    assert [p["headers"] for p in fake.produced] == [[("trace", b"abc"), ("trace", None), ("type", b"x")], None, None]
+    assert [p["headers"] for p in fake.produced] == [
+        [("trace", b"abc"), ("trace", None), ("type", b"x"), ("drkit.origin", b"A:40")],
+        [("drkit.origin", b"A:41")],
+        [("drkit.origin", b"A:42")],
+    ]
+    assert [origin_of(p["headers"], "A") for p in fake.produced] == [40, 41, 42]
 
 
 def test_full_local_queue_is_polled_and_retried(install: Any) -> None:
@@ -365,7 +371,7 @@ def _batches_then_error(records: list[Record]) -> Iterator[pa.RecordBatch]:
 def test_any_other_error_drops_the_producer(install: Any) -> None:
     install(FakeProducer())
     with pytest.raises(RuntimeError, match="the source read failed"):
-        list(deliver_batches(CONF, TOPIC_MAP)(_batches_then_error(contiguous("orders", 0, range(2)))))
+        list(deliver_batches(CONF, TOPIC_MAP, "A")(_batches_then_error(contiguous("orders", 0, range(2)))))
     assert deliver._PRODUCERS == {}
 
 

@@ -15,6 +15,7 @@ from support.fakes import NOW, NOW_MS, World, two_cluster_config, world
 from drkit.core.audit import OperationStatus
 from drkit.core.groups import Member
 from drkit.core.offsets import SyncRange
+from drkit.core.origin import TailRecord
 from drkit.core.plan import Plan, RefusalReason
 from drkit.core.status import EndsObservation, EndsSource
 from drkit.core.translate import Position
@@ -336,3 +337,24 @@ def test_the_rate_comes_from_the_two_newest_observations_whichever_job_made_them
     rpo = failover(w.context, request()).rpo
     assert rpo is not None
     assert (rpo.unmirrored_offsets, rpo.produce_rate_per_second, rpo.estimated_since_observation) == (50, 25.0, 25)
+
+
+def test_a_checkpoint_past_the_synced_end_resumes_on_the_unsynced_copies_by_their_origin(w: World) -> None:
+    # A batch delivered orders/0 100..135 to A.orders 100..135, then failed: no sync for them.
+    w.checkpoints.add("A->B", "billing", "orders", "A.orders", 0, 130)
+    w.b.ends.update({("A.orders", 0): 136, ("A.orders", 1): 60})
+    w.b.records[("A.orders", 0)] = [TailRecord(100 + i, 100 + i) for i in range(36)]
+    result = failover(w.context, request(apply=True))
+    assert result.status is OperationStatus.APPLIED
+    assert w.b.commits == [("billing", {("A.orders", 0): 130, ("A.orders", 1): 30})]
+    assert [m.position for m in result.plan.moves] == [Position.UNSYNCED, Position.MIRRORED]
+    assert w.b.tail_reads == [("A.orders", 0, 100, 136)]  # only where the checkpoint is past the synced end
+
+
+def test_no_unsynced_records_reads_no_tail_and_keeps_the_synced_end(w: World) -> None:
+    w.checkpoints.add("A->B", "billing", "orders", "A.orders", 0, 130)
+    w.b.ends.update({("A.orders", 0): 100, ("A.orders", 1): 60})
+    result = failover(w.context, request())
+    assert result.plan.commits()["billing"][("A.orders", 0)] == 100
+    assert result.plan.moves[0].position is Position.PAST_END
+    assert w.b.tail_reads == []
