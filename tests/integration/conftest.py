@@ -7,6 +7,7 @@ its own topics and groups with unique names, so tests neither depend on each oth
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -58,7 +59,8 @@ def stop_within(session: Any, seconds: float) -> None:
 
     def stop() -> None:
         for query in session.streams.active:
-            query.stop()
+            with contextlib.suppress(Exception):  # spark.sql.streaming.stopTimeout: the query is abandoned
+                query.stop()
         session.stop()
 
     stopper = threading.Thread(target=stop, daemon=True)
