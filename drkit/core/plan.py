@@ -34,6 +34,7 @@ class RefusalReason(StrEnum):
     STALE = "stale"  # the checkpoint is older than the flow's limit
     UNTRANSLATABLE = "untranslatable"  # nothing of the partition was mirrored
     LAGGING = "lagging"  # the reverse flow has not caught up (failback)
+    NO_REVERSE_FLOW = "no_reverse_flow"  # failback: no flow copies the topics back that the group read on the target
 
 
 class Basis(StrEnum):
@@ -392,10 +393,14 @@ def failback_plan(
         (o for o in offsets if o.group in wanted and o.offset >= 0), key=lambda o: (o.group, o.topic, o.partition)
     )
     _group_refusals(draft, groups, facts, {o.group for o in rows})
+    stranded: dict[str, set[str]] = {}  # group -> its topics no flow brings back, when there is no reverse flow
     for o in rows:
         route = routes.get(o.topic)
         if route is None:
-            draft.warnings.append(f"group {o.group}: offsets on {o.topic} are not covered by the flows; left alone")
+            if reverse_flow is None:
+                stranded.setdefault(o.group, set()).add(o.topic)
+            else:
+                draft.warnings.append(f"group {o.group}: offsets on {o.topic} are not covered by the flows; left alone")
             continue
         current = _current(facts, o.group, route.to_topic, o.partition)
         known: Processed | None = None
@@ -449,10 +454,15 @@ def failback_plan(
                 f"group {o.group} {route.to_topic}/{o.partition}: moves back from {move.current} "
                 f"to {move.new} (records will be read again on {destination})"
             )
-    if reverse_flow is None and any(o.topic not in routes for o in rows):
-        # Kept a warning (not a refusal) as before: the group's other offsets still move back.
-        draft.warnings.append(
-            f"no reverse flow {leaving}->{destination} is configured: records produced on "
-            f"{leaving} cannot be brought back"
+    # Refused like a lagging reverse flow: what the group read on those topics exists only on the cluster
+    # being left, so applying would drop its position there; the operator chooses, not the plan.
+    for group, topics in sorted(stranded.items()):
+        draft.refuse(
+            RefusalReason.NO_REVERSE_FLOW,
+            group,
+            f"group {group!r} has offsets on {', '.join(sorted(topics))} on {leaving} and no reverse flow "
+            f"{leaving}->{destination} is configured to bring that position back; configure flow "
+            f"{leaving}->{destination} and run its mirror until it catches up, or delete the group's offsets "
+            f"on those topics on {leaving} if it need not resume there",
         )
     return draft.freeze()

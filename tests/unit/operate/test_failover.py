@@ -292,15 +292,33 @@ def test_failback_leaves_uncovered_topics_alone_with_a_warning(back: World) -> N
     assert "offsets on __internal_thing are not covered by the flows; left alone" in result.plan.warnings[0]
 
 
-def test_failback_without_a_reverse_flow_warns_and_moves_the_copies(tmp_path: Path) -> None:
+def test_failback_without_a_reverse_flow_refuses_a_group_on_the_targets_own_topics(tmp_path: Path) -> None:
+    """Applying would drop billing's position on B's orders: refused like a lagging reverse flow, nothing committed."""
     config = two_cluster_config(tmp_path, flows=[{"source": "A", "target": "B"}])
     w = world(tmp_path, config)
     w.syncs.add("A->B", "orders", "A.orders", 0, SyncRange(0, 99, 0, 99))
     w.b.offsets["billing"] = {("A.orders", 0): 55, ("orders", 0): 8}
     result = failback(w.context, back_request(apply=True))
-    assert result.status is OperationStatus.APPLIED
+    assert result.status is OperationStatus.REFUSED
+    assert [(r.reason, r.detail) for r in result.plan.refusals] == [
+        (
+            RefusalReason.NO_REVERSE_FLOW,
+            "group 'billing' has offsets on orders on B and no reverse flow B->A is configured to bring that "
+            "position back; configure flow B->A and run its mirror until it catches up, or delete the group's "
+            "offsets on those topics on B if it need not resume there",
+        )
+    ]
+    assert w.a.commits == []
+
+
+def test_failback_without_a_reverse_flow_moves_a_group_only_on_the_copies(tmp_path: Path) -> None:
+    config = two_cluster_config(tmp_path, flows=[{"source": "A", "target": "B"}])
+    w = world(tmp_path, config)
+    w.syncs.add("A->B", "orders", "A.orders", 0, SyncRange(0, 99, 0, 99))
+    w.b.offsets["billing"] = {("A.orders", 0): 55}
+    result = failback(w.context, back_request(apply=True))
+    assert result.status is OperationStatus.APPLIED and result.plan.warnings == ()
     assert w.a.commits == [("billing", {("orders", 0): 55})]
-    assert "no reverse flow B->A is configured: records produced on B cannot be brought back" in result.plan.warnings
 
 
 def test_failback_of_all_groups_selects_the_flows_groups_on_the_cluster_being_left(back: World) -> None:
