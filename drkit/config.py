@@ -1,9 +1,20 @@
 """The typed drkit configuration, loaded from TOML and validated once.
 
 Every error names the file and the dotted key (``drkit.toml: flows[0].source: ...``) so an
-operator can fix it without reading code. Client property values may reference environment
-variables as ``${env:NAME}``; values of secret-looking keys (passwords, JAAS configs, keys) are
-never shown: :func:`masked_dump` replaces them with ``********``.
+operator can fix it without reading code, and never contains a value that could be secret.
+Client property values may reference environment variables as ``${env:NAME}``.
+
+What validation refuses beyond types, because a later layer would fail or misbehave:
+
+- regular expressions that Spark's Java regex and Python would read differently (:func:`_regex_problem`);
+- client properties the Kafka client (librdkafka) does not know or would reject, and Java class
+  properties the Python clients cannot load;
+- non-finite numbers (``inf``, ``nan``) and Spark masters Spark cannot parse;
+- flow topologies where records would be copied forever or two flows would write the same topic
+  (:func:`topology_problem`).
+
+Secrets are one notion (:func:`is_secret_key`, :func:`secret_values`): :func:`masked_dump` hides them
+by key, inside JAAS/OAuth strings, and by value wherever else the same value appears.
 
 Example::
 
@@ -25,40 +36,287 @@ Example::
 
 from __future__ import annotations
 
+import logging
+import math
 import os
 import re
+import stat
 import tomllib
+import warnings
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from drkit.core.policy import ReplicationPolicy, policy_for
 from drkit.core.selection import NameSelector, group_selector, topic_selector
 from drkit.errors import ConfigError
 
 MASK = "********"
-_SECRET_KEY = re.compile(r"(password|secret|jaas|token|credential|key\.pem|keystore\.key|user\.info)", re.I)
 _ENV_REF = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
 _ALIAS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 
+# --- secrets -----------------------------------------------------------------------------------------
+
+_SECRET_WORD = re.compile(r"password|passwd|secret|jaas|token|credential|user\.?info", re.I)
+#: Last name parts that describe *where* or *what kind* a secret is, not the secret itself
+#: (ssl.key.location, sasl.oauthbearer.token.endpoint.url, fs.s3a.aws.credentials.provider).
+_DESCRIPTOR = frozenset({"location", "type", "file", "path", "url", "uri", "provider", "algorithm", "class", "method"})
+#: ``name=value`` pairs inside a longer value: JAAS (``password="x"``), librdkafka's
+#: sasl.oauthbearer.config (``clientSecret=x scope=y``), JVM options (``-Dtrust.password=x``).
+_ASSIGNMENT = re.compile(r"""(?P<name>[A-Za-z0-9_.-]+)(?P<eq>\s*=\s*)(?P<value>"(?:[^"\\]|\\.)*"|'[^']*'|[^\s;,"']+)""")
+#: ``scheme://user:password@host``
+_URL_PASSWORD = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/:@\s]+:)(?P<value>[^@/\s]+)(?=@)")
+#: Shorter secret values are masked only where a whole value equals them: as substrings they would
+#: mask unrelated text (and a secret this short protects nothing).
+_MIN_SECRET_LEN = 4
+
 
 def is_secret_key(key: str) -> bool:
-    """True for client property names whose values must never be printed or logged."""
-    return bool(_SECRET_KEY.search(key))
+    """True for property names whose values must never be printed or logged.
+
+    Secret words anywhere (``sasl.password``, ``sasl.jaas.config``, ``fs.s3a.session.token``) or a part
+    that is a key (``fs.s3a.access.key``, ``fs.azure.account.key.<account>...``, ``ssl.key.pem``),
+    unless the last part says it is a location, type or similar (``ssl.key.location``).
+    """
+    parts = re.split(r"[._-]", key.lower())
+    if parts[-1] in _DESCRIPTOR:
+        return False
+    return bool(_SECRET_WORD.search(key)) or any(p.endswith("key") for p in parts)
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+def _unquote(value: str) -> str:
+    return value[1:-1] if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'" else value
 
 
-def _check_regexes(patterns: list[str]) -> list[str]:
-    for pattern in patterns:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ValueError(f"invalid regular expression {pattern!r}: {exc}") from None
-    return patterns
+def _embedded_secrets(text: str) -> list[str]:
+    found = [_unquote(m["value"]) for m in _ASSIGNMENT.finditer(text) if is_secret_key(m["name"])]
+    found += [m["value"] for m in _URL_PASSWORD.finditer(text)]
+    return [s for s in found if s]
+
+
+def secret_values(data: Any) -> set[str]:
+    """Every secret value in a tree of config data: values of secret keys and secrets inside values."""
+    found: set[str] = set()
+
+    def walk(key: str, node: Any) -> None:
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(str(k), v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(key, v)
+        elif isinstance(node, str):
+            if node and is_secret_key(key):
+                found.add(node)
+            found.update(_embedded_secrets(node))
+
+    walk("", data)
+    return found
+
+
+def mask_text(text: str, secrets: set[str]) -> str:
+    """``text`` with each of ``secrets`` in it, and each secret assignment in it, replaced by the mask."""
+    if text in secrets:
+        return MASK
+
+    def assignment(m: re.Match[str]) -> str:
+        if not is_secret_key(m["name"]):
+            return m[0]
+        quote = m["value"][0] if m["value"][:1] in ("'", '"') else ""
+        return f"{m['name']}{m['eq']}{quote}{MASK}{quote}"
+
+    text = _URL_PASSWORD.sub(lambda m: f"{m['head']}{MASK}", _ASSIGNMENT.sub(assignment, text))
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= _MIN_SECRET_LEN:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def _mask_tree(node: Any, secrets: set[str], key: str = "") -> Any:
+    if isinstance(node, dict):
+        return {k: _mask_tree(v, secrets, str(k)) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_mask_tree(v, secrets, key) for v in node]
+    if isinstance(node, str):
+        return MASK if node and is_secret_key(key) else mask_text(node, secrets)
+    return node
+
+
+# --- regular expressions -----------------------------------------------------------------------------
+
+_QUANTIFIER = re.compile(r"\{\d+(?:,\d*)?\}")
+_INLINE_FLAGS = re.compile(r"\(\?([A-Za-z]*)(?:-([A-Za-z]*))?([:)])")
+
+
+def _regex_problem(pattern: str) -> str | None:
+    """Why ``pattern`` cannot be used by both Python and Spark's Java regex with one meaning, or None.
+
+    drkit joins a flow's patterns into one anchored expression (:mod:`drkit.core.selection`) that Python
+    matches and the Spark Kafka source hands to ``java.util.regex``. Refused: Python-only syntax Java
+    rejects, syntax both accept with different meanings, and what stops working once joined
+    (whole-pattern flags, numbered backreferences).
+    """
+    i, n = 0, len(pattern)
+    in_class = False
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            nxt = pattern[i + 1 : i + 2]
+            if nxt.isdigit():
+                return (
+                    f"'\\{nxt}' at position {i} is a backreference or octal escape, read differently by Java "
+                    "and Python and renumbered when drkit joins the patterns; use \\x.. for a character"
+                )
+            if nxt in ("U", "v"):
+                return f"'\\{nxt}' at position {i} means something else (or nothing) in Java's regex"
+            i += 2
+            continue
+        if in_class:
+            if c == "]":
+                in_class = False
+            elif c == "[":
+                return (
+                    f"'[' at position {i} inside a character class is a nested class in Java but a plain '[' "
+                    "in Python; escape it as \\["
+                )
+            elif pattern.startswith("&&", i):
+                return f"'&&' at position {i} is a class intersection in Java but two '&' in Python; escape them"
+            i += 1
+            continue
+        if c == "[":
+            in_class = True
+            i += 1
+            if pattern[i : i + 1] == "^":
+                i += 1
+            if pattern[i : i + 1] == "]":  # a ']' first in a class is a literal in both
+                i += 1
+            continue
+        if c == "{":
+            quantifier = _QUANTIFIER.match(pattern, i)
+            if quantifier is None:
+                return (
+                    f"'{{' at position {i} does not start a repetition {{n}}, {{n,}} or {{n,m}}, which Java "
+                    "rejects; escape it as \\{"
+                )
+            i = quantifier.end()
+            continue
+        if pattern.startswith("(?", i):
+            problem = _group_problem(pattern, i)
+            if problem:
+                return problem
+        i += 1
+    return None
+
+
+def _group_problem(pattern: str, i: int) -> str | None:
+    ext = pattern[i + 2 :]
+    if ext.startswith("P"):
+        return f"'(?P' at position {i} is Python-only syntax (named groups); Java rejects it"
+    if ext.startswith("#"):
+        return f"'(?#' at position {i} is a Python-only comment; Java rejects it"
+    if ext.startswith("("):
+        return f"'(?(' at position {i} is a Python-only conditional group; Java rejects it"
+    flags = _INLINE_FLAGS.match(pattern, i)
+    if flags is None or not (flags[1] or flags[2]):
+        return None
+    if flags[3] == ")":
+        return (
+            f"inline flags at position {i} apply to the rest of the expression, and drkit joins patterns "
+            "into one expression where Python accepts them only at its start; use the scoped form (?i:...)"
+        )
+    if set(flags[1] + (flags[2] or "")) - set("ims"):
+        return f"inline flags at position {i}: only i, m and s mean the same in Java and Python"
+    return None
+
+
+def _check_pattern(pattern: str) -> str:
+    problem = _regex_problem(pattern)
+    if problem is None:
+        with warnings.catch_warnings():
+            # Python warns about syntax whose meaning it plans to change (nested sets, set operations).
+            warnings.simplefilter("error")
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                problem = f"not a valid regular expression: {exc.msg} at position {exc.pos}"
+            except (FutureWarning, DeprecationWarning) as warning:
+                problem = f"ambiguous regular expression: {warning}"
+    if problem:
+        raise ValueError(problem)
+    return pattern
+
+
+Pattern = Annotated[str, AfterValidator(_check_pattern)]
+
+# --- client and Spark properties ---------------------------------------------------------------------
+
+#: Cluster properties only the Java client (Spark's Kafka source) reads; drkit.kafka.clients leaves
+#: these out of its librdkafka clients, so librdkafka is not asked about them.
+JAVA_ONLY_PROPERTIES = ("ssl.truststore.", "ssl.keystore.", "sasl.jaas.config", "ssl.endpoint.identification.algorithm")
+#: librdkafka properties whose mere setting loads code or files; never probed.
+_NOT_PROBED = frozenset({"plugin.library.paths", "ssl.engine.location", "ssl.providers"})
+_RANGE = re.compile(r"allowed range (-?\d+\.\.-?\d+)")
+_SILENT = logging.getLogger("drkit.config.librdkafka")
+_SILENT.disabled = True  # the probe clients warn that they have no bootstrap servers; of course
+
+
+class _PropertyError(ValueError):
+    """A problem with one property of a property table; the key is the table's plus the property."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(message)
+        self.name = name
+        self.message = message
+
+
+def _librdkafka_problem(name: str, value: str) -> str | None:
+    """Why librdkafka refuses ``name = value`` on its own, or None.
+
+    Creating a client without bootstrap servers is offline and takes well under a millisecond; it
+    checks the name and the value. Only the kind of error is kept: librdkafka's text quotes the value.
+    Errors that depend on other properties (a keystore without its password) are left to the client.
+    """
+    if name.endswith((".class", ".classes")):
+        return (
+            "names a Java class, which drkit's Python Kafka clients (librdkafka) cannot load; use a mechanism "
+            "librdkafka supports (for AWS MSK: SASL/SCRAM, or OAUTHBEARER with sasl.oauthbearer.* properties)"
+        )
+    if name in _NOT_PROBED:
+        return None
+    from confluent_kafka import KafkaException, Producer
+
+    try:
+        Producer({name: value, "logger": _SILENT})
+    except KafkaException as exc:
+        text = exc.args[0].str() if exc.args else ""
+        if "No such configuration property" in text:
+            return "unknown Kafka client property (librdkafka, which drkit's Python clients use, does not know it)"
+        allowed = _RANGE.search(text)
+        if allowed:
+            return f"value is outside the allowed range {allowed[1]}"
+        if "Invalid value" in text:
+            return "invalid value for this Kafka client property"
+    return None
+
+
+def _check_client_properties(props: dict[str, str], skip: tuple[str, ...] = ()) -> dict[str, str]:
+    for name, value in props.items():
+        if name.startswith(skip) and not name.endswith((".class", ".classes")):
+            continue
+        problem = _librdkafka_problem(name, value)
+        if problem:
+            raise _PropertyError(name, problem)
+    return props
 
 
 def _flatten_properties(value: Any) -> Any:
@@ -82,6 +340,8 @@ def _flatten_properties(value: Any) -> Any:
                 raise ValueError(f"property {name!r} is defined twice")
             if isinstance(item, bool):
                 flat[name] = str(item).lower()
+            elif isinstance(item, float) and not math.isfinite(item):
+                raise _PropertyError(name, "must be a finite number")
             elif isinstance(item, int | float | str):
                 flat[name] = str(item)
             else:
@@ -91,13 +351,29 @@ def _flatten_properties(value: Any) -> Any:
     return flat
 
 
+#: What SparkContext accepts as a master (Spark 4): local, local[N|*], local[N|*,F], local-cluster,
+#: standalone (HA: several host:port), YARN, Kubernetes.
+_SPARK_MASTER = re.compile(
+    r"local(?:\[(?:\*|[1-9]\d*)(?:,[1-9]\d*)?\])?"
+    r"|local-cluster\[[1-9]\d*,[1-9]\d*,[1-9]\d*\]"
+    r"|spark://[^\s,/:]+:\d+(?:,[^\s,/:]+:\d+)*"
+    r"|yarn"
+    r"|k8s://\S+"
+)
+
+# --- the models --------------------------------------------------------------------------------------
+
+
+class _Model(BaseModel):
+    # inf and nan read from TOML would pass every bound check (or fail it with a puzzling message).
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
 class Selection(_Model):
     """Names selected by full-match regular expressions: included and not excluded."""
 
-    include: list[str] = Field(default_factory=lambda: [".*"])
-    exclude: list[str] = Field(default_factory=list)
-
-    _check = field_validator("include", "exclude")(_check_regexes)
+    include: list[Pattern] = Field(default_factory=lambda: [".*"])
+    exclude: list[Pattern] = Field(default_factory=list)
 
 
 class ClusterConfig(_Model):
@@ -110,16 +386,23 @@ class ClusterConfig(_Model):
     @field_validator("bootstrap_servers")
     @classmethod
     def _servers(cls, value: str) -> str:
-        for server in value.split(","):
+        servers = value.split(",")
+        for number, server in enumerate(servers, 1):
             host, sep, port = server.strip().rpartition(":")
             if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-                raise ValueError(f"expected host:port[,host:port...], got {value!r}")
+                where = f"; entry {number} of {len(servers)} is not" if len(servers) > 1 else ""
+                raise ValueError(f"expected host:port[,host:port...] with a port from 1 to 65535{where}")
         return value
 
     @field_validator("properties", mode="before")
     @classmethod
     def _stringify(cls, value: Any) -> Any:
         return _flatten_properties(value)
+
+    @field_validator("properties")
+    @classmethod
+    def _known(cls, value: dict[str, str]) -> dict[str, str]:
+        return _check_client_properties(value, skip=JAVA_ONLY_PROPERTIES)
 
 
 class MirrorSettings(_Model):
@@ -157,7 +440,8 @@ class MirrorSettings(_Model):
         forced = {"enable.idempotence", "acks", "bootstrap.servers"} & set(value)
         if forced:
             raise ValueError(f"{sorted(forced)[0]!r} is set by drkit for no-loss delivery and cannot be overridden")
-        return value
+        # The target producer is a librdkafka (confluent-kafka) producer in the Spark tasks.
+        return _check_client_properties(value)
 
     @field_validator("consumer")
     @classmethod
@@ -216,10 +500,30 @@ class SparkConfig(_Model):
     #: Extra Spark properties, applied last.
     conf: dict[str, str] = Field(default_factory=dict)
 
+    @field_validator("master")
+    @classmethod
+    def _master(cls, value: str) -> str:
+        if not _SPARK_MASTER.fullmatch(value):
+            raise ValueError(
+                "expected local, local[N], local[*], local[N,F], spark://HOST:PORT, yarn or k8s://HOST:PORT"
+            )
+        return value
+
     @field_validator("conf", mode="before")
     @classmethod
     def _stringify(cls, value: Any) -> Any:
         return _flatten_properties(value)
+
+    @field_validator("conf")
+    @classmethod
+    def _spark_keys(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if name == "spark.master":
+                raise _PropertyError(name, "set the master as [spark] master, where it is checked")
+            if not name.startswith("spark."):
+                # spark-submit drops these with a warning nobody sees; Hadoop settings are spark.hadoop.*.
+                raise _PropertyError(name, "Spark ignores properties that do not start with 'spark.'")
+        return value
 
 
 class MetricsConfig(_Model):
@@ -269,15 +573,19 @@ class DrkitConfig(_Model):
             if flow.name in seen:
                 raise _KeyedError(f"flows[{i}]", f"flow {flow.name} is defined twice")
             seen.add(flow.name)
-        for i, flow in enumerate(self.flows):
-            reverse = f"{flow.target}->{flow.source}"
-            if flow.replication_policy == "identity" and reverse in seen:
-                raise _KeyedError(
-                    f"flows[{i}].replication_policy",
-                    f"flow {flow.name} uses the identity policy while flow {reverse} also exists, so records "
-                    "would be copied back and forth forever; use the prefix policy for two-way replication",
-                )
+            self._check_joined_patterns(i, flow)
+        problem = topology_problem(self.flows, [self.topic_selector(f) for f in self.flows])
+        if problem:
+            raise _KeyedError(*problem)
         return self
+
+    def _check_joined_patterns(self, i: int, flow: FlowConfig) -> None:
+        # Each pattern was checked alone; this checks them as drkit joins them (with its exclusions).
+        for part, selector in (("topics", self.topic_selector(flow)), ("groups", flow.group_selector())):
+            try:
+                re.compile(selector.pattern)
+            except re.error as exc:
+                raise _KeyedError(f"flows[{i}].{part}", f"the patterns joined are not valid: {exc.msg}") from None
 
     def flow(self, name: str | None) -> FlowConfig:
         """The flow called ``name`` (``A->B``); with None, the only flow there is."""
@@ -322,17 +630,167 @@ class _KeyedError(ValueError):
         self.message = message
 
 
-def _substitute_env(value: Any, key: str, path: str) -> Any:
+# --- topologies --------------------------------------------------------------------------------------
+
+
+def topology_problem(flows: Sequence[FlowConfig], selectors: Sequence[NameSelector]) -> tuple[str, str] | None:
+    """(key, reason) of the first way ``flows`` would copy records forever or mix two sources in one topic.
+
+    ``selectors[i]`` is the topic selection of ``flows[i]``. Loops: follow a topic around a cycle of
+    flows. An identity flow keeps its name; a prefix flow X->Y renames it ``X.<name>`` and skips names
+    whose chain of prefixes already holds Y. So a copy stops coming around exactly when some cluster of
+    the cycle both receives and sends with the prefix policy (its outgoing flow writes the prefix its
+    incoming flow recognises) and every prefix flow of the cycle writes the same separator (the chain
+    is read with one). Otherwise the name comes back unchanged, or longer, every lap. Fan-in: two
+    identity flows into one target keep their sources' names; if both may select one name, two
+    different topics are written into one.
+    """
+    for cycle in _simple_cycles(flows):
+        problem = _loop_problem(flows, cycle)
+        if problem:
+            return problem
+    identity = [i for i, flow in enumerate(flows) if flow.replication_policy == "identity"]
+    for a in identity:
+        for b in identity:
+            if a < b and flows[a].target == flows[b].target and _may_overlap(selectors[a], selectors[b]):
+                return (
+                    f"flows[{b}].topics.include",
+                    f"flows {flows[a].name} and {flows[b].name} both copy into cluster {flows[b].target!r} with "
+                    "the identity policy and may select the same topic name, so two topics would be written "
+                    "into one; give them include patterns that start with different literal text, or use "
+                    "the prefix policy",
+                )
+    return None
+
+
+def _simple_cycles(flows: Sequence[FlowConfig]) -> list[list[int]]:
+    """Every simple cycle of the flow graph, as flow indices in order, each found once (from its least cluster)."""
+    outgoing: dict[str, list[int]] = {}
+    for i, flow in enumerate(flows):
+        outgoing.setdefault(flow.source, []).append(i)
+    cycles: list[list[int]] = []
+
+    def extend(start: str, node: str, path: list[int], visited: frozenset[str]) -> None:
+        for i in outgoing.get(node, []):
+            nxt = flows[i].target
+            if nxt == start:
+                cycles.append([*path, i])
+            elif nxt > start and nxt not in visited:
+                extend(start, nxt, [*path, i], visited | {nxt})
+
+    for start in sorted(outgoing):
+        extend(start, start, [], frozenset({start}))
+    return cycles
+
+
+def _loop_problem(flows: Sequence[FlowConfig], cycle: list[int]) -> tuple[str, str] | None:
+    names = ", ".join(flows[i].name for i in cycle)
+    prefix = [flows[i].replication_policy == "prefix" for i in cycle]
+    if not any(prefix[j] and prefix[(j + 1) % len(cycle)] for j in range(len(cycle))):
+        first = min(i for i in cycle if flows[i].replication_policy == "identity")
+        if len(cycle) == 2:
+            reverse = flows[cycle[0] if first == cycle[1] else cycle[1]].name
+            return (
+                f"flows[{first}].replication_policy",
+                f"flow {flows[first].name} uses the identity policy while flow {reverse} also exists, so records "
+                "would be copied back and forth forever; use the prefix policy for two-way replication",
+            )
+        return (
+            f"flows[{first}].replication_policy",
+            f"flows {names} form a loop in which no cluster both receives and sends with the prefix policy, so "
+            "records would be copied around it forever; use the prefix policy on two flows in a row of the loop",
+        )
+    prefixed = sorted(i for i in cycle if flows[i].replication_policy == "prefix")
+    if len({flows[i].separator for i in prefixed}) > 1:
+        other = next(i for i in prefixed if flows[i].separator != flows[prefixed[0]].separator)
+        return (
+            f"flows[{other}].separator",
+            f"the prefix flows of the loop {names} use different separators, so none recognises the prefixes "
+            "the others write and records would be copied around it forever; use one separator",
+        )
+    return None
+
+
+def _alternatives(pattern: str) -> list[str]:
+    """``pattern`` split at its top-level ``|``."""
+    parts: list[str] = []
+    depth, start, i, in_class = 0, 0, 0, False
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = c != "]"
+        elif c == "[":
+            in_class = True
+            i += 2 if pattern[i + 1 : i + 2] == "]" else 1  # a leading ']' is a literal
+            continue
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            parts.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    return [*parts, pattern[start:]]
+
+
+def _literal_prefix(alternative: str) -> tuple[str, bool]:
+    """The text every match of ``alternative`` starts with, and whether that text is the only match."""
+    out: list[str] = []
+    i = 1 if alternative.startswith("^") else 0
+    while i < len(alternative):
+        c = alternative[i]
+        if c == "$" and i == len(alternative) - 1:
+            break
+        if c == "\\" and i + 1 < len(alternative) and not alternative[i + 1].isalnum():
+            char, step = alternative[i + 1], 2
+        elif c in ".^$*+?{}[]()|\\":
+            return "".join(out), False
+        else:
+            char, step = c, 1
+        after = alternative[i + step : i + step + 1]
+        if after and after in "*?{":
+            return "".join(out), False
+        out.append(char)
+        if after == "+":
+            return "".join(out), False
+        i += step
+    return "".join(out), True
+
+
+def _may_overlap(a: NameSelector, b: NameSelector) -> bool:
+    """False only when no name can be selected by both: a literal one refuses, or literal starts differ."""
+    for x in (alt for pattern in a.include for alt in _alternatives(pattern)):
+        for y in (alt for pattern in b.include for alt in _alternatives(pattern)):
+            x_start, x_whole = _literal_prefix(x)
+            y_start, y_whole = _literal_prefix(y)
+            if x_whole or y_whole:
+                name = x_start if x_whole else y_start
+                if a.matches(name) and b.matches(name):
+                    return True
+            elif x_start.startswith(y_start) or y_start.startswith(x_start):
+                return True
+    return False
+
+
+# --- loading -----------------------------------------------------------------------------------------
+
+
+def _substitute_env(value: Any, key: str, path: str, used: set[str]) -> Any:
     if isinstance(value, dict):
-        return {k: _substitute_env(v, f"{key}.{k}" if key else k, path) for k, v in value.items()}
+        return {k: _substitute_env(v, f"{key}.{k}" if key else k, path, used) for k, v in value.items()}
     if isinstance(value, list):
-        return [_substitute_env(v, f"{key}[{i}]", path) for i, v in enumerate(value)]
+        return [_substitute_env(v, f"{key}[{i}]", path, used) for i, v in enumerate(value)]
     if isinstance(value, str):
 
         def replace(match: re.Match[str]) -> str:
             name = match.group(1)
             if name not in os.environ:
                 raise ConfigError(f"{path}: {key}: environment variable {name} is not set")
+            used.add(os.environ[name])
             return os.environ[name]
 
         return _ENV_REF.sub(replace, value)
@@ -356,7 +814,9 @@ def _format_error(path: str, exc: ValidationError) -> str:
         return f"{path}: {ctx_error.key}: {ctx_error.message}"
     key = _format_loc(tuple(err["loc"])) or "(top level)"
     kind = err["type"]
-    if kind == "extra_forbidden":
+    if isinstance(ctx_error, _PropertyError):
+        key, message = f"{key}.{ctx_error.name}", ctx_error.message
+    elif kind == "extra_forbidden":
         message = "unknown key"
     elif kind == "missing":
         message = "required key is missing"
@@ -375,20 +835,44 @@ def _format_error(path: str, exc: ValidationError) -> str:
 
 def parse_config(data: dict[str, Any], path: str = "<config>") -> DrkitConfig:
     """Validate an already-parsed TOML document."""
-    data = _substitute_env(data, "", path)
+    from_env: set[str] = set()
+    data = _substitute_env(data, "", path, from_env)
     try:
         return DrkitConfig.model_validate({**data, "source_path": path if path != "<config>" else None})
     except ValidationError as exc:
-        raise ConfigError(_format_error(path, exc)) from None
+        # Messages are written not to quote values; this is the net under that rule, for values that
+        # came from the environment (where secrets are meant to come from) and secrets in the file.
+        raise ConfigError(mask_text(_format_error(path, exc), secret_values(data) | from_env)) from None
+
+
+def _read_config_text(file: Path) -> str:
+    """The file's text; a directory, FIFO, device or non-UTF-8 file is a one-line ConfigError."""
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; the type is checked on what was opened.
+        fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK)
+    except (FileNotFoundError, NotADirectoryError):
+        raise ConfigError(f"{file}: config file not found (create one from examples/drkit.local.toml)") from None
+    except OSError as exc:
+        raise ConfigError(f"{file}: cannot open the config file: {exc.strerror}") from None
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        if stat.S_ISDIR(mode):
+            raise ConfigError(f"{file}: is a directory, not a config file; give the path of a TOML file")
+        raise ConfigError(f"{file}: is not a regular file (a FIFO, socket or device); give the path of a TOML file")
+    with os.fdopen(fd, "rb") as handle:
+        raw = handle.read()
+    try:
+        return raw.decode("utf-8-sig")  # a byte order mark is UTF-8 still; TOML would reject it
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{file}: config file is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
 
 
 def load_config(path: str | Path) -> DrkitConfig:
     """Load and validate ``path``; every problem is a :class:`ConfigError` naming file and key."""
     file = Path(path)
-    if not file.is_file():
-        raise ConfigError(f"{file}: config file not found (create one from examples/drkit.local.toml)")
     try:
-        data = tomllib.loads(file.read_text(encoding="utf-8"))
+        data = tomllib.loads(_read_config_text(file))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file}: not valid TOML: {exc}") from None
     if "source_path" in data:
@@ -397,16 +881,8 @@ def load_config(path: str | Path) -> DrkitConfig:
 
 
 def masked_dump(config: DrkitConfig) -> dict[str, Any]:
-    """The config as plain data with every secret value replaced by ``********``."""
+    """The config as plain data with every secret replaced by ``********``: values of secret keys, secrets
+    inside values (JAAS, OAuth configs, URLs), and any other occurrence of those values."""
     data = config.model_dump(mode="json", exclude={"source_path"})
-
-    def mask(props: dict[str, str]) -> dict[str, str]:
-        return {k: (MASK if is_secret_key(k) else v) for k, v in props.items()}
-
-    for cluster in data["clusters"].values():
-        cluster["properties"] = mask(cluster["properties"])
-    for flow in data["flows"]:
-        flow["mirror"]["producer"] = mask(flow["mirror"]["producer"])
-        flow["mirror"]["consumer"] = mask(flow["mirror"]["consumer"])
-    data["spark"]["conf"] = mask(data["spark"]["conf"])
-    return data
+    masked: dict[str, Any] = _mask_tree(data, secret_values(data))
+    return masked

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from drkit.config import SparkConfig
+from drkit.config import SparkConfig, is_secret_key, mask_text, secret_values
 from drkit.runtime.artifacts import spark_extra_jars
 
 if TYPE_CHECKING:
@@ -44,17 +44,34 @@ DEFAULTS: dict[str, str] = {
 }
 
 
+def session_settings(config: SparkConfig, app_name: str, jars: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """(launch, secret): the settings the JVM may be started with, and those it must get afterwards.
+
+    PySpark starts its JVM with spark-submit and passes every setting it has then as ``--conf k=v`` on
+    the command line, which any local user can read (``ps``). Secrets (by key, inside a value such as
+    JVM options, or equal to a secret found elsewhere) are kept for after the start, through py4j.
+    """
+    settings = {"spark.master": config.master, "spark.app.name": app_name, **DEFAULTS, "spark.jars": ",".join(jars)}
+    settings.update(config.conf)
+    secrets = secret_values(config.conf)
+    secret = {k: v for k, v in settings.items() if is_secret_key(k) or mask_text(v, secrets) != v}
+    return {k: v for k, v in settings.items() if k not in secret}, secret
+
+
 def build_session(config: SparkConfig, app_name: str = "drkit") -> SparkSession:
-    """Get or create the process's Spark session."""
+    """Get or create the process's Spark session; no secret reaches a command line."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", _python())
+    from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
-    builder = SparkSession.builder.master(config.master).appName(app_name)
-    settings = dict(DEFAULTS)
-    settings["spark.jars"] = ",".join(str(p) for p in spark_extra_jars())
-    settings.update(config.conf)
-    for key, value in settings.items():
+    launch, secret = session_settings(config, app_name, [str(p) for p in spark_extra_jars()])
+    # Start the gateway JVM with the launch settings only (driver memory, jars and the like must be there
+    # at start); the SparkConf getOrCreate builds afterwards lives in that JVM and gets the rest by py4j.
+    # A JVM already running in this process is kept as it is.
+    SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(launch.items())))
+    builder = SparkSession.builder
+    for key, value in {**launch, **secret}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(os.environ.get("DRKIT_SPARK_LOG_LEVEL", "ERROR"))
