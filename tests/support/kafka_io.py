@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from drkit.core.origin import ORIGIN_HEADER, origin_of
+
 
 @dataclass(frozen=True)
 class Rec:
@@ -21,8 +23,14 @@ class Rec:
     timestamp: int
 
     def content(self) -> tuple[object, ...]:
-        """What must be equal between a source record and its copy (not the offset)."""
-        return (self.partition, self.key, self.value, self.headers, self.timestamp)
+        """What must be equal between a source record and its copy: not the offset, nor the origin
+        header the mirror adds to each copy (checked on its own: :meth:`origin`)."""
+        own = tuple(h for h in self.headers if h[0] != ORIGIN_HEADER)
+        return (self.partition, self.key, self.value, own, self.timestamp)
+
+    def origin(self, alias: str) -> int | None:
+        """The offset on cluster ``alias`` this record is a copy of, by its last origin header."""
+        return origin_of(list(self.headers), alias)
 
 
 def unique(prefix: str) -> str:

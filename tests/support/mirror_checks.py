@@ -16,8 +16,9 @@ def by_partition(records: list[Rec]) -> dict[int, list[Rec]]:
     return dict(out)
 
 
-def assert_exact_copy(source: list[Rec], target: list[Rec]) -> None:
-    """Same records, partition by partition, in the same order (contents, not offsets)."""
+def assert_exact_copy(source: list[Rec], target: list[Rec], source_alias: str = "A") -> None:
+    """Same records, partition by partition, in the same order (contents, not offsets), each copy
+    naming the source offset it copies in its origin header."""
     src, tgt = by_partition(source), by_partition(target)
     assert sorted(src) == sorted(tgt) or not source, f"partitions differ: {sorted(src)} vs {sorted(tgt)}"
     for p in src:
@@ -26,6 +27,8 @@ def assert_exact_copy(source: list[Rec], target: list[Rec]) -> None:
         assert len(a) == len(b), f"partition {p}: {len(a)} source records, {len(b)} target records"
         for i, (x, y) in enumerate(zip(a, b, strict=True)):
             assert x == y, f"partition {p}, record #{i}: source {x!r} != target {y!r}"
+        origins = [r.origin(source_alias) for r in tgt.get(p, [])]
+        assert origins == [r.offset for r in src[p]], f"partition {p}: copies name other origins"
 
 
 @dataclass
@@ -36,7 +39,11 @@ class SyncAudit:
 
 
 def audit_syncs(
-    ranges: dict[int, list[SyncRange]], source: list[Rec], target: list[Rec], exact: bool = True
+    ranges: dict[int, list[SyncRange]],
+    source: list[Rec],
+    target: list[Rec],
+    exact: bool = True,
+    source_alias: str = "A",
 ) -> SyncAudit:
     """Check the syncs both ways, record by record.
 
@@ -56,6 +63,7 @@ def audit_syncs(
                 assert src[(partition, u)].content() == tgt[(partition, d)].content(), (
                     f"sync {partition}: {u}->{d} pairs different records"
                 )
+                assert tgt[(partition, d)].origin(source_alias) == u, f"copy {partition}@{d} does not name {u}"
                 up_seen[(partition, u)] += 1
                 down_seen[(partition, d)] += 1
     assert all(n == 1 for n in up_seen.values()), "a source record is described by two syncs"
@@ -63,6 +71,11 @@ def audit_syncs(
     missing = set(src) - set(up_seen)
     assert not missing, f"{len(missing)} source records have no sync, e.g. {sorted(missing)[:5]}"
     orphans = set(tgt) - set(down_seen)
+    # A copy no sync describes (a failed attempt's) still names a source record it copies.
+    for partition, d in orphans:
+        origin = tgt[(partition, d)].origin(source_alias)
+        assert (partition, origin) in src, f"unsynced copy {partition}@{d} names no source record ({origin})"
+        assert src[(partition, origin)].content() == tgt[(partition, d)].content()
     if exact:
         assert not orphans, f"{len(orphans)} target records are not described by a sync, e.g. {sorted(orphans)[:5]}"
     content_counts = Counter(r.content() for r in target)
