@@ -8,7 +8,11 @@ happens at session start.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shlex
+import tempfile
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from drkit.config import SparkConfig, is_secret_key, mask_text, secret_values
@@ -66,16 +70,71 @@ def build_session(config: SparkConfig, app_name: str = "drkit") -> SparkSession:
     from pyspark.sql import SparkSession
 
     launch, secret = session_settings(config, app_name, [str(p) for p in spark_extra_jars()])
-    # Start the gateway JVM with the launch settings only (driver memory, jars and the like must be there
-    # at start); the SparkConf getOrCreate builds afterwards lives in that JVM and gets the rest by py4j.
-    # A JVM already running in this process is kept as it is.
-    SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(launch.items())))
+    # Start the gateway JVM with the launch settings on its command line and the secret ones in a
+    # private properties file (a secret the JVM reads at start, e.g. in extraJavaOptions, must be there
+    # then); getOrCreate passes them again by py4j. A JVM already running in this process is kept.
+    with _secret_properties(secret) as extra:
+        launch.update(extra)
+        SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(launch.items())))
     builder = SparkSession.builder
-    for key, value in {**launch, **secret}.items():
+    for key, value in {**secret, **launch}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(os.environ.get("DRKIT_SPARK_LOG_LEVEL", "ERROR"))
     return session
+
+
+_DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+
+
+@contextlib.contextmanager
+def _secret_properties(secret: dict[str, str]) -> Iterator[dict[str, str]]:
+    """spark-submit reads ``--properties-file`` (PYSPARK_SUBMIT_ARGS) before the JVM starts: secret
+    settings go there, in a file readable by this user only, removed once the JVM is up.
+
+    The driver's JVM options are the exception: spark-submit turns them into arguments of the java
+    command. Secret ones go to a java argument file of the same kind, and the command line names only
+    the file (``@path``; the launcher expands it). Yields the launch settings to add (that ``@path``).
+    """
+    if not secret:
+        yield {}
+        return
+    made: list[str] = []
+
+    def private(suffix: str, text: str) -> str:
+        fd, path = tempfile.mkstemp(prefix="drkit-spark-", suffix=suffix)
+        made.append(path)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        return path
+
+    saved = os.environ.get("PYSPARK_SUBMIT_ARGS")
+    try:
+        extra: dict[str, str] = {}
+        java_options = secret.get(_DRIVER_JAVA_OPTIONS)
+        if java_options is not None:
+            extra[_DRIVER_JAVA_OPTIONS] = "@" + private(".args", java_options + "\n")
+        rest = {k: v for k, v in secret.items() if k != _DRIVER_JAVA_OPTIONS}
+        if rest:
+            path = private(".properties", "".join(f"{_escape(k)}={_escape(v)}\n" for k, v in rest.items()))
+            os.environ["PYSPARK_SUBMIT_ARGS"] = f"--properties-file {shlex.quote(path)} {saved or 'pyspark-shell'}"
+        yield extra
+    finally:
+        if saved is None:
+            os.environ.pop("PYSPARK_SUBMIT_ARGS", None)
+        else:
+            os.environ["PYSPARK_SUBMIT_ARGS"] = saved
+        for path in made:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+
+def _escape(text: str) -> str:
+    """java.util.Properties escaping: backslashes, separators, comment marks and line breaks."""
+    out = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+    for ch in "=:#!":
+        out = out.replace(ch, "\\" + ch)
+    return "\\" + out if out.startswith(" ") else out  # a leading blank would be dropped
 
 
 def _python() -> str:

@@ -55,3 +55,33 @@ def test_spark_writes_delta_and_time_travels(spark: Any, tmp_path: Path) -> None
     then = sorted(r.id for r in spark.read.format("delta").option("versionAsOf", 0).load(path).collect())
     assert now == [1, 2, 3]
     assert then == [1, 2]
+
+
+def test_a_spark_secret_reaches_the_jvm_but_not_its_command_line(tmp_path: Path) -> None:
+    """A secret the JVM reads at start (extraJavaOptions) takes effect, and no process's command
+    line (``ps``) shows it: its own JVM, started in a child process."""
+    import subprocess
+    import sys
+
+    secret = "s3cr3t-" + unique("pw")
+    script = tmp_path / "start.py"
+    script.write_text(
+        "import subprocess, sys\n"
+        "from drkit.config import SparkConfig\n"
+        "from drkit.runtime.spark import build_session\n"
+        f"conf = {{'spark.driver.extraJavaOptions': '-Ddrkit.test.password={secret}',\n"
+        f"        'spark.sql.warehouse.dir': {str(tmp_path / 'wh')!r}}}\n"
+        "spark = build_session(SparkConfig(conf=conf), 'drkit-secret-test')\n"
+        "jvm = spark.sparkContext._jvm\n"
+        "print('PROPERTY', jvm.java.lang.System.getProperty('drkit.test.password'))\n"
+        "print('PS', subprocess.run(['ps', '-eww', '-o', 'args'], capture_output=True, text=True).stdout)\n"
+        "spark.stop()\n"
+    )
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    prop = next(ln for ln in proc.stdout.splitlines() if ln.startswith("PROPERTY "))
+    assert prop == f"PROPERTY {secret}"  # the JVM got it at start
+    listing = proc.stdout.split("PS", 1)[1]
+    assert "drkit-secret-test" in listing or "SparkSubmit" in listing  # the JVM is in the listing
+    assert secret not in listing
+    assert secret not in proc.stderr  # nor the JVM's own output

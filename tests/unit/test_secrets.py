@@ -166,3 +166,26 @@ def test_spark_settings_without_secrets_all_launch() -> None:
 )
 def test_secret_keys(key: str, secret: bool) -> None:
     assert is_secret_key(key) is secret
+
+
+def test_secret_spark_settings_go_to_private_files_removed_after_the_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+    import stat
+
+    from drkit.runtime.spark import _secret_properties
+
+    monkeypatch.delenv("PYSPARK_SUBMIT_ARGS", raising=False)
+    secret = {
+        "spark.hadoop.fs.s3a.secret.key": "k=v:with#odd!chars\\",
+        "spark.driver.extraJavaOptions": "-Dx.password=hunter2",
+    }
+    with _secret_properties(secret) as extra:
+        args = os.environ["PYSPARK_SUBMIT_ARGS"].split()
+        assert args[0] == "--properties-file" and args[2] == "pyspark-shell"
+        properties, argfile = Path(args[1]), Path(extra["spark.driver.extraJavaOptions"].removeprefix("@"))
+        for path in (properties, argfile):
+            assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert properties.read_text() == "spark.hadoop.fs.s3a.secret.key=k\\=v\\:with\\#odd\\!chars\\\\\n"
+        assert argfile.read_text() == "-Dx.password=hunter2\n"
+    assert "PYSPARK_SUBMIT_ARGS" not in os.environ
+    assert not properties.exists() and not argfile.exists()
