@@ -9,11 +9,14 @@
    counts them against what it expected (no record lost, none re-delivered);
 7. ``scripts/render-notebooks`` executes notebooks/ on the state and renders them to HTML.
 
-Every run adds new records, so it can be run again on the same clusters.
+Every run adds new records, so it can be run again on the same clusters. ``--base-port N`` uses
+clusters on N (A) and N+10 (B), with a config written under ``.drkit/`` from
+examples/drkit.local.toml and its own state root (offset-syncs of other clusters never mix in).
 """
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 import time
@@ -24,7 +27,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 ROOT = Path(__file__).resolve().parent.parent
-CONFIG = str(ROOT / "examples" / "drkit.local.toml")
+EXAMPLE = ROOT / "examples" / "drkit.local.toml"
+DEFAULT_BASE_PORT = 19092
+#: Set by main() from --base-port (module-level so that every step uses the same clusters).
+CONFIG = str(EXAMPLE)
 A, B = "127.0.0.1:19092", "127.0.0.1:19102"
 TOPIC, PARTITIONS, RECORDS = "demo.orders", 3, 3000
 #: A new group each run: a group left on B by an earlier run would resume where that run left it.
@@ -86,7 +92,28 @@ def committed_positions(bootstrap: str, topic: str) -> dict[int, int]:
     return {tp.partition: tp.offset for tp in tps}
 
 
+def demo_config(base_port: int) -> str:
+    """The example config as is on the default ports; otherwise a copy for the given clusters."""
+    if base_port == DEFAULT_BASE_PORT:
+        return str(EXAMPLE)
+    text = EXAMPLE.read_text(encoding="utf-8")
+    text = text.replace("127.0.0.1:19092", A).replace("127.0.0.1:19102", B)
+    # Relative to the new file (.drkit/), one state root per pair of clusters.
+    text = text.replace('root = "../.drkit/state"', f'root = "state-{base_port}"')
+    path = ROOT / ".drkit" / f"demo-{base_port}.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
 def main() -> None:
+    global A, B, CONFIG
+    parser = argparse.ArgumentParser(prog="scripts/demo", description="drkit on two local clusters.")
+    parser.add_argument("--base-port", type=int, default=DEFAULT_BASE_PORT, help="A's port; B's is 10 above")
+    args = parser.parse_args()
+    A, B = f"127.0.0.1:{args.base_port}", f"127.0.0.1:{args.base_port + 10}"
+    CONFIG = demo_config(args.base_port)
+    print(f"clusters: A {A}, B {B}; config {CONFIG}")
     run = uuid.uuid4().hex[:6]
     drkit("config", "validate", "-c", CONFIG)
     ensure_topic()
@@ -128,6 +155,7 @@ def main() -> None:
     else:
         print("\nthe notebooks could not be rendered (see above)")
     print("\nDone. Stop the clusters with: scripts/local-kafka down")
+    print(f"Try drkit yourself: source .venv/bin/activate; drkit status -c {CONFIG}")
 
 
 def _unprocessed_on_a() -> list[bytes]:

@@ -5,7 +5,11 @@ its data, log and PID file under ``<state>/<alias>/``. The broker comes from Mav
 drkit.runtime.artifacts) and runs with a small heap, because the machine has 2 cores.
 
 Cluster ``i`` (0-based) of a set gets broker port ``base_port + 10*i`` and controller port one
-above it: with the default base 19092, A is 127.0.0.1:19092 and B is 127.0.0.1:19102.
+above it: with the default base 19092, A is 127.0.0.1:19092 and B is 127.0.0.1:19102. The ports a
+cluster was made with are read back from its ``server.properties``, so ``status``, ``down`` and
+``start`` need no ``--base-port``; ``up`` refuses ports that differ from a cluster's recorded ones
+(its KRaft metadata names its controller's address) and ports another process already holds, and a
+cluster is ready only when the broker that answers on its port has its own cluster id.
 """
 
 from __future__ import annotations
@@ -13,7 +17,9 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
+import re
 import signal
+import socket
 import subprocess
 import time
 import uuid
@@ -95,6 +101,25 @@ class LocalKafka:
         port = self.base_port + 10 * index
         return port, port + 1
 
+    def _recorded_ports(self, alias: str) -> tuple[int, int] | None:
+        """The (broker, controller) ports in the cluster's server.properties, if it was prepared."""
+        props = self._home(alias) / "server.properties"
+        if not props.exists():
+            return None
+        match = _LISTENERS.search(props.read_text())
+        return (int(match["port"]), int(match["cport"])) if match else None
+
+    def _cluster_id(self, alias: str) -> str | None:
+        """The id the cluster's storage was formatted with (None before the first start)."""
+        meta = self._home(alias) / "data" / "meta.properties"
+        if not meta.exists():
+            return None
+        for line in meta.read_text().splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "cluster.id":
+                return value.strip()
+        return None
+
     def _pid(self, alias: str) -> int | None:
         pid_file = self._home(alias) / "kafka.pid"
         if not pid_file.exists():
@@ -109,8 +134,8 @@ class LocalKafka:
 
     def describe(self, alias: str) -> LocalCluster:
         home = self._home(alias)
-        index = int((home / "cluster.index").read_text())
-        port, cport = self._ports(index)
+        # The recorded ports, not this instance's base port: `status` after `up --base-port N`.
+        port, cport = self._recorded_ports(alias) or self._ports(int((home / "cluster.index").read_text()))
         pid = self._pid(alias)
         return LocalCluster(alias, f"127.0.0.1:{port}", port, cport, pid, pid is not None, str(home))
 
@@ -131,9 +156,24 @@ class LocalKafka:
 
     def _prepare(self, alias: str, index: int) -> None:
         home = self._home(alias)
+        port, cport = self._ports(index)
+        recorded = self._recorded_ports(alias)
+        if recorded is not None and recorded != (port, cport):
+            # A running broker keeps its ports; a formatted one has its controller's address in its
+            # KRaft metadata, so moving it would not start. Say so instead of "running" on a port
+            # that is not this cluster's.
+            running = self._pid(alias) is not None
+            if running or self._cluster_id(alias) is not None:
+                state = "is running" if running else "was created"
+                raise ClusterError(
+                    f"cluster {alias} {state} on 127.0.0.1:{recorded[0]}, not 127.0.0.1:{port}: use "
+                    f"--base-port {recorded[0] - 10 * index} or stop it and delete {home} "
+                    "(scripts/local-kafka down)"
+                )
+        if self._pid(alias) is not None:
+            return  # running with these ports: leave its files alone
         home.mkdir(parents=True, exist_ok=True)
         (home / "cluster.index").write_text(str(index))
-        port, cport = self._ports(index)
         (home / "server.properties").write_text(_BROKER_PROPERTIES.format(port=port, cport=cport, data=home / "data"))
         log4j = resources.files("drkit.localdev").joinpath("log4j2.yaml").read_text()
         (home / "log4j2.yaml").write_text(log4j)
@@ -144,6 +184,8 @@ class LocalKafka:
     def _start(self, alias: str, libs: Path) -> None:
         home = self._home(alias)
         props = home / "server.properties"
+        for port in self._recorded_ports(alias) or ():
+            _ensure_free(alias, port)
         if not (home / "data" / "meta.properties").exists():
             cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
             fmt = subprocess.run(
@@ -181,18 +223,26 @@ class LocalKafka:
         from drkit.localdev.readiness import probe
 
         info = self.describe(alias)
+        own_id = self._cluster_id(alias)
         last_error = "not started"
         while time.monotonic() < deadline:
             if not info.running:
                 tail = (Path(info.home) / "kafka.log").read_text(errors="replace")[-800:]
                 raise ClusterError(f"cluster {alias}: broker process exited; log tail:\n{tail}")
             try:
-                probe(info.bootstrap_servers, READY_TOPIC)
-                return
+                answered = probe(info.bootstrap_servers, READY_TOPIC)
             except Exception as exc:  # not ready yet: keep probing until the deadline
                 last_error = str(exc)
                 time.sleep(0.5)
-            info = self.describe(alias)
+                info = self.describe(alias)
+                continue
+            if own_id is not None and answered is not None and answered != own_id:
+                # Another broker holds the port (ours is still starting or failed to bind).
+                raise ClusterError(
+                    f"cluster {alias}: 127.0.0.1:{info.port} is served by another Kafka cluster "
+                    f"(id {answered}, this one is {own_id}); pick other ports with --base-port"
+                )
+            return
         raise ClusterError(f"cluster {alias} at {info.bootstrap_servers} not ready in time: {last_error}")
 
     def stop(self, alias: str, kill: bool = False, timeout: float = 60.0) -> None:
@@ -227,6 +277,23 @@ class LocalKafka:
                 stopped.append(alias)
             self.stop(alias)
         return stopped
+
+
+_LISTENERS = re.compile(r"^listeners=PLAINTEXT://[^:]+:(?P<port>\d+),CONTROLLER://[^:]+:(?P<cport>\d+)$", re.M)
+
+
+def _ensure_free(alias: str, port: int) -> None:
+    """Refuse a port another process listens on, before the broker would fail to bind it and the
+    readiness probe would reach the other process instead."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # TIME_WAIT of our last run is fine
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            raise ClusterError(
+                f"cluster {alias}: port 127.0.0.1:{port} is already in use by another process; "
+                "pick other ports with --base-port (scripts/local-kafka up --base-port 39092)"
+            ) from None
 
 
 def as_dicts(clusters: list[LocalCluster]) -> list[dict[str, object]]:

@@ -9,12 +9,15 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
-def probe(bootstrap: str, topic: str, timeout: float = 10.0) -> None:
+def probe(bootstrap: str, topic: str, timeout: float = 10.0) -> str | None:
+    """Produce one record and consume it back; return the id of the cluster that answered (so the
+    caller can tell its own broker from another one on the same port)."""
     host, _, port = bootstrap.split(",")[0].rpartition(":")
     with socket.create_connection((host, int(port)), timeout=2):
         pass  # the listener is up; clients below would only log refused connections before that
     admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000})
     metadata = admin.list_topics(timeout=timeout)
+    cluster_id: str | None = metadata.cluster_id
     if topic not in metadata.topics:
         futures = admin.create_topics([NewTopic(topic, 1, 1)], operation_timeout=timeout)
         try:
@@ -49,3 +52,4 @@ def probe(bootstrap: str, topic: str, timeout: float = 10.0) -> None:
             raise RuntimeError("probe record not consumed back")
     finally:
         consumer.close()
+    return cluster_id

@@ -8,11 +8,13 @@ declare other repositories that are not reachable from every network.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from xml.sax.saxutils import escape
 
@@ -31,7 +33,35 @@ _SETTINGS = f"""<settings>
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("DRKIT_CACHE", Path.home() / ".cache" / "drkit")).expanduser()
+    # Absolute: the jar paths under it are handed to a JVM that runs in another directory
+    # (jvm_working_dir), where a relative $DRKIT_CACHE would name nothing.
+    return Path(os.environ.get("DRKIT_CACHE", Path.home() / ".cache" / "drkit")).expanduser().resolve()
+
+
+def jvm_working_dir() -> Path:
+    """The directory Spark's JVM runs in: a folder of drkit's cache, not the user's current directory.
+
+    Spark 4.0.0 makes its session artifact folder as ``artifacts/spark-<uuid>`` relative to the JVM's
+    working directory (``ArtifactManager.artifactRootDirectory`` passes ``"artifacts"`` as the *root* of
+    ``Utils.createTempDir``); it deletes ``spark-<uuid>`` at exit but leaves ``artifacts/`` behind, and
+    a killed JVM leaves both. ``spark-warehouse/`` and ``derby.log`` are made there too. drkit gives the
+    JVM only absolute paths (jars, state root), so where it runs changes nothing else.
+    """
+    path = cache_root() / "spark-work"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@contextlib.contextmanager
+def in_jvm_working_dir() -> Iterator[Path]:
+    """Run the block (the one that launches Spark's JVM) in :func:`jvm_working_dir`, then come back.
+
+    The JVM inherits the working directory when it is started and keeps it, so only its launch needs
+    to happen there; the Python process returns to where it was right after.
+    """
+    path = jvm_working_dir()
+    with contextlib.chdir(path):
+        yield path
 
 
 def _pom(coordinates: tuple[str, ...]) -> str:
