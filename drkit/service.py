@@ -16,11 +16,13 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from drkit import metrics
 from drkit.config import DrkitConfig, load_config
 from drkit.core.audit import OperationRecord
+from drkit.core.drill import DrillPhase, DrillRecord, DrillReport
 from drkit.core.outcome import OperationResult
 from drkit.core.plan import Plan
 from drkit.core.ports import CheckpointLog, OperationLog, SyncLog
@@ -215,6 +217,14 @@ class TableVersions:
         return {"table": self.table, "versions": [v.as_dict() for v in self.versions]}
 
 
+@dataclass(frozen=True)
+class DrillHistory:
+    drills: tuple[DrillRecord, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"drills": [d.as_dict() for d in self.drills]}
+
+
 class Drkit:
     def __init__(
         self, config: DrkitConfig, spark: SparkSession | None = None, context: OperateContext | None = None
@@ -237,7 +247,20 @@ class Drkit:
 
     @property
     def layout(self) -> StateLayout:
-        return StateLayout(self.config.state_root())
+        """The state root's paths; a root that is a file or cannot be read is refused (StoreError)."""
+        from drkit.store.state import check_state_root
+
+        root = self.config.state_root()
+        check_state_root(root)
+        return StateLayout(root)
+
+    def _writable_state(self) -> StateLayout:
+        """The layout, for commands that write state: refused up front if the root is not writable."""
+        from drkit.store.state import check_state_root
+
+        layout = self.layout
+        check_state_root(layout.root, write=True)
+        return layout
 
     def _stores(self) -> tuple[SyncLog, CheckpointLog, OperationLog]:
         """The Delta stores: read and written through delta-rs (no JVM), or through Spark when
@@ -284,6 +307,8 @@ class Drkit:
         from drkit.operate.failover import FailoverRequest, failover
 
         name = self.config.flow(flow).name
+        if self._context is None:  # the audit trail is written, dry runs included
+            self._writable_state()
         return failover(self.context, FailoverRequest(name, groups, as_of, allow_stale, apply), confirm)
 
     def failback(
@@ -293,6 +318,8 @@ class Drkit:
         from drkit.operate.failover import FailbackRequest, failback
 
         name = self.config.flow(flow).name
+        if self._context is None:
+            self._writable_state()
         return failback(self.context, FailbackRequest(name, groups, apply), confirm)
 
     def status(self, flow: str | None = None) -> StatusReport:
@@ -386,10 +413,13 @@ class Drkit:
     ) -> list[MirrorSummary]:
         """Run the mirror of one flow (or all) until caught up (``once``) or stopped."""
         from drkit.mirror.job import MirrorRunner
+        from drkit.store.fast import check_readable
 
         flows = self.config.flows_named(flow)
+        layout = self._writable_state()
+        check_readable([(layout.offset_syncs, "offset_syncs")])  # a damaged table: one line, before Spark
         # The lock first: a second mirror of a flow is refused before it binds the metrics port or starts Spark.
-        with running_jobs(self.layout, JobKind.MIRROR, [f.name for f in flows]):
+        with running_jobs(layout, JobKind.MIRROR, [f.name for f in flows]):
             metrics.serve(self.config.metrics.port, self.config.metrics.host)
             return MirrorRunner(self.config, flows, self.spark).run(once, on_progress=on_progress)
 
@@ -400,7 +430,7 @@ class Drkit:
         from drkit.translator.job import TranslatorRunner
 
         flows = self.config.flows_named(flow)
-        with running_jobs(self.layout, JobKind.TRANSLATOR, [f.name for f in flows]):
+        with running_jobs(self._writable_state(), JobKind.TRANSLATOR, [f.name for f in flows]):
             metrics.serve(self.config.metrics.port, self.config.metrics.host)
             syncs, checkpoints, _ = self._stores()
             return TranslatorRunner(self.config, flows, syncs, checkpoints).run(once, interval, max_runs)
@@ -408,11 +438,33 @@ class Drkit:
     def maintain(self, keep_recent_batches: int = 100, vacuum_retention_hours: float = 168.0) -> MaintenanceReport:
         """Coalesce old offset-syncs (translation unchanged), OPTIMIZE and VACUUM the Delta tables.
 
-        Settings are checked before the Spark session starts, so a refused run costs nothing.
+        Settings, the state root and the tables are checked before the Spark session starts, so a refused
+        run costs nothing and changes nothing.
         """
+        from drkit.store.fast import check_readable
         from drkit.store.maintenance import check_settings, maintain
 
         check_settings(keep_recent_batches, vacuum_retention_hours)
-        return MaintenanceReport(
-            maintain(self.spark, self.layout, self.config, keep_recent_batches, vacuum_retention_hours)
-        )
+        layout = self._writable_state()
+        # Every table readable before any is rewritten: a damaged second table must not stop the run
+        # after the first was rewritten.
+        check_readable([(layout.offset_syncs, "offset_syncs"), (layout.checkpoints, "checkpoints")])
+        return MaintenanceReport(maintain(self.spark, layout, self.config, keep_recent_batches, vacuum_retention_hours))
+
+    def drill_run(self, spec_path: str, on_phase: Callable[[DrillPhase, str], None] | None = None) -> DrillReport:
+        """Run the drill a spec describes on the configured clusters; the report is kept in ``drills``."""
+        from drkit.drill.runner import DrillRunner
+        from drkit.drill.spec import load_spec
+        from drkit.store.drills import DrillLog
+
+        spec = load_spec(Path(spec_path))
+        runner = DrillRunner(self, spec, on_phase)  # refuses a drill that cannot work, before anything
+        report = runner.run()
+        DrillLog(self.layout).append(report)
+        return report
+
+    def drill_history(self, limit: int = 20) -> DrillHistory:
+        """The drills run with this state root, newest first."""
+        from drkit.store.drills import DrillLog
+
+        return DrillHistory(tuple(DrillLog(self.layout).list(limit)))

@@ -7,13 +7,15 @@ object with ``--output json``) and exits with the error's code. A traceback is s
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
 
 import typer
 
 from drkit import __version__
 from drkit.cli import config_cmd
-from drkit.cli.console import Output, error
+from drkit.cli.console import Output, error, json_stdout
 from drkit.cli.options import FacadeFactory, Invocation
 from drkit.errors import DrkitError
 
@@ -60,11 +62,52 @@ def _output_of(argv: list[str]) -> Output:
     return Output.text
 
 
+#: The exit codes of a stop by signal, as a shell reports them (128 + the signal number).
+INTERRUPTED = 128 + signal.SIGINT
+TERMINATED = 128 + signal.SIGTERM
+
+
+class Terminated(Exception):
+    """SIGTERM arrived while a command ran (the mirror stops on it by itself: MirrorRunner)."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated
+
+
+def _usage_line(exc: Exception) -> str:
+    """A usage error (click's, by shape) as one line: the problem and where help is."""
+    format_message = getattr(exc, "format_message", None)
+    message = format_message() if callable(format_message) else str(exc)
+    ctx = getattr(exc, "ctx", None)
+    command = getattr(ctx, "command_path", None) or "drkit"
+    return f"{' '.join(message.split())} (see {command} --help)"
+
+
 def main(argv: list[str] | None = None, facade_factory: FacadeFactory | None = None) -> None:
     """Run the CLI; ``facade_factory`` builds the facade from the config path (tests pass fakes)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    output = _output_of(args)
     _register()
     invocation = Invocation(facade_factory)
+    previous = signal.getsignal(signal.SIGTERM) if _main_thread() else None
+    if previous is not None:
+        signal.signal(signal.SIGTERM, _terminate)
+    try:
+        with json_stdout(output is Output.json):
+            code = _run(args, invocation, output)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    sys.exit(code)
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+def _run(args: list[str], invocation: Invocation, output: Output) -> int:
+    """The command's exit code; every error becomes one line (and a JSON object with --output json)."""
     try:
         # With standalone_mode=False, `raise typer.Exit(code)` (and --help, --version) come back as
         # the return value instead of an exception.
@@ -72,26 +115,43 @@ def main(argv: list[str] | None = None, facade_factory: FacadeFactory | None = N
     except DrkitError as exc:
         if invocation.debug:
             raise
-        error(str(exc), _output_of(args), exc.exit_code)
-        sys.exit(exc.exit_code)
+        error(str(exc), output, exc.exit_code)
+        return exc.exit_code
     except typer.Exit as exc:
-        sys.exit(exc.exit_code)
+        return int(exc.exit_code)
     except typer.Abort:
-        error("aborted", _output_of(args), 1)
-        sys.exit(1)
+        error("aborted: nothing was changed", output, 1)
+        return 1
     except KeyboardInterrupt:
-        error("interrupted", _output_of(args), 130)
-        sys.exit(130)
+        error("interrupted (Ctrl-C)", output, INTERRUPTED)
+        return INTERRUPTED
+    except Terminated:
+        error("terminated (SIGTERM)", output, TERMINATED)
+        return TERMINATED
     except Exception as exc:
         # Usage errors (no such command/option, bad value, no arguments: exit 2). They are click's
         # ClickException, which newer Typer vendors as typer._click (click itself may not be
         # installed), so they are recognised by shape rather than by class.
         exit_code, show = getattr(exc, "exit_code", None), getattr(exc, "show", None)
         if isinstance(exit_code, int) and callable(show):
-            show()
-            sys.exit(exit_code)
-        raise
-    sys.exit(result if type(result) is int else 0)
+            error(_usage_line(exc), output, exit_code)
+            return exit_code
+        if invocation.debug:
+            raise
+        # A bug or a fault drkit does not know yet: one line; --debug shows the traceback. Only the type and
+        # the first line: a long Java or Rust message is a trace of its own.
+        lines = str(exc).strip().splitlines()
+        first = lines[0][:300] if lines else ""
+        error(
+            f"unexpected {type(exc).__name__}: {first} (run again with --debug for the traceback, and please "
+            "report it)",
+            output,
+            1,
+        )
+        return 1
+    if result == INTERRUPTED:  # Typer turns Ctrl-C into a silent exit 130 (no drkit command exits 130)
+        error("interrupted (Ctrl-C)", output, INTERRUPTED)
+    return result if type(result) is int else 0
 
 
 if __name__ == "__main__":

@@ -7,10 +7,12 @@ Commands build plain data and hand it here with a function that turns it into Ri
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from enum import StrEnum
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 from rich.console import Console, RenderableType
 from rich.markup import escape
@@ -20,6 +22,13 @@ T = TypeVar("T")
 
 stdout = Console(soft_wrap=True)
 stderr = Console(stderr=True, soft_wrap=True)
+
+#: The width of tables when stdout is not a terminal: wide enough for any row, so a script or a file gets
+#: whole rows (Rich would otherwise cut them at 80 columns); tables take only the width they need.
+PIPE_WIDTH = 100_000
+
+#: Where the JSON document goes with ``--output json`` (see :func:`json_stdout`); None: sys.stdout.
+_json_out: TextIO | None = None
 
 
 class Output(StrEnum):
@@ -40,18 +49,58 @@ def emit(
         else:
             to_dict = getattr(data, "as_dict", None)
             payload = to_dict() if callable(to_dict) else data
-        sys.stdout.write(json.dumps(payload, indent=2, sort_keys=False, default=str) + "\n")
-        sys.stdout.flush()
+        _write_json(json.dumps(payload, indent=2, sort_keys=False, default=str))
         return
+    console = stdout if stdout.is_terminal else Console(soft_wrap=True, width=PIPE_WIDTH)
     for renderable in render(data):
-        stdout.print(renderable)
+        console.print(renderable)
 
 
 def error(message: str, output: Output = Output.text, code: int = 1) -> None:
+    """One line on stderr; with ``--output json`` also ``{"error": ..., "exit_code": ...}`` on stdout."""
     if output is Output.json:
-        sys.stdout.write(json.dumps({"error": message, "exit_code": code}) + "\n")
-        sys.stdout.flush()
+        _write_json(json.dumps({"error": message, "exit_code": code}))
     stderr.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True)
+
+
+def _write_json(document: str) -> None:
+    out = _json_out or sys.stdout
+    out.write(document + "\n")
+    out.flush()
+
+
+@contextmanager
+def json_stdout(enabled: bool) -> Iterator[None]:
+    """With ``--output json``: stdout holds the JSON document and nothing else.
+
+    Why at the file-descriptor level: the Spark JVM and native libraries (delta-rs, librdkafka) write to
+    fd 1 directly, and a library may ``print``. While the command runs, fd 1 and ``sys.stdout`` point at
+    stderr; the document is written to a copy of the original stdout. When stdout has no descriptor
+    (captured, as in tests) nothing else can write to it and it is used as it is.
+    """
+    global _json_out
+    try:
+        fd = sys.stdout.fileno() if enabled else -1
+    except (AttributeError, OSError, ValueError):
+        fd = -1
+    if fd < 0:
+        yield
+        return
+    sys.stdout.flush()
+    original = sys.stdout
+    saved = os.dup(fd)
+    os.dup2(sys.stderr.fileno(), fd)
+    document = open(saved, "w", encoding="utf-8", closefd=False)  # noqa: SIM115 (closed below)
+    _json_out, sys.stdout = document, sys.stderr
+    try:
+        yield
+    finally:
+        document.flush()
+        sys.stdout.flush()
+        os.dup2(saved, fd)
+        _json_out, sys.stdout = None, original
+        document.close()
+        os.close(saved)
 
 
 def table(title: str, columns: list[str], rows: Iterable[Iterable[Any]]) -> Table:

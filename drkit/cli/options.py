@@ -46,7 +46,8 @@ def facade(ctx: typer.Context, config: Path) -> Drkit:
 
 
 def parse_time(value: str | None, option: str = "--as-of") -> datetime | None:
-    """ISO 8601 (``2026-11-22T10:15:00Z``); without a zone, UTC."""
+    """ISO 8601 (``2026-11-22T10:15:00Z``); without a zone, UTC. A time in the future is refused: there is
+    no state "as of" it yet (it would read as now, with ages that look negative)."""
     if value is None:
         return None
     try:
@@ -55,4 +56,12 @@ def parse_time(value: str | None, option: str = "--as-of") -> datetime | None:
         raise typer.BadParameter(
             f"{value!r} is not an ISO 8601 time, e.g. 2026-11-22T10:15:00Z", param_hint=option
         ) from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    now = datetime.now(UTC)
+    if parsed > now:
+        raise typer.BadParameter(
+            f"{value} is in the future (now is {now.isoformat(timespec='seconds')}): give a past time, or leave "
+            f"{option} out for the latest state",
+            param_hint=option,
+        )
+    return parsed

@@ -11,7 +11,8 @@ from rich.console import RenderableType
 from drkit.cli.console import Output, emit, table
 from drkit.cli.options import ConfigOption, FlowOption, OutputOption, facade, parse_time
 from drkit.core.status import StatusReport, Verdict
-from drkit.service import OffsetsReport
+from drkit.errors import RefusedError
+from drkit.service import Drkit, OffsetsReport
 
 _COLOURS = {
     Verdict.HEALTHY: "green",
@@ -67,7 +68,7 @@ def status(
 
 
 def _render_offsets(report: OffsetsReport) -> Iterable[RenderableType]:
-    for g in report.groups:
+    for g in (g for g in report.groups if g.partitions):  # flows where the group has nothing: left out
         yield table(
             f"{g.flow} group {g.group}",
             [
@@ -110,5 +111,29 @@ def offsets(
     """A group's offsets: on the source, checkpointed, translated now, and on the target."""
     if as_of is not None and version is not None:
         raise typer.BadParameter("give --as-of or --version, not both", param_hint="--as-of")
-    report = facade(ctx, config).offsets(group, flow, parse_time(as_of), version)
+    when = parse_time(as_of)
+    drkit = facade(ctx, config)
+    report = drkit.offsets(group, flow, when, version)
+    if not any(g.partitions for g in report.groups):
+        raise RefusedError(_no_checkpoints(drkit, group, [g.flow for g in report.groups], as_of, version))
     emit(report, output, _render_offsets, as_json=lambda r: [g.as_dict() for g in r.groups])
+
+
+def _no_checkpoints(drkit: Drkit, group: str, flows: list[str], as_of: str | None, version: int | None) -> str:
+    """Why ``offsets`` has nothing to show (exit 3, like a failover of an unknown group): an empty table
+    with exit 0 reads as "the group is at nothing", which a script could act on."""
+    where = f"flow {flows[0]}" if len(flows) == 1 else f"flows {', '.join(flows)}"
+    if as_of is None and version is None:
+        return (
+            f"group {group!r} has no checkpoints in {where}: check the group name, and that drkit checkpoint "
+            "runs for the flow and its groups filter selects the group"
+        )
+    at = f"as of {as_of}" if as_of is not None else f"at checkpoints table version {version}"
+    # Only the checkpoints table is read (no cluster): is the group unknown, or just not yet recorded then?
+    now = any(drkit.context.checkpoints.latest(f, [group]) for f in flows)
+    if not now:
+        return f"group {group!r} has no checkpoints {at} in {where}, nor now: check the group name"
+    return (
+        f"group {group!r} has no checkpoints {at} in {where}: its checkpoints start later; give a later "
+        "--as-of or --version, or leave both out for the latest"
+    )

@@ -11,16 +11,18 @@ down to the Parquet scan, so a failover reads what it moves, not whole tables.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable, write_deltalake
-from deltalake.exceptions import TableNotFoundError
+from deltalake.exceptions import DeltaError, TableNotFoundError
 
 from drkit.core.audit import Action, OperationRecord
 from drkit.core.checkpoints import Checkpoint, RecordedCheckpoint
@@ -40,11 +42,13 @@ def open_table(path: str, name: str, version: int | None = None) -> DeltaTable |
     try:
         table = DeltaTable(path, version=version) if version is not None else DeltaTable(path)
     except TableNotFoundError:
+        if _has_data_files(path):
+            raise StoreError(f"Delta table {name} at {path} has data files but no _delta_log: {_RESTORE}") from None
         return None
     except Exception as exc:  # delta-rs raises a bare DeltaError for a version that does not exist
         if version is not None and "version" in str(exc).lower():
-            raise StoreError(f"{name} table has no version {version}: {str(exc).splitlines()[0]}") from None
-        raise StoreError(f"Delta table {name} at {path} cannot be read: {str(exc).splitlines()[0]}") from None
+            raise StoreError(f"{name} table has no version {version}: {_cause(exc)}") from None
+        raise StoreError(f"Delta table {name} at {path} cannot be read ({_cause(exc)}): {_RESTORE}") from None
     found = table.metadata().configuration.get("drkit.schema.version")
     if found != SCHEMA_VERSION:
         raise StoreError(
@@ -54,8 +58,52 @@ def open_table(path: str, name: str, version: int | None = None) -> DeltaTable |
     return table
 
 
+#: What to do about a damaged table: drkit never repairs one itself (a guessed repair could change
+#: translations), and it stops before writing anything.
+_RESTORE = (
+    "its _delta_log or a data file is missing or damaged. Restore the table folder (with _delta_log) from a "
+    "backup, or stop every drkit job and move the folder away to start that table afresh; nothing was changed"
+)
+
+
+def _cause(exc: BaseException) -> str:
+    """The first line of a delta-rs/Arrow error, short: the rest is a Rust backtrace or a debug dump."""
+    text = str(exc).strip()
+    first = text.splitlines()[0].strip() if text else type(exc).__name__
+    if "found gap" in first:  # the debug dump of the paths that follow is hundreds of characters
+        first = first[: first.index("found gap") + len("found gap")] + " (a commit file is missing)"
+    return first if len(first) <= 200 else first[:200] + "..."
+
+
+def _has_data_files(path: str) -> bool:
+    folder = Path(path)
+    return folder.is_dir() and any(folder.rglob("*.parquet"))
+
+
+def check_readable(tables: Sequence[tuple[str, str]]) -> None:
+    """Open each (path, name) table and check that every data file of its current version is there.
+
+    For jobs that write with Spark (mirror, maintain): called before Spark starts, so a damaged table is
+    one line (exit 6) instead of a Java trace, and ``maintain`` does not rewrite one table and then die on
+    the next. Local paths only are stat-ed (the state root is a local folder).
+    """
+    for path, name in tables:
+        table = open_table(path, name)
+        if table is None:
+            continue
+        missing = [uri for uri in table.file_uris() if uri.startswith("/") and not os.path.exists(uri)]
+        if missing:
+            raise StoreError(
+                f"Delta table {name} at {path}: {len(missing)} data file(s) of version {table.version()} are "
+                f"missing (e.g. {Path(missing[0]).name}): {_RESTORE}"
+            )
+
+
 def _read(table: DeltaTable, columns: Sequence[str], where: Expression | None) -> pa.Table:
-    return table.to_pyarrow_dataset().to_table(columns=list(columns), filter=where)
+    try:
+        return table.to_pyarrow_dataset().to_table(columns=list(columns), filter=where)
+    except (OSError, pa.ArrowException) as exc:  # a data file missing or damaged under a readable log
+        raise StoreError(f"Delta table at {table.table_uri} cannot be read ({_cause(exc)}): {_RESTORE}") from None
 
 
 def _flow_is(flow: str) -> Expression:
@@ -69,11 +117,22 @@ def _one_of(column: str, values: Sequence[str]) -> Expression:
 
 def _append(path: str, name: str, ddl: str, rows: pa.Table) -> None:
     """Append ``rows``; create the table first if it is missing (the schema version as Spark sets it)."""
-    if open_table(path, name) is None:
-        DeltaTable.create(path, schema=arrow_schema(ddl), configuration={"delta.appendOnly": "false"}, mode="ignore")
-        # delta-rs refuses unknown keys at creation, not in a later property change.
-        DeltaTable(path).alter.set_table_properties({"drkit.schema.version": SCHEMA_VERSION}, raise_if_not_exists=False)
-    write_deltalake(path, rows, mode="append")
+    exists = open_table(path, name) is not None
+    try:
+        if not exists:
+            DeltaTable.create(
+                path, schema=arrow_schema(ddl), configuration={"delta.appendOnly": "false"}, mode="ignore"
+            )
+            # delta-rs refuses unknown keys at creation, not in a later property change.
+            DeltaTable(path).alter.set_table_properties(
+                {"drkit.schema.version": SCHEMA_VERSION}, raise_if_not_exists=False
+            )
+        write_deltalake(path, rows, mode="append")
+    except (OSError, DeltaError) as exc:  # e.g. a folder of the state root that this user cannot write
+        raise StoreError(
+            f"cannot write Delta table {name} at {path} ({_cause(exc)}): check that [state] root is a folder "
+            "this user can write"
+        ) from None
 
 
 _RANGE = ["upstream_first", "upstream_last", "downstream_first", "downstream_last"]

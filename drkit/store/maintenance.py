@@ -40,12 +40,15 @@ that safety check off: a shorter retention is a :class:`~drkit.errors.ConfigErro
 from __future__ import annotations
 
 import logging
+import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
-from drkit.errors import ConfigError, StoreError
+from drkit.errors import ConfigError, DrkitError, StoreError
 from drkit.layout import StateLayout
 from drkit.store.offset_syncs import merge_islands
 from drkit.store.tables import OFFSET_SYNCS_COLUMNS, check_version, column_names, table_exists
@@ -135,18 +138,20 @@ def maintain(
     syncs = TableFigures()
     coalesce = CoalesceFigures()
     checkpoints = TableFigures()
-    if table_exists(spark, tables.offset_syncs):
-        check_version(spark, tables.offset_syncs, "offset_syncs")
-        syncs.files_before = _num_files(spark, tables.offset_syncs)
-        coalesce, syncs.rows_before = coalesce_syncs(spark, tables.offset_syncs, keep_recent_batches)
-        _compact_and_vacuum(spark, tables.offset_syncs, syncs, vacuum_retention_hours, config)
-        syncs.rows_after = _count(spark, tables.offset_syncs)
-    if table_exists(spark, tables.checkpoints):
-        check_version(spark, tables.checkpoints, "checkpoints")
-        checkpoints.rows_before = _count(spark, tables.checkpoints)
-        checkpoints.files_before = _num_files(spark, tables.checkpoints)
-        _compact_and_vacuum(spark, tables.checkpoints, checkpoints, vacuum_retention_hours, config)
-        checkpoints.rows_after = _count(spark, tables.checkpoints)
+    with _as_store_error("offset_syncs", tables.offset_syncs):
+        if table_exists(spark, tables.offset_syncs):
+            check_version(spark, tables.offset_syncs, "offset_syncs")
+            syncs.files_before = _num_files(spark, tables.offset_syncs)
+            coalesce, syncs.rows_before = coalesce_syncs(spark, tables.offset_syncs, keep_recent_batches)
+            _compact_and_vacuum(spark, tables.offset_syncs, syncs, vacuum_retention_hours, config)
+            syncs.rows_after = _count(spark, tables.offset_syncs)
+    with _as_store_error("checkpoints", tables.checkpoints):
+        if table_exists(spark, tables.checkpoints):
+            check_version(spark, tables.checkpoints, "checkpoints")
+            checkpoints.rows_before = _count(spark, tables.checkpoints)
+            checkpoints.files_before = _num_files(spark, tables.checkpoints)
+            _compact_and_vacuum(spark, tables.checkpoints, checkpoints, vacuum_retention_hours, config)
+            checkpoints.rows_after = _count(spark, tables.checkpoints)
     return {
         "state_root": str(tables.root),
         "keep_recent_batches": keep_recent_batches,
@@ -155,6 +160,38 @@ def maintain(
         "checkpoints": asdict(checkpoints),
         "seconds": round(time.monotonic() - started, 3),
     }
+
+
+@contextmanager
+def _as_store_error(name: str, path: str) -> Iterator[None]:
+    """A Spark/Delta failure on one table as one line (exit 6) instead of a Java trace.
+
+    The tables are checked with delta-rs before Spark starts (drkit.store.fast.check_readable), so this
+    is the fallback for damage that appears while maintenance runs or that only Spark notices. Every
+    step is one Delta commit: what was committed before the failure is consistent.
+    """
+    try:
+        yield
+    except DrkitError:
+        raise
+    except Exception as exc:
+        raise StoreError(
+            f"maintenance of Delta table {name} at {path} failed: {java_cause(exc)}. If the table's _delta_log "
+            "or a data file is missing or damaged, restore the table folder from a backup; committed steps "
+            "are consistent, run drkit maintain again once the cause is fixed"
+        ) from None
+
+
+def java_cause(exc: BaseException) -> str:
+    """The message of the innermost useful Java exception in a Py4J error, on one short line."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    for line in lines:
+        m = re.match(r"^(?::\s*)?(?:[\w$]+\.)*[\w$]*(?:Exception|Error): (.+)$", line)
+        if m:
+            text = m.group(1)
+            return text if len(text) <= 300 else text[:300] + "..."
+    first = lines[0] if lines else type(exc).__name__
+    return first if len(first) <= 300 else first[:300] + "..."
 
 
 def coalesce_syncs(
