@@ -21,6 +21,7 @@ from typing import Any
 
 from drkit.core.audit import Action
 from drkit.core.checkpoints import CommittedOffset
+from drkit.core.consistency import TargetDivergence
 from drkit.core.groups import GroupState
 from drkit.core.origin import TargetTail, resolve_tail
 from drkit.core.policy import ReplicationPolicy
@@ -35,6 +36,7 @@ class RefusalReason(StrEnum):
     UNTRANSLATABLE = "untranslatable"  # nothing of the partition was mirrored
     LAGGING = "lagging"  # the reverse flow has not caught up (failback)
     NO_REVERSE_FLOW = "no_reverse_flow"  # failback: no flow copies the topics back that the group read on the target
+    TARGET_DIVERGED = "target_diverged"  # the target partition holds fewer records than its syncs say
 
 
 class Basis(StrEnum):
@@ -219,12 +221,15 @@ def failover_plan(
     max_age_seconds: float,
     allow_stale: bool = False,
     tails: Mapping[tuple[str, int], TargetTail] | None = None,
+    diverged: Mapping[tuple[str, int], TargetDivergence] | None = None,
 ) -> Plan:
     """Move ``groups`` to the flow's target from their checkpoints, re-translated with the syncs now.
 
     ``tails``: per (source topic, partition), the target's records past the synced end (read where
     :func:`drkit.core.origin.tail_reads` says a committed offset lies past it); they place a group
-    exactly on unsynced copies instead of before them."""
+    exactly on unsynced copies instead of before them.
+    ``diverged``: per (source topic, partition), a target partition that no longer holds what its
+    syncs say (drkit.core.consistency): a translation onto it would point at records that are gone."""
     draft = _Draft(Action.FAILOVER, flow, destination)
     wanted = set(groups)
     rows = sorted((c for c in checkpoints if c.group in wanted), key=lambda c: (c.group, c.source_topic, c.partition))
@@ -248,7 +253,16 @@ def failover_plan(
             flow,
         )
         draft.moves.append(move)
-        if move.new is None:
+        lost = (diverged or {}).get((c.source_topic, c.partition))
+        if lost is not None:
+            draft.refuse(
+                RefusalReason.TARGET_DIVERGED,
+                c.group,
+                f"target topic {lost.target_topic} on {destination} {lost.describe()}: it was deleted or truncated "
+                f"and the syncs of flow {flow} no longer describe it; restore the topic's records, or start the "
+                "flow over (see `drkit status`), then run the failover again",
+            )
+        elif move.new is None:
             draft.refuse(
                 RefusalReason.UNTRANSLATABLE,
                 c.group,

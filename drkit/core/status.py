@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from drkit.core.checkpoints import RecordedCheckpoint, retranslate
+from drkit.core.consistency import TargetDivergence
 from drkit.core.offsets import SyncRange
 from drkit.core.ports import SyncProgress, TopicPartition
 from drkit.core.translate import SyncIndex
@@ -27,6 +28,9 @@ class Verdict(StrEnum):
     LAGGING = "lagging"
     STALE = "stale"
     SOURCE_UNREACHABLE = "source unreachable"
+    #: A target partition holds fewer records than its offset-syncs say (deleted or truncated): the lag
+    #: and every translation onto it are wrong, whatever the source says.
+    TARGET_DIVERGED = "target diverged"
 
     @property
     def exit_code(self) -> int:
@@ -34,7 +38,13 @@ class Verdict(StrEnum):
         return _EXIT_CODES[self]
 
 
-_EXIT_CODES = {Verdict.HEALTHY: 0, Verdict.LAGGING: 20, Verdict.STALE: 21, Verdict.SOURCE_UNREACHABLE: 22}
+_EXIT_CODES = {
+    Verdict.HEALTHY: 0,
+    Verdict.LAGGING: 20,
+    Verdict.STALE: 21,
+    Verdict.SOURCE_UNREACHABLE: 22,
+    Verdict.TARGET_DIVERGED: 23,
+}
 _SEVERITY = list(Verdict)
 
 
@@ -97,7 +107,10 @@ def flow_verdict(
     max_age_seconds: float,
     anything_mirrored: bool,
     lags: Iterable[PartitionLag],
+    diverged: bool = False,
 ) -> Verdict:
+    if diverged:
+        return Verdict.TARGET_DIVERGED
     if not source_reachable:
         return Verdict.SOURCE_UNREACHABLE
     if translator_run_age is None or translator_run_age > max_age_seconds or not anything_mirrored:
@@ -142,10 +155,17 @@ class FlowStatus:
     groups: tuple[GroupAge, ...]
     partitions: tuple[PartitionLag, ...]
     heartbeat_latency_seconds: float | None = None  # no heartbeats yet: unknown, not zero
+    #: False: the target did not answer, so whether it still holds what the syncs say is unknown.
+    target_reachable: bool = True
+    target_divergences: tuple[TargetDivergence, ...] = ()
+    #: The operator's line for ``target_divergences`` (empty when there are none).
+    target_problem: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["verdict"] = self.verdict.value
+        for row in d["target_divergences"]:
+            row["kind"] = row["kind"].value
         return d
 
 

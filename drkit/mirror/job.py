@@ -34,11 +34,12 @@ from typing import TYPE_CHECKING, Any
 
 from drkit import metrics
 from drkit.config import DrkitConfig, FlowConfig
+from drkit.core.consistency import divergence_message, synced_partitions, target_divergences, topics_to_read
 from drkit.core.offsets import SyncRange
 from drkit.core.reports import MirrorSummary
 from drkit.core.selection import NameSelector
 from drkit.core.status import EndsObservation
-from drkit.errors import DrkitError, MirrorError
+from drkit.errors import DrkitError, MirrorError, RefusedError
 from drkit.kafka import clients
 from drkit.kafka.admin import KafkaAdmin
 from drkit.kafka.topics import TopicPair, ensure_target_topics
@@ -134,6 +135,22 @@ class MirrorJob:
         return reader.load().selectExpr(
             "topic", "partition", "offset", "key", "value", "unix_millis(timestamp) AS ts", "headers"
         )
+
+    def check_targets(self) -> None:
+        """Refuse to run on a target that no longer holds what the flow's offset-syncs say it does.
+
+        Checked before any target topic is created: a deleted target topic would otherwise be recreated
+        empty, the stream would resume after what it had copied, and the old syncs would translate onto
+        records that are gone while the lag reads 0. Only the topics the flow still selects: the others
+        are not mirrored any more (``drkit status`` reports them all)."""
+        progress = self.syncs.progress(self.flow.name)
+        if not progress:
+            return
+        synced = synced_partitions(progress, self.syncs.target_topics(self.flow.name), self.selector.matches)
+        counts = self.target_admin.partition_counts()
+        found = target_divergences(synced, counts, self.target_admin.end_offsets(topics_to_read(synced, counts)))
+        if found:
+            raise RefusedError(divergence_message(self.flow.name, self.flow.target, found))
 
     def start(self, once: bool) -> StreamingQuery:
         self.syncs.ensure()
@@ -455,6 +472,9 @@ class MirrorRunner:
             for s in previous:
                 signal.signal(s, lambda *_: self._stop.set())
         try:
+            # Every flow before any starts: a refusal must not leave other flows' batches half done.
+            for job in self.jobs:
+                job.check_targets()
             for job in self.jobs:
                 queries.append(job.start(once))
             while any(q.isActive for q in queries):

@@ -18,6 +18,7 @@ from drkit import __version__
 from drkit.config import FlowConfig
 from drkit.core.audit import OperationRecord, OperationStatus
 from drkit.core.checkpoints import CommittedOffset
+from drkit.core.consistency import TargetDivergence
 from drkit.core.origin import TargetTail, tail_reads, tail_spans
 from drkit.core.outcome import OperationResult, decide_status
 from drkit.core.plan import (
@@ -36,6 +37,7 @@ from drkit.errors import ClusterError, DrkitError, RefusedError
 from drkit.layout import JobKind
 from drkit.operate.context import OperateContext
 from drkit.operate.lag import source_ends
+from drkit.operate.targets import target_check
 
 #: Asked with the plan before an apply; False declines (nothing changes).
 Confirm = Callable[[Plan], bool]
@@ -132,8 +134,17 @@ def _failover_plan(
         flow.checkpoint.max_age_seconds,
         request.allow_stale,
         _tails(admin, flow, checkpoints, indexes),
+        _diverged(ctx, admin, flow, set(topics)),
     )
     return flow, names, plan, admin
+
+
+def _diverged(
+    ctx: OperateContext, admin: ClusterAdmin, flow: FlowConfig, topics: set[str]
+) -> dict[TopicPartition, TargetDivergence]:
+    """Per (source topic, partition) of ``topics``, a target partition that no longer holds what its syncs say."""
+    found = target_check(admin, ctx.syncs.progress(flow.name), ctx.syncs.target_topics(flow.name), topics.__contains__)
+    return {(d.source_topic, d.partition): d for d in found}
 
 
 def _tails(

@@ -9,6 +9,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from drkit.config import FlowConfig
+from drkit.core.consistency import TargetDivergence, divergence_message
+from drkit.core.ports import SyncProgress, TopicPartition
 from drkit.core.status import (
     FlowStatus,
     GroupAge,
@@ -24,11 +26,26 @@ from drkit.errors import ClusterError
 from drkit.layout import JobKind
 from drkit.operate.context import OperateContext
 from drkit.operate.lag import oldest_unmirrored, source_ends
+from drkit.operate.targets import target_check
 from drkit.runtime.process import running
+
+
+def _divergences(
+    ctx: OperateContext, flow: FlowConfig, progress: dict[TopicPartition, SyncProgress]
+) -> tuple[TargetDivergence, ...] | None:
+    """The flow's target partitions that no longer hold what the syncs say; None: the target did not answer."""
+    if not progress:
+        return ()
+    try:
+        # A probe, like the source's: status must answer quickly with either cluster gone.
+        return target_check(ctx.clusters.admin(flow.target, probe=True), progress, ctx.syncs.target_topics(flow.name))
+    except ClusterError:
+        return None
 
 
 def flow_status(ctx: OperateContext, flow: FlowConfig) -> FlowStatus:
     progress = ctx.syncs.progress(flow.name)
+    divergences = _divergences(ctx, flow, progress)
     source = ctx.clusters.admin(flow.source, probe=True)
     ends = source_ends(source, ctx.config.topic_selector(flow))
     oldest = oldest_unmirrored(source, progress, ends)
@@ -38,7 +55,9 @@ def flow_status(ctx: OperateContext, flow: FlowConfig) -> FlowStatus:
     confirmed = {} if last_run is None else {g: last_run.finished_at_ms for g in last_run.confirmed_groups}
     ages = group_ages(ctx.checkpoints.latest(flow.name), now, confirmed)
     last_run_age = None if last_run is None else round((now - last_run.finished_at_ms) / 1000, 1)
-    verdict = flow_verdict(ends is not None, last_run_age, flow.checkpoint.max_age_seconds, bool(progress), lags)
+    verdict = flow_verdict(
+        ends is not None, last_run_age, flow.checkpoint.max_age_seconds, bool(progress), lags, bool(divergences)
+    )
     return FlowStatus(
         flow=flow.name,
         verdict=verdict,
@@ -50,6 +69,9 @@ def flow_status(ctx: OperateContext, flow: FlowConfig) -> FlowStatus:
         checkpoint_last_run_seconds=None if last_run is None else round(last_run.seconds, 3),
         groups=tuple(GroupAge(g, a) for g, a in sorted(ages.items())),
         partitions=lags,
+        target_reachable=divergences is not None,
+        target_divergences=divergences or (),
+        target_problem=divergence_message(flow.name, flow.target, divergences or ()),
     )
 
 

@@ -123,15 +123,24 @@ class FakeClusters:
 
 @dataclass
 class FakeSyncs:
-    """flow -> (source topic, partition) -> ranges; plus the source->target topic map per flow."""
+    """flow -> (source topic, partition) -> ranges; plus the source->target topic map per flow.
+
+    A sync is written only after the target acknowledged its copies, so ``add`` also grows the target
+    partition on the flow's target cluster (``targets``: flow -> cluster) to at least the synced end;
+    a test deletes or truncates it afterwards to model a target that lost them."""
 
     ranges_by_flow: dict[str, dict[TopicPartition, list[SyncRange]]] = field(default_factory=dict)
     topics_by_flow: dict[str, dict[str, str]] = field(default_factory=dict)
     synced_at_ms: int = NOW_MS - 2_000
+    targets: dict[str, FakeCluster] = field(default_factory=dict)
 
     def add(self, flow: str, source_topic: str, target_topic: str, partition: int, *ranges: SyncRange) -> None:
         self.ranges_by_flow.setdefault(flow, {}).setdefault((source_topic, partition), []).extend(ranges)
         self.topics_by_flow.setdefault(flow, {})[source_topic] = target_topic
+        target = self.targets.get(flow)
+        if target is not None and ranges:
+            key = (target_topic, partition)
+            target.ends[key] = max(target.ends.get(key, 0), max(r.downstream_last for r in ranges) + 1)
 
     def ranges(self, flow: str, topics: list[str] | None = None) -> dict[TopicPartition, list[SyncRange]]:
         return {k: list(v) for k, v in self.ranges_by_flow.get(flow, {}).items() if topics is None or k[0] in topics}
@@ -234,11 +243,13 @@ class World:
 
 def world(tmp_path: Path, config: DrkitConfig | None = None) -> World:
     a, b = FakeCluster("A"), FakeCluster("B")
+    config = config or two_cluster_config(tmp_path)
+    by_alias = {"A": a, "B": b}
     return World(
-        config or two_cluster_config(tmp_path),
+        config,
         a,
         b,
-        FakeSyncs(),
+        FakeSyncs(targets={f.name: by_alias[f.target] for f in config.flows if f.target in by_alias}),
         FakeCheckpoints(),
         FakeOperations(),
         FakeClusters({"A": a, "B": b}),
