@@ -45,6 +45,16 @@ class StateLayout:
     def operations(self) -> str:
         return str(self.root / "delta" / "operations")
 
+    @property
+    def drills(self) -> str:
+        return str(self.root / "delta" / "drills")
+
+    # -- drills ---------------------------------------------------------------------------------
+
+    def drill_dir(self, drill_id: str) -> Path:
+        """A drill run's report (report.json, report.md) and the logs of the jobs it ran."""
+        return self.root / "drills" / drill_id
+
     # -- per flow -------------------------------------------------------------------------------
 
     def job_dir(self, kind: JobKind, flow: str) -> Path:

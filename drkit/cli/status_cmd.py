@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 from rich.console import RenderableType
+from rich.markup import escape
 
 from drkit.cli.console import Output, emit, table
 from drkit.cli.options import ConfigOption, FlowOption, OutputOption, facade, parse_time
@@ -19,6 +20,7 @@ _COLOURS = {
     Verdict.LAGGING: "yellow",
     Verdict.STALE: "red",
     Verdict.SOURCE_UNREACHABLE: "red",
+    Verdict.TARGET_DIVERGED: "red",
 }
 
 
@@ -51,6 +53,8 @@ def _render_status(report: StatusReport) -> Iterable[RenderableType]:
         )
         if f.groups:
             yield table("checkpoints", ["group", "age s"], [[g.group, g.checkpoint_age_seconds] for g in f.groups])
+        if f.target_problem:
+            yield f"[bold red]{f.flow}: {escape(f.target_problem)}[/]"
     yield f"[bold {_COLOURS[report.verdict]}]{report.verdict}[/]"
 
 
@@ -61,7 +65,7 @@ def status(
     output: Output = OutputOption,
 ) -> None:
     """Replication lag, sync and checkpoint freshness per flow; exit 0 healthy, 20 lagging, 21 stale,
-    22 source unreachable."""
+    22 source unreachable, 23 target diverged (a target topic deleted or truncated under its syncs)."""
     report = facade(ctx, config).status(flow)
     emit(report, output, _render_status)
     raise typer.Exit(report.verdict.exit_code)

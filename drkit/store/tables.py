@@ -96,6 +96,15 @@ OPERATIONS_DDL = (
 )
 
 
+DRILLS_DDL = (
+    "id STRING NOT NULL, name STRING NOT NULL, flow STRING NOT NULL, disaster STRING NOT NULL, "
+    "verdict STRING NOT NULL, reasons ARRAY<STRING>, acked BIGINT NOT NULL, lost BIGINT NOT NULL, "
+    "redelivered BIGINT NOT NULL, rpo_records BIGINT NOT NULL, rpo_ms BIGINT NOT NULL, rto_ms BIGINT, "
+    "report STRING NOT NULL, spec STRING NOT NULL, drkit_version STRING NOT NULL, "
+    "started_at TIMESTAMP NOT NULL, finished_at TIMESTAMP NOT NULL"
+)
+
+
 def ensure_table(spark: SparkSession, path: str, ddl: str, name: str, partitioned_by: tuple[str, ...] = ()) -> None:
     """Create the Delta table at ``path`` if missing; check its schema version if present."""
     from delta.tables import DeltaTable

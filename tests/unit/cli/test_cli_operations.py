@@ -98,6 +98,16 @@ def test_status_exit_code_is_the_verdict(capsys: pytest.CaptureFixture[str], tmp
     assert code == 22 and "source unreachable" in out
 
 
+def test_status_names_a_diverged_target_in_text_and_exits_23(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    w = fake_world(tmp_path)
+    w.b.ends[("A.orders", 0)] = 0  # deleted and created again: empty under syncs up to 99
+    code, out, err = run_on(w, capsys, "status", "--flow", "A->B")
+    assert code == 23 and "Traceback" not in err
+    assert "target diverged" in out and "target topic A.orders on B holds fewer records" in out
+
+
 def test_failover_dry_run_then_apply(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     w = fake_world(tmp_path)
     code, out, _ = run_on(w, capsys, "failover", "--flow", "A->B", "--group", "billing")

@@ -1,0 +1,335 @@
+"""A drill's verdict: every record of the drill's workload accounted for, and RPO/RTO from its clock.
+
+The drill's producer writes per-key sequence numbers; the source consumer records what the group
+processed (only what it committed); after failover the target consumer records what the group read
+there. Each acknowledged record ends in exactly one of these classes:
+
+* **processed on the source** (committed there before the disaster);
+* **not mirrored** (acknowledged by the source, never on the target): the RPO, a property of
+  asynchronous replication and measured against the drill's budget, not a drkit loss;
+* **read on the target** after failover;
+* **lost**: on the target, never processed on the source and never read there. A failover that skips
+  records does this. Must be 0.
+
+A record both processed on the source and read on the target was **re-delivered** (a failover placed
+the group before it), and a key whose records the group saw out of sequence was reordered. Both
+fail the drill unless its spec allows them. Pure: the runner gathers the facts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class DisasterKind(StrEnum):
+    KILL_SOURCE = "kill_source"  # SIGKILL of the source cluster's broker (local clusters)
+    STOP_MIRROR = "stop_mirror"  # the mirror process is killed; the source stays up
+
+
+class DrillVerdict(StrEnum):
+    PASSED = "pass"
+    FAILED = "fail"
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self is DrillVerdict.PASSED else 30
+
+
+class FailReason(StrEnum):
+    NO_TRAFFIC = "no_traffic"  # nothing was mirrored or processed before the disaster
+    FAILOVER_REFUSED = "failover_refused"  # drkit refused the failover (stale, active group, ...)
+    LOST = "lost"
+    REDELIVERED = "redelivered"
+    OUT_OF_ORDER = "out_of_order"
+    CORRUPT = "corrupt"  # a record read back does not match its checksum
+    RPO_BUDGET = "rpo_budget"  # more records were not mirrored than the spec allows
+    RPO_BOUND = "rpo_bound"  # drkit's lower bound of unmirrored records exceeds the records really lost
+    NO_RESUME = "no_resume"  # the group read nothing on the target after failover
+
+
+Key = tuple[str, int]  # (record key, sequence number)
+
+
+@dataclass(frozen=True)
+class Sent:
+    key: str
+    seq: int
+    at_ms: int  # when the source acknowledged it
+
+
+@dataclass(frozen=True)
+class Budget:
+    rpo_records: int | None = None  # None: not judged
+    redelivered: int = 0
+    lost: int = 0
+
+
+@dataclass(frozen=True)
+class Accounting:
+    acked: int
+    processed_on_source: int
+    not_mirrored: int
+    read_on_target: int
+    lost: int
+    redelivered: int
+    out_of_order_keys: int
+    corrupt: int
+    lost_examples: tuple[Key, ...] = ()
+    redelivered_examples: tuple[Key, ...] = ()
+    oldest_unmirrored_ms: int | None = None
+
+
+def account(
+    acked: Iterable[Sent],
+    processed: Sequence[Key],
+    mirrored: Iterable[Key],
+    read_on_target: Sequence[Key],
+    corrupt: int = 0,
+) -> Accounting:
+    """Classify every acknowledged record (see the module docstring); sequences keep the order seen."""
+    sent = {(s.key, s.seq): s for s in acked}
+    on_target = set(mirrored) & set(sent)
+    done = set(processed)
+    read = Counter(read_on_target)
+    unmirrored = [sent[k] for k in set(sent) - on_target - done]
+    lost = sorted(k for k in on_target if k not in done and k not in read)
+    redelivered = sorted(k for k in read if k in done) + sorted(k for k, n in read.items() if n > 1)
+    return Accounting(
+        acked=len(sent),
+        processed_on_source=len(done & set(sent)),
+        not_mirrored=len(unmirrored),
+        read_on_target=len(set(read) & set(sent)),
+        lost=len(lost),
+        redelivered=sum(1 for k in read if k in done) + sum(n - 1 for n in read.values() if n > 1),
+        out_of_order_keys=len(_out_of_order([*processed, *read_on_target])),
+        corrupt=corrupt,
+        lost_examples=tuple(lost[:5]),
+        redelivered_examples=tuple(redelivered[:5]),
+        oldest_unmirrored_ms=min((s.at_ms for s in unmirrored), default=None),
+    )
+
+
+def _out_of_order(seen: Sequence[Key]) -> set[str]:
+    """Keys with a sequence number below one already seen and not itself seen before (a record seen
+    again is a re-delivery, counted as such, not a reordering)."""
+    top: dict[str, int] = {}
+    before: set[Key] = set()
+    bad: set[str] = set()
+    for key, seq in seen:
+        if key in top and seq < top[key] and (key, seq) not in before:
+            bad.add(key)
+        top[key] = max(seq, top.get(key, seq))
+        before.add((key, seq))
+    return bad
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Epoch milliseconds of the drill's events (None: did not happen)."""
+
+    disaster_ms: int
+    detected_ms: int | None
+    failover_started_ms: int | None
+    failover_finished_ms: int | None
+    first_read_on_target_ms: int | None
+
+    def rto(self) -> dict[str, float | None]:
+        """Seconds: RTO (disaster to first record read on the target) and its parts."""
+        return {
+            "rto_seconds": _span(self.disaster_ms, self.first_read_on_target_ms),
+            "detection_seconds": _span(self.disaster_ms, self.detected_ms),
+            "failover_seconds": _span(self.failover_started_ms, self.failover_finished_ms),
+            "consumer_restart_seconds": _span(self.failover_finished_ms, self.first_read_on_target_ms),
+        }
+
+
+def _span(start: int | None, end: int | None) -> float | None:
+    return None if start is None or end is None else round((end - start) / 1000, 3)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    verdict: DrillVerdict
+    reasons: tuple[tuple[FailReason, str], ...] = field(default_factory=tuple)
+
+
+def judge(
+    accounting: Accounting,
+    budget: Budget,
+    refused: str | None = None,
+    reported_unmirrored: int | None = None,
+) -> Judgement:
+    """Pass, or fail with every reason that applies (each says what was seen and what to look at)."""
+    reasons: list[tuple[FailReason, str]] = []
+    a = accounting
+    if refused is not None:
+        reasons.append((FailReason.FAILOVER_REFUSED, f"drkit refused the failover: {refused}"))
+    if a.processed_on_source == 0 and a.acked - a.not_mirrored == 0:
+        reasons.append((FailReason.NO_TRAFFIC, "nothing was mirrored or processed before the disaster"))
+    if refused is None and a.read_on_target == 0 and a.acked - a.not_mirrored - a.processed_on_source > 0:
+        reasons.append((FailReason.NO_RESUME, "the group read nothing on the target after failover"))
+    if a.lost > budget.lost:
+        reasons.append(
+            (FailReason.LOST, f"{a.lost} mirrored records were never read by the group, e.g. {list(a.lost_examples)}")
+        )
+    if a.redelivered > budget.redelivered:
+        reasons.append(
+            (
+                FailReason.REDELIVERED,
+                f"{a.redelivered} records were delivered to the group twice (allowed {budget.redelivered}), "
+                f"e.g. {list(a.redelivered_examples)}: was the translator running (checkpoint age)?",
+            )
+        )
+    if a.out_of_order_keys:
+        reasons.append((FailReason.OUT_OF_ORDER, f"{a.out_of_order_keys} keys were read out of sequence"))
+    if a.corrupt:
+        reasons.append((FailReason.CORRUPT, f"{a.corrupt} records read back do not match their checksum"))
+    if budget.rpo_records is not None and a.not_mirrored > budget.rpo_records:
+        reasons.append(
+            (
+                FailReason.RPO_BUDGET,
+                f"{a.not_mirrored} records were not mirrored at the disaster (budget {budget.rpo_records}): "
+                "the mirror lags; check `drkit status`",
+            )
+        )
+    if reported_unmirrored is not None and reported_unmirrored > a.not_mirrored:
+        reasons.append(
+            (
+                FailReason.RPO_BOUND,
+                f"drkit reported at least {reported_unmirrored} unmirrored records, only {a.not_mirrored} were",
+            )
+        )
+    return Judgement(DrillVerdict.FAILED if reasons else DrillVerdict.PASSED, tuple(reasons))
+
+
+def accounting_dict(a: Accounting) -> dict[str, Any]:
+    d = asdict(a)
+    d["lost_examples"] = [list(k) for k in a.lost_examples]
+    d["redelivered_examples"] = [list(k) for k in a.redelivered_examples]
+    return d
+
+
+def rpo(accounting: Accounting, disaster_ms: int) -> dict[str, float | int | None]:
+    """RPO as measured by the drill: records not mirrored, and the age of the oldest at the disaster."""
+    oldest = accounting.oldest_unmirrored_ms
+    return {
+        "rpo_records": accounting.not_mirrored,
+        "rpo_seconds": 0.0 if oldest is None else round(max(0, disaster_ms - oldest) / 1000, 3),
+    }
+
+
+class DrillPhase(StrEnum):
+    PREPARE = "prepare"
+    START_JOBS = "start jobs"
+    WAIT_READY = "wait for mirror and checkpoints"
+    WARMUP = "traffic"
+    STOP_CONSUMERS = "stop consumers"
+    DISASTER = "disaster"
+    DETECT = "detect"
+    FAILOVER = "failover"
+    RESUME = "resume on target"
+    VERIFY = "verify"
+
+
+@dataclass(frozen=True)
+class DrillReport:
+    """One drill run: what happened, every record accounted for, RPO and RTO, and the verdict."""
+
+    id: str
+    name: str
+    flow: str
+    disaster: DisasterKind
+    judgement: Judgement
+    accounting: Accounting
+    timeline: Timeline
+    reported_rpo: dict[str, Any]  # what drkit's failover reported (its lower bound, its estimate)
+    failover: dict[str, Any]  # the failover result as the facade returned it (empty if never run)
+    spec: dict[str, Any]
+    drkit_version: str
+    started_ms: int
+    finished_ms: int
+    report_dir: str = ""
+
+    @property
+    def verdict(self) -> DrillVerdict:
+        return self.judgement.verdict
+
+    def measured(self) -> dict[str, Any]:
+        return {**rpo(self.accounting, self.timeline.disaster_ms), **self.timeline.rto()}
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "flow": self.flow,
+            "disaster": self.disaster.value,
+            "verdict": self.verdict.value,
+            "reasons": [{"reason": r.value, "detail": d} for r, d in self.judgement.reasons],
+            "records": accounting_dict(self.accounting),
+            "measured": self.measured(),
+            "timeline_ms": asdict(self.timeline),
+            "reported_rpo": self.reported_rpo,
+            "failover": self.failover,
+            "spec": self.spec,
+            "drkit_version": self.drkit_version,
+            "started_ms": self.started_ms,
+            "finished_ms": self.finished_ms,
+            "report_dir": self.report_dir,
+        }
+
+    def markdown(self) -> str:
+        a, m = self.accounting, self.measured()
+        lines = [
+            f"# Drill {self.name}: {self.verdict.value.upper()}",
+            "",
+            f"- id `{self.id}`, flow `{self.flow}`, disaster `{self.disaster.value}`, drkit {self.drkit_version}",
+            "",
+            "## Records",
+            "",
+            "| acknowledged | processed on source | not mirrored (RPO) | read on target | lost | re-delivered "
+            "| keys out of order | corrupt |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+            f"| {a.acked} | {a.processed_on_source} | {a.not_mirrored} | {a.read_on_target} | {a.lost} "
+            f"| {a.redelivered} | {a.out_of_order_keys} | {a.corrupt} |",
+            "",
+            "## RPO and RTO",
+            "",
+            "| RPO records | RPO seconds | RTO seconds | detection | failover | consumer restart |",
+            "| --- | --- | --- | --- | --- | --- |",
+            "| {rpo_records} | {rpo_seconds} | {rto_seconds} | {detection_seconds} | {failover_seconds} "
+            "| {consumer_restart_seconds} |".format(**{k: "-" if v is None else v for k, v in m.items()}),
+            "",
+            f"drkit's failover reported: {self.reported_rpo or '-'}",
+        ]
+        if self.judgement.reasons:
+            lines += ["", "## Why it failed", ""] + [f"- **{r.value}**: {d}" for r, d in self.judgement.reasons]
+        return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class DrillRecord:
+    """A row of the ``drills`` table (``drkit drill history``)."""
+
+    id: str
+    name: str
+    flow: str
+    disaster: str
+    verdict: str
+    reasons: tuple[str, ...]
+    acked: int
+    lost: int
+    redelivered: int
+    rpo_records: int
+    rpo_ms: int
+    rto_ms: int | None
+    report: str
+    drkit_version: str
+    started_ms: int
+    finished_ms: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)

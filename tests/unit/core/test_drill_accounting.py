@@ -1,0 +1,83 @@
+"""A drill's accounting and verdict: every acknowledged record in exactly one class."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from drkit.core.drill import Budget, DrillVerdict, FailReason, Sent, Timeline, account, judge, rpo
+
+
+def sent(*keys: tuple[str, int], at: int = 1000) -> list[Sent]:
+    return [Sent(k, s, at + i) for i, (k, s) in enumerate(keys)]
+
+
+A = [("k0", 0), ("k0", 1), ("k0", 2), ("k1", 0), ("k1", 1)]
+
+
+def test_a_clean_failover_passes() -> None:
+    # k0:0-1 and k1:0 processed on the source; k0:2 mirrored and read on the target; k1:1 never mirrored.
+    a = account(sent(*A), [("k0", 0), ("k0", 1), ("k1", 0)], A[:4], [("k0", 2)])
+    assert (a.acked, a.processed_on_source, a.not_mirrored, a.read_on_target, a.lost, a.redelivered) == (
+        5,
+        3,
+        1,
+        1,
+        0,
+        0,
+    )
+    assert judge(a, Budget()).verdict is DrillVerdict.PASSED
+
+
+def test_a_skipped_record_is_lost_and_a_re_read_one_is_redelivered() -> None:
+    a = account(sent(*A), [("k0", 0), ("k0", 1)], A, [("k0", 1), ("k1", 1)])
+    assert a.lost == 2 and a.lost_examples == (("k0", 2), ("k1", 0))
+    assert a.redelivered == 1 and a.redelivered_examples == (("k0", 1),)
+    reasons = dict(judge(a, Budget()).reasons)
+    assert set(reasons) == {FailReason.LOST, FailReason.REDELIVERED}
+    assert judge(a, Budget(redelivered=1, lost=2)).verdict is DrillVerdict.PASSED
+
+
+def test_reordering_and_budgets_and_the_rpo_bound() -> None:
+    a = account(sent(*A), [], A, [("k0", 1), ("k0", 0), ("k0", 2), ("k1", 0), ("k1", 1)])
+    assert a.out_of_order_keys == 1 and a.redelivered == 0
+    assert FailReason.OUT_OF_ORDER in dict(judge(a, Budget()).reasons)
+    b = account(sent(*A), [], A[:2], A[:2])
+    assert b.not_mirrored == 3
+    assert FailReason.RPO_BUDGET in dict(judge(b, Budget(rpo_records=2)).reasons)
+    assert FailReason.RPO_BOUND in dict(judge(b, Budget(), reported_unmirrored=4).reasons)
+    assert judge(b, Budget(), reported_unmirrored=3).verdict is DrillVerdict.PASSED
+
+
+def test_a_refused_failover_fails_with_drkits_reason() -> None:
+    a = account(sent(*A), [("k0", 0)], A, [])
+    reasons = dict(judge(a, Budget(), refused="flow A->B has no checkpoints").reasons)
+    assert "no checkpoints" in reasons[FailReason.FAILOVER_REFUSED]
+    assert FailReason.NO_RESUME not in reasons
+
+
+def test_rpo_and_rto_from_the_clock() -> None:
+    a = account(sent(*A, at=10_000), [], A[:3], A[:3])
+    assert rpo(a, 20_000) == {"rpo_records": 2, "rpo_seconds": 9.997}
+    t = Timeline(20_000, 23_000, 23_500, 25_000, 31_000)
+    assert t.rto() == {
+        "rto_seconds": 11.0,
+        "detection_seconds": 3.0,
+        "failover_seconds": 1.5,
+        "consumer_restart_seconds": 6.0,
+    }
+
+
+keys = st.tuples(st.sampled_from(["k0", "k1", "k2"]), st.integers(0, 20))
+
+
+@given(st.sets(keys, max_size=40), st.data())
+def test_every_acknowledged_record_is_in_exactly_one_class(acked: set[tuple[str, int]], data: st.DataObject) -> None:
+    ordered = sorted(acked)
+    processed = data.draw(st.sets(st.sampled_from(ordered))) if ordered else set()
+    mirrored = data.draw(st.sets(st.sampled_from(ordered))) if ordered else set()
+    rest = sorted(mirrored - processed)
+    read = data.draw(st.sets(st.sampled_from(rest))) if rest else set()
+    a = account(sent(*ordered), sorted(processed), mirrored, sorted(read))
+    assert a.redelivered == 0
+    assert a.acked == a.processed_on_source + a.not_mirrored + a.read_on_target + a.lost
