@@ -47,7 +47,10 @@ def _root(
 
 
 def _register() -> None:
-    # Commands that need Spark import it lazily inside their bodies, so `drkit --help` is fast.
+    # Commands that need Spark import it lazily inside their bodies, so `drkit --help` is fast. Once per
+    # process: Typer appends every registration, and main() runs many times in one test process.
+    if app.registered_commands:
+        return
     from drkit.cli import commands
 
     commands.register(app)
