@@ -9,7 +9,9 @@ there. Each acknowledged record ends in exactly one of these classes:
   asynchronous replication and measured against the drill's budget, not a drkit loss;
 * **read on the target** after failover;
 * **lost**: on the target, never processed on the source and never read there. A failover that skips
-  records does this. Must be 0.
+  records does this. Must be 0;
+* **not resumed**: the same, when the group never resumed on the target (the failover was refused):
+  nothing was skipped, the drill failed for that reason.
 
 A record both processed on the source and read on the target was **re-delivered** (a failover placed
 the group before it), and a key whose records the group saw out of sequence was reordered. Both
@@ -76,6 +78,7 @@ class Accounting:
     read_on_target: int
     lost: int
     redelivered: int
+    not_resumed: int
     out_of_order_keys: int
     corrupt: int
     lost_examples: tuple[Key, ...] = ()
@@ -89,14 +92,17 @@ def account(
     mirrored: Iterable[Key],
     read_on_target: Sequence[Key],
     corrupt: int = 0,
+    resumed: bool = True,
 ) -> Accounting:
-    """Classify every acknowledged record (see the module docstring); sequences keep the order seen."""
+    """Classify every acknowledged record (see the module docstring); sequences keep the order seen.
+    ``resumed`` False: the group never resumed on the target."""
     sent = {(s.key, s.seq): s for s in acked}
     on_target = set(mirrored) & set(sent)
     done = set(processed)
     read = Counter(read_on_target)
     unmirrored = [sent[k] for k in set(sent) - on_target - done]
-    lost = sorted(k for k in on_target if k not in done and k not in read)
+    unread = sorted(k for k in on_target if k not in done and k not in read)
+    lost = unread if resumed else []
     redelivered = sorted(k for k in read if k in done) + sorted(k for k, n in read.items() if n > 1)
     return Accounting(
         acked=len(sent),
@@ -104,6 +110,7 @@ def account(
         not_mirrored=len(unmirrored),
         read_on_target=len(set(read) & set(sent)),
         lost=len(lost),
+        not_resumed=0 if resumed else len(unread),
         redelivered=sum(1 for k in read if k in done) + sum(n - 1 for n in read.values() if n > 1),
         out_of_order_keys=len(_out_of_order([*processed, *read_on_target])),
         corrupt=corrupt,
@@ -291,10 +298,10 @@ class DrillReport:
             "## Records",
             "",
             "| acknowledged | processed on source | not mirrored (RPO) | read on target | lost | re-delivered "
-            "| keys out of order | corrupt |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- |",
+            "| not resumed | keys out of order | corrupt |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
             f"| {a.acked} | {a.processed_on_source} | {a.not_mirrored} | {a.read_on_target} | {a.lost} "
-            f"| {a.redelivered} | {a.out_of_order_keys} | {a.corrupt} |",
+            f"| {a.redelivered} | {a.not_resumed} | {a.out_of_order_keys} | {a.corrupt} |",
             "",
             "## RPO and RTO",
             "",

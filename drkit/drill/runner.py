@@ -130,6 +130,8 @@ class DrillRunner:
                     refused = "; ".join(f"{r.reason.value}: {r.detail}" for r in result.plan.refusals)
             except DrkitError as exc:
                 refused = str(exc)
+            if refused is not None and not self.spec.jobs.translator:
+                refused += " (the translator, `drkit checkpoint`, was not running: it writes the checkpoints)"
             failover_finished = _now_ms()
             if refused is None:
                 self.on_phase(DrillPhase.RESUME, f"group {w.group} on {self.flow.target} reads {self.target_topic}")
@@ -145,6 +147,7 @@ class DrillRunner:
             mirrored,
             [] if resumed is None else resumed.processed,
             consumer.corrupt + (0 if resumed is None else resumed.corrupt),
+            resumed=resumed is not None,
         )
         lower = reported.get("unmirrored_offsets") if reported.get("source_reachable") is False else None
         judgement = judge(accounting, spec.budget_rules(), refused, lower)
@@ -258,6 +261,8 @@ class DrillRunner:
         """Until the mirror has copied records the stopped group has not processed, on every partition,
         and the translator has its last commit (at most ready_timeout_seconds): the group then has
         something to resume on the target, and the RTO a first record to measure."""
+        if not (self.spec.jobs.mirror and self.spec.jobs.translator):
+            return  # a broken setup on purpose: nothing to wait for
         deadline = time.monotonic() + self.spec.workload.ready_timeout_seconds
         while time.monotonic() < deadline:
             with contextlib.suppress(DrkitError):

@@ -39,7 +39,7 @@ from drkit.core.offsets import SyncRange
 from drkit.core.reports import MirrorSummary
 from drkit.core.selection import NameSelector
 from drkit.core.status import EndsObservation
-from drkit.errors import DrkitError, MirrorError, RefusedError
+from drkit.errors import ClusterError, DrkitError, MirrorError, RefusedError
 from drkit.kafka import clients
 from drkit.kafka.admin import KafkaAdmin
 from drkit.kafka.topics import TopicPair, ensure_target_topics
@@ -239,7 +239,7 @@ class MirrorJob:
         text = str(exc)
         if FAILURE_MARKER in text or not _SOURCE_READ_FAILURE.search(text):
             return exc
-        return MirrorError(source_unreachable(self.flow, self.source.bootstrap_servers, _cause(text)))
+        return ClusterError(source_unreachable(self.flow, self.source.bootstrap_servers, _cause(text)))
 
     def _tasks(self) -> int:
         return max(1, int(self.spark.sparkContext.defaultParallelism))
@@ -247,9 +247,17 @@ class MirrorJob:
     def describe_failure(self, error: BaseException) -> str:
         """One line for a query that stopped: the cause, and for a source that cannot be read, what to do."""
         text = str(error)
-        if FAILURE_MARKER not in text and "MirrorError: " not in text and _SOURCE_READ_FAILURE.search(text):
+        if self.source_lost(error) and "ClusterError: " not in text:
             return source_unreachable(self.flow, self.source.bootstrap_servers, _cause(text))
         return failure_message(error)
+
+    def source_lost(self, error: BaseException) -> bool:
+        """Whether a stopped query's error is its source not answering (a cluster error, exit 4), rather
+        than a failure of the mirror itself (exit 5)."""
+        text = str(error)
+        if FAILURE_MARKER in text:
+            return False
+        return f"source cluster {self.flow.source} (" in text or bool(_SOURCE_READ_FAILURE.search(text))
 
     def source_reachable(self, timeout: float = 2.0) -> bool:
         try:
@@ -488,7 +496,8 @@ class MirrorRunner:
                 error = query.exception()
                 if error is not None:
                     metrics.ERRORS.labels(job.flow.name, "mirror").inc()
-                    raise MirrorError(f"mirror of flow {job.flow.name} stopped: {job.describe_failure(error)}")
+                    kind = ClusterError if job.source_lost(error) else MirrorError
+                    raise kind(f"mirror of flow {job.flow.name} stopped: {job.describe_failure(error)}")
         finally:
             for q in queries:
                 if q.isActive:

@@ -188,6 +188,11 @@ def failback(ctx: OperateContext, request: FailbackRequest, confirm: Confirm | N
     reverse = ctx.config.reverse_of(flow)
     admin_leaving = ctx.clusters.admin(leaving)
     names = request.groups or flow.group_selector().select(admin_leaving.list_groups())
+    if not names:
+        raise RefusedError(
+            f"flow {flow.name}: no group the flow selects has committed offsets on {leaving}: nothing to fail "
+            "back; check the flow's groups selection, or name the groups with --group"
+        )
     offsets = [c for g in names for c in admin_leaving.committed_offsets(g) if c.offset >= 0]
 
     copies = {target: source for source, target in ctx.syncs.target_topics(flow.name).items()}

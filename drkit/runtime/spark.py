@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from drkit.config import SparkConfig, is_secret_key, mask_text, secret_values
-from drkit.runtime.artifacts import spark_extra_jars
+from drkit.runtime.artifacts import in_jvm_working_dir, spark_extra_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -73,7 +73,8 @@ def build_session(config: SparkConfig, app_name: str = "drkit") -> SparkSession:
     # Start the gateway JVM with the launch settings on its command line and the secret ones in a
     # private properties file (a secret the JVM reads at start, e.g. in extraJavaOptions, must be there
     # then); getOrCreate passes them again by py4j. A JVM already running in this process is kept.
-    with _secret_properties(secret) as extra:
+    # Spark 4.0 leaves an empty artifacts/ folder in its JVM's working directory: launch it in drkit's own.
+    with _secret_properties(secret) as extra, in_jvm_working_dir():
         launch.update(extra)
         SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(launch.items())))
     builder = SparkSession.builder

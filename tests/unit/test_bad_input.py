@@ -678,19 +678,12 @@ STATE_CASES: list[Any] = [
         "cluster A is unreachable",
         id="failback-origin-unreachable",
     ),
-    # bugs today, kept so that their fix is noticed
     pytest.param(
         _empty,
         ["failback", *F, "--all-groups", "--apply", "--yes"],
         3,
-        "has no checkpoints",
+        "nothing to fail back",
         id="failback-all-groups-with-nothing",
-        marks=pytest.mark.xfail(
-            strict=True,
-            reason="failback --all-groups --apply with no checkpoints and no groups exits 0 'applied and "
-            "verified' (an applied audit row moving nothing) where failover refuses with exit 3: "
-            "drkit/operate/failover.py failback",
-        ),
     ),
 ]
 

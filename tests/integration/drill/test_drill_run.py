@@ -67,7 +67,7 @@ def test_a_drill_that_kills_the_source_passes_with_every_record_accounted_for(
     assert a.acked > 0 and a.processed_on_source > 0 and a.read_on_target > 0
     assert a.lost == 0 and a.redelivered == 0 and a.out_of_order_keys == 0 and a.corrupt == 0
     # Every acknowledged record is in exactly one class.
-    assert a.acked == a.processed_on_source + a.not_mirrored + a.read_on_target
+    assert a.acked == a.processed_on_source + a.not_mirrored + a.read_on_target and a.not_resumed == 0
     assert m["rto_seconds"] is not None and m["rto_seconds"] > 0
     assert m["detection_seconds"] is not None and m["failover_seconds"] is not None
     assert m["rpo_records"] == a.not_mirrored and m["rpo_seconds"] is not None
@@ -95,5 +95,6 @@ def test_a_drill_without_the_translator_fails_and_says_why(
     assert report.verdict is DrillVerdict.FAILED
     reasons = dict(report.judgement.reasons)
     assert FailReason.FAILOVER_REFUSED in reasons, report.judgement.reasons
-    assert "no checkpoints" in reasons[FailReason.FAILOVER_REFUSED], reasons
-    assert report.accounting.lost == 0  # nothing was moved: nothing skipped
+    assert "`drkit checkpoint`, was not running" in reasons[FailReason.FAILOVER_REFUSED], reasons
+    assert FailReason.LOST not in reasons and report.accounting.lost == 0  # nothing moved: nothing skipped
+    assert report.accounting.not_resumed > 0

@@ -149,3 +149,12 @@ def test_offsets_of_a_group(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
     code, out, _ = run_on(w, capsys, "offsets", "--group", "billing", "--flow", "A->B", "-o", "json")
     [flow] = json.loads(out)
     assert code == 0 and flow["partitions"][0]["translated_now"] == 40
+
+
+def test_apply_without_yes_and_without_a_terminal_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    w = fake_world(tmp_path)
+    code, _, err = run_on(w, capsys, "failover", "--flow", "A->B", "--group", "billing", "--apply")
+    assert code == 3 and "--apply needs --yes when stdin is not a terminal" in err
+    assert w.b.commits == []

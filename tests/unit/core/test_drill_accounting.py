@@ -50,7 +50,8 @@ def test_reordering_and_budgets_and_the_rpo_bound() -> None:
 
 
 def test_a_refused_failover_fails_with_drkits_reason() -> None:
-    a = account(sent(*A), [("k0", 0)], A, [])
+    a = account(sent(*A), [("k0", 0)], A, [], resumed=False)
+    assert (a.lost, a.not_resumed) == (0, 4)  # never resumed: nothing skipped
     reasons = dict(judge(a, Budget(), refused="flow A->B has no checkpoints").reasons)
     assert "no checkpoints" in reasons[FailReason.FAILOVER_REFUSED]
     assert FailReason.NO_RESUME not in reasons
