@@ -7,7 +7,11 @@
 5. ``drkit failover --apply --yes`` commits them for the group on B;
 6. a consumer of ``demo-app`` on B reads what the group had not processed on A: the demo
    counts them against what it expected (no record lost, none re-delivered);
-7. ``scripts/render-notebooks`` executes notebooks/ on the state and renders them to HTML.
+7. ``scripts/render-notebooks`` executes notebooks/ on the state and renders them to HTML;
+8. ``drkit drill run runbooks/drills/source-loss.toml``: the whole story again as a drill (runbooks/drill.md),
+   live: traffic, the mirror and the translator running, A SIGKILLed, failover, every record verified,
+   RPO and RTO measured; then A is started again (the clusters are left running) and the report's
+   folder is printed. The demo's exit code is the drill's (0 pass, 30 fail).
 
 Every run adds new records, so it can be run again on the same clusters. ``--base-port N`` uses
 clusters on N (A) and N+10 (B), with a config written under ``.drkit/`` from
@@ -17,6 +21,7 @@ examples/drkit.local.toml and its own state root (offset-syncs of other clusters
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import time
@@ -37,9 +42,14 @@ TOPIC, PARTITIONS, RECORDS = "demo.orders", 3, 3000
 GROUP = f"demo-app-{uuid.uuid4().hex[:6]}"
 
 
+#: The drill at the end (relative to ROOT, as runbooks/drill.md runs it). Its [local_kafka] state_dir is
+#: the repository's .drkit/local-kafka, where scripts/local-kafka keeps A and B whatever --base-port says.
+DRILL_SPEC = "runbooks/drills/source-loss.toml"
+
+
 def drkit(*args: str, check: bool = True) -> int:
     print(f"\n$ drkit {' '.join(args)}", flush=True)
-    return subprocess.run([sys.executable, "-m", "drkit.cli.app", *args], check=check).returncode
+    return subprocess.run([sys.executable, "-m", "drkit.cli.app", *args], check=check, cwd=ROOT).returncode
 
 
 def ensure_topic() -> None:
@@ -154,8 +164,40 @@ def main() -> None:
         print(f"\nThe notebooks, rendered: {Drkit.from_file(CONFIG).layout.root.resolve() / 'notebooks'}/*.html")
     else:
         print("\nthe notebooks could not be rendered (see above)")
+    code = drill(args.base_port)
     print("\nDone. Stop the clusters with: scripts/local-kafka down")
     print(f"Try drkit yourself: source .venv/bin/activate; drkit status -c {CONFIG}")
+    if code != 0:
+        sys.exit(f"demo failed: the drill exited {code} (see its report above)")
+
+
+def drill(base_port: int) -> int:
+    """The routine DR drill (runbooks/drill.md) on the demo's clusters; A is started again afterwards."""
+    print("\nThe same story as a drill: live traffic, the mirror and the translator running, A SIGKILLed,")
+    print("failover, the group resumed on B, every record verified, RPO and RTO measured (a few minutes).")
+    code = drkit("drill", "run", DRILL_SPEC, "-c", CONFIG, check=False)
+    # kill_source SIGKILLed A (or the drill refused before touching it): leave both clusters running.
+    ports = [] if base_port == DEFAULT_BASE_PORT else ["--base-port", str(base_port)]
+    print(f"\n$ scripts/local-kafka up {' '.join(['A', 'B', *ports])}      # A was SIGKILLed by the drill", flush=True)
+    subprocess.run([str(ROOT / "scripts" / "local-kafka"), "up", "A", "B", *ports], check=False, cwd=ROOT)
+    from drkit.service import Drkit
+
+    try:
+        drills = Drkit.from_file(CONFIG).drill_history(1).as_dict()["drills"]
+    except Exception as exc:  # the report is on screen already; the history is a convenience
+        drills = []
+        print(f"(drill history unavailable: {exc})")
+    if drills:
+        last = drills[0]
+        folder = json.loads(last["report"]).get("report_dir", "?")
+        rto = "-" if last["rto_ms"] is None else f"{last['rto_ms'] / 1000:.1f}s"
+        print(
+            f"\ndrill {last['name']}: {last['verdict'].upper()}; {last['acked']} records, {last['lost']} lost, "
+            f"{last['redelivered']} re-delivered, RPO {last['rpo_records']} records, RTO {rto}"
+        )
+        print(f"The report: {folder}/report.md (and report.json, the jobs' logs)")
+        print(f"Every drill: drkit drill history -c {CONFIG}")
+    return code
 
 
 def _unprocessed_on_a() -> list[bytes]:

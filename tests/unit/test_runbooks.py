@@ -1,0 +1,251 @@
+"""The runbooks do not drift from the CLI and the drill.
+
+Every ``drkit ...`` line in a fenced code block of ``runbooks/*.md`` is checked against the real
+Typer application: the command path exists and every option it uses is an option of that command
+(with the right number of values). Every drill spec a runbook names loads; the drill runbook runs
+``drkit drill run`` and ``drkit drill history``; the failover runbook's apply step uses the flags
+through which the drill makes the same facade call (``--flow``, ``--group``, ``--apply``).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer.main
+
+from drkit.cli.app import _register, app
+from drkit.drill.spec import load_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+RUNBOOKS = ROOT / "runbooks"
+RUNBOOK_FILES = sorted(RUNBOOKS.glob("*.md"))
+
+_FENCE = re.compile(r"^[ \t]*```([\w-]*)[ \t]*\n(.*?)^[ \t]*```", re.M | re.S)
+_SHELL_LANGUAGES = {"", "bash", "sh", "shell", "console"}
+#: Tokens after which a new command starts.
+_SEPARATORS = {";", "&&", "||", "|", "&", "(", ")", "$("}
+_PREFIXES = {"until", "while", "if", "then", "do", "else", "!", "time", "watch", "sudo", "exec", "env"}
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_SPEC = re.compile(r"runbooks/drills/[\w.-]+\.toml")
+
+
+@dataclass(frozen=True)
+class Invocation:
+    source: str  # file:line, for the failure message
+    line: str
+    args: tuple[str, ...]  # what follows `drkit`
+
+
+def _is_drkit(token: str) -> bool:
+    return token == "drkit" or token.endswith("/drkit")
+
+
+def invocations(text: str, source: str) -> list[Invocation]:
+    """Every ``drkit`` command in the shell blocks of a markdown text."""
+    found = []
+    for block in _FENCE.finditer(text):
+        if block.group(1).lower() not in _SHELL_LANGUAGES:
+            continue
+        first_line = text.count("\n", 0, block.start(2)) + 1
+        for offset, raw in enumerate(block.group(2).splitlines()):
+            line = raw.strip().removeprefix("$ ")
+            lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+            lexer.whitespace_split = True
+            lexer.commenters = "#"
+            tokens = list(lexer)
+            command_position = True
+            for i, token in enumerate(tokens):
+                if command_position and _is_drkit(token):
+                    args = []
+                    for arg in tokens[i + 1 :]:
+                        if arg in _SEPARATORS or set(arg) <= set("();<>|&"):
+                            break  # a separator or a redirection ends the command
+                        args.append(arg)
+                    found.append(Invocation(f"{source}:{first_line + offset}", line, tuple(args)))
+                # A separator starts a command; a prefix (`until`, `X=1`) keeps the position for the next.
+                starts = token in _SEPARATORS
+                keeps = command_position and (token in _PREFIXES or _ASSIGNMENT.match(token) is not None)
+                command_position = starts or keeps
+    return found
+
+
+def _root_command() -> Any:
+    _register()
+    return typer.main.get_command(app)
+
+
+def problems(invocation: Invocation, root: Any) -> list[str]:
+    """What in one invocation the CLI would reject: an unknown command, an unknown option, a missing
+    option value. Empty: the line is valid for the real application."""
+    out: list[str] = []
+    command, path = root, ["drkit"]
+    positionals = 0
+    args = list(invocation.args)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--help":
+            continue
+        if arg.startswith("-") and arg != "-":
+            name = arg.split("=", 1)[0] if arg.startswith("--") else arg
+            options = {o: p for p in command.params if p.param_type_name == "option" for o in p.opts + p.secondary_opts}
+            param = options.get(name)
+            if param is None:
+                out.append(f"{' '.join(path)}: no option {name}")
+                continue
+            takes_value = not (param.is_flag or param.count) and "=" not in arg
+            if takes_value:
+                if i + param.nargs > len(args):
+                    out.append(f"{' '.join(path)}: {name} needs a value")
+                i += param.nargs
+            continue
+        subcommands = getattr(command, "commands", None)
+        if subcommands is not None:
+            if arg not in subcommands:
+                out.append(f"{' '.join(path)}: no command {arg!r} (has {', '.join(sorted(subcommands))})")
+                return out
+            command, path = subcommands[arg], [*path, arg]
+            positionals = 0
+            continue
+        positionals += 1
+        accepted = sum(max(p.nargs, 1) for p in command.params if p.param_type_name == "argument")
+        if positionals > accepted:
+            out.append(f"{' '.join(path)}: unexpected argument {arg!r}")
+    if getattr(command, "commands", None) is not None and command is not root:
+        out.append(f"{' '.join(path)}: a command group, not a command (has {', '.join(sorted(command.commands))})")
+    return out
+
+
+def _all_invocations() -> list[Invocation]:
+    return [
+        inv
+        for path in RUNBOOK_FILES
+        for inv in invocations(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+    ]
+
+
+def test_the_runbooks_are_there() -> None:
+    names = {p.name for p in RUNBOOK_FILES}
+    assert {
+        "failover.md",
+        "failback.md",
+        "switchover.md",
+        "drill.md",
+        "coverage.md",
+        "status.md",
+    } <= names
+    assert len(_all_invocations()) >= 30, "the parser found too few drkit commands: is it still reading the blocks?"
+
+
+@pytest.mark.parametrize("path", RUNBOOK_FILES, ids=lambda p: p.name)
+def test_every_drkit_command_in_a_runbook_exists_with_its_options(path: Path) -> None:
+    root = _root_command()
+    found = invocations(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+    assert found, f"{path.name} names no drkit command in a code block"
+    bad = [f"{inv.source}: `{inv.line}`: {p}" for inv in found for p in problems(inv, root)]
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.parametrize("path", RUNBOOK_FILES, ids=lambda p: p.name)
+def test_every_drkit_command_names_the_config(path: Path) -> None:
+    """Without -c drkit reads ./drkit.toml: a runbook step must never depend on the directory."""
+    missing = [
+        f"{inv.source}: `{inv.line}`"
+        for inv in invocations(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+        if "--help" not in inv.args and not {"-c", "--config"} & set(inv.args)
+    ]
+    assert not missing, "\n".join(missing)
+
+
+def test_every_drill_spec_a_runbook_names_loads() -> None:
+    specs = {m.group(0) for path in RUNBOOK_FILES for m in _SPEC.finditer(path.read_text(encoding="utf-8"))}
+    assert "runbooks/drills/source-loss.toml" in specs
+    for spec in sorted(specs):
+        loaded = load_spec(ROOT / spec)
+        assert (ROOT / spec).is_file()
+        assert loaded.drill.flow, spec
+
+
+def test_the_drill_runbook_runs_the_drill_and_reads_its_history() -> None:
+    commands = {" ".join(inv.args[:2]) for inv in invocations((RUNBOOKS / "drill.md").read_text(encoding="utf-8"), "")}
+    assert "drill run" in commands
+    assert "drill history" in commands
+    runs = [
+        inv
+        for inv in invocations((RUNBOOKS / "drill.md").read_text(encoding="utf-8"), "drill.md")
+        if inv.args[:2] == ("drill", "run")
+    ]
+    assert any("runbooks/drills/source-loss.toml" in inv.args for inv in runs)
+
+
+def test_the_failover_runbook_applies_with_the_flags_of_the_drills_facade_call() -> None:
+    """The drill fails over with ``Drkit.failover(flow, [group], apply=True)``: the runbook's step must
+    be that call (``--flow``, ``--group``, ``--apply``), or the drill rehearses something else."""
+    runner = (ROOT / "drkit" / "drill" / "runner.py").read_text(encoding="utf-8")
+    assert "self.service.failover(self.flow.name, [w.group], apply=True)" in runner
+    failovers = [
+        set(inv.args)
+        for inv in invocations((RUNBOOKS / "failover.md").read_text(encoding="utf-8"), "failover.md")
+        if inv.args[:1] == ("failover",)
+    ]
+    assert any({"--flow", "--group", "--apply"} <= args for args in failovers), failovers
+
+
+_FAKE = """\
+# A runbook
+
+```bash
+{line}
+```
+"""
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("drkit failover -c \"$CONFIG\" --flow 'A->B' --group g --nope", "drkit failover: no option --nope"),
+        ('.venv/bin/drkit status -c "$CONFIG" --allow-stale', "drkit status: no option --allow-stale"),
+        ('drkit failovr -c "$CONFIG"', "drkit: no command 'failovr'"),
+        ('drkit drill start x.toml -c "$CONFIG"', "drkit drill: no command 'start'"),
+        ('drkit drill -c "$CONFIG"', "drkit drill: no option -c"),
+        ('drkit drill run a.toml b.toml -c "$CONFIG"', "drkit drill run: unexpected argument 'b.toml'"),
+        ('drkit offsets -c "$CONFIG" --group', "drkit offsets: --group needs a value"),
+        ('until drkit status -c "$CONFIG" --lag; do sleep 5; done', "drkit status: no option --lag"),
+        ('X=1 drkit checkpoint -c "$CONFIG" --forever >/dev/null', "drkit checkpoint: no option --forever"),
+    ],
+)
+def test_the_checker_catches_a_made_up_command_or_flag(line: str, problem: str) -> None:
+    found = invocations(_FAKE.format(line=line), "fake.md")
+    assert len(found) == 1
+    found_problems = problems(found[0], _root_command())
+    assert any(problem in p for p in found_problems), found_problems
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "drkit failover -c \"$CONFIG\" --flow 'A->B' --group billing --apply --yes   # a comment --nope",
+        'drkit status -c "$CONFIG" --flow=A-to-B -o json > status.json',
+        'drkit drill run runbooks/drills/source-loss.toml -c "$CONFIG"',
+        'drkit offsets --config "$CONFIG" -g billing --version 3',
+        "drkit --help",
+    ],
+)
+def test_the_checker_accepts_valid_lines(line: str) -> None:
+    found = invocations(_FAKE.format(line=line), "fake.md")
+    assert len(found) == 1
+    assert problems(found[0], _root_command()) == []
+
+
+def test_the_checker_ignores_prose_and_other_languages() -> None:
+    text = (
+        "Run `drkit failover --nope` now.\n\n```toml\ndrkit = '--nope'\n```\n\n"
+        "```bash\nscripts/local-kafka up A B\n```\n"
+    )
+    assert invocations(text, "fake.md") == []
