@@ -310,11 +310,26 @@ class DrillReport:
             "| {rpo_records} | {rpo_seconds} | {rto_seconds} | {detection_seconds} | {failover_seconds} "
             "| {consumer_restart_seconds} |".format(**{k: "-" if v is None else v for k, v in m.items()}),
             "",
-            f"drkit's failover reported: {self.reported_rpo or '-'}",
+            f"drkit's failover reported: {_reported(self.reported_rpo)}",
         ]
         if self.judgement.reasons:
             lines += ["", "## Why it failed", ""] + [f"- **{r.value}**: {d}" for r, d in self.judgement.reasons]
         return "\n".join(lines) + "\n"
+
+
+def _reported(rpo: dict[str, Any]) -> str:
+    """drkit's own RPO figure as the failover printed it: exact when live, else a bound and an estimate."""
+    if not rpo:
+        return "- (no failover ran)"
+    n = rpo.get("unmirrored_offsets")
+    figure = "unknown" if n is None else (f"at least {n}" if rpo.get("lower_bound") else str(n))
+    text = f"{figure} unmirrored offsets (source ends from {rpo.get('source_ends_from', '?')}"
+    if rpo.get("observation_age_seconds") is not None:
+        text += f", observed {rpo['observation_age_seconds']}s before"
+    text += ")"
+    if rpo.get("estimated_since_observation") is not None:
+        text += f", estimated {rpo['estimated_since_observation']} more produced after the observation"
+    return text
 
 
 @dataclass(frozen=True)

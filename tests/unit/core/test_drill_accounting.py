@@ -82,3 +82,25 @@ def test_every_acknowledged_record_is_in_exactly_one_class(acked: set[tuple[str,
     a = account(sent(*ordered), sorted(processed), mirrored, sorted(read))
     assert a.redelivered == 0
     assert a.acked == a.processed_on_source + a.not_mirrored + a.read_on_target + a.lost
+
+
+def test_the_report_prints_drkits_rpo_as_a_bound_and_an_estimate() -> None:
+    from drkit.core.drill import _reported
+
+    assert _reported({}) == "- (no failover ran)"
+    assert _reported({"unmirrored_offsets": 3, "lower_bound": False, "source_ends_from": "live"}) == (
+        "3 unmirrored offsets (source ends from live)"
+    )
+    shown = _reported(
+        {
+            "unmirrored_offsets": 0,
+            "lower_bound": True,
+            "source_ends_from": "last observation",
+            "observation_age_seconds": 17.0,
+            "estimated_since_observation": 3174,
+        }
+    )
+    assert shown == (
+        "at least 0 unmirrored offsets (source ends from last observation, observed 17.0s before), "
+        "estimated 3174 more produced after the observation"
+    )
