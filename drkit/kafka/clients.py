@@ -12,11 +12,11 @@ from typing import Any
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
-from drkit.config import ClusterConfig
+from drkit.config import JAVA_ONLY_PROPERTIES, ClusterConfig
 
-#: Client properties that only the Java client (Spark's Kafka source) understands; librdkafka
-#: rejects unknown properties, so these are left out of confluent-kafka clients.
-_JAVA_ONLY = ("ssl.truststore.", "ssl.keystore.", "sasl.jaas.config", "ssl.endpoint.identification.algorithm")
+#: Client properties that only the Java client (Spark's Kafka source) understands (declared with the
+#: config's validation); librdkafka rejects unknown properties, so these are left out of its clients.
+_JAVA_ONLY = JAVA_ONLY_PROPERTIES
 
 
 def _logger(alias: str) -> logging.Logger:
