@@ -6,7 +6,6 @@ a plan with refusals is shown and exits 3 without touching any cluster.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -98,15 +97,13 @@ def _confirm(output: Output, yes: bool, progress: Progress) -> Callable[[Plan], 
         progress.stop()  # the spinner would draw over the prompt
         if output is Output.json:
             raise RefusedError("--apply with --output json needs --yes (no prompt in JSON mode)")
-        if not sys.stdin.isatty():
-            raise RefusedError("--apply needs --yes when stdin is not a terminal (nobody can answer the prompt)")
         stderr.print(
             f"{plan.action}: commit {plan.changed_moves} changed offsets for {len(plan.commits())} "
             f"group(s) on {plan.destination}?"
         )
         try:
             return bool(typer.confirm("Apply", default=False))
-        except typer.Abort:  # end of input or Ctrl-D at the prompt: not confirmed, recorded as declined
+        except typer.Abort:  # no answer (stdin at its end, or Ctrl-D): not confirmed, audited as declined
             return False
 
     return ask

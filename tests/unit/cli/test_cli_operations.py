@@ -151,10 +151,15 @@ def test_offsets_of_a_group(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
     assert code == 0 and flow["partitions"][0]["translated_now"] == 40
 
 
-def test_apply_without_yes_and_without_a_terminal_is_refused(
-    capsys: pytest.CaptureFixture[str], tmp_path: Path
+def test_apply_with_no_answer_to_the_prompt_is_declined_and_audited(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import io
+    import sys
+
     w = fake_world(tmp_path)
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # no terminal, nothing to read: no answer
     code, _, err = run_on(w, capsys, "failover", "--flow", "A->B", "--group", "billing", "--apply")
-    assert code == 3 and "--apply needs --yes when stdin is not a terminal" in err
+    assert code == 1 and "Traceback" not in err
     assert w.b.commits == []
+    assert [r.status for r in w.operations.records] == ["declined"]
