@@ -16,7 +16,6 @@ from confluent_kafka import KafkaError, TopicPartition
 
 from drkit.config import ClusterConfig
 from drkit.core.drill import Key, Sent
-from drkit.core.origin import ORIGIN_HEADER
 from drkit.kafka import clients
 
 
@@ -138,7 +137,7 @@ class GroupConsumer(threading.Thread):
 
 
 def copies(cluster: ClusterConfig, alias: str, topic: str, timeout: float = 60.0) -> list[Key]:
-    """Every drill record on ``topic`` (all partitions, from the start), read uncommitted."""
+    """Every drill record on ``topic`` (all partitions, from the start), read_committed."""
     consumer = clients.consumer(
         cluster, alias, "_drkit-drill-audit", **{"enable.partition.eof": True, "isolation.level": "read_committed"}
     )
@@ -167,7 +166,3 @@ def copies(cluster: ClusterConfig, alias: str, topic: str, timeout: float = 60.0
         return out
     finally:
         consumer.close()
-
-
-def has_origin(headers: list[tuple[str, bytes | str | None]] | None) -> bool:
-    return any(k == ORIGIN_HEADER for k, _ in headers or ())

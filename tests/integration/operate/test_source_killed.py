@@ -23,7 +23,7 @@ import pytest
 from confluent_kafka import Producer
 from support.kafka_io import commit, committed_on, create_topic, read_all
 from support.ports import DISASTER_BASE_PORT
-from support.processes import no_java_env
+from support.processes import no_java_env, quietly
 
 from drkit.config import load_config
 from drkit.localdev.clusters import LocalKafka
@@ -101,9 +101,9 @@ def test_rpo_with_the_source_killed_under_load(
     commit(clusters["A"], GROUP, {(TOPIC, p): 10 for p in range(PARTITIONS)})
 
     runner = MirrorRunner(config, config.flows, spark)
-    mirror = threading.Thread(target=lambda: _quietly(runner.run, False), daemon=True)
+    mirror = threading.Thread(target=lambda: quietly(runner.run, False), daemon=True)
     mirror.start()
-    translator = threading.Thread(target=lambda: _quietly(service.translate, "A->B", False, 1.0, 25), daemon=True)
+    translator = threading.Thread(target=lambda: quietly(service.translate, "A->B", False, 1.0, 25), daemon=True)
     translator.start()
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline and len(read_all(clusters["B"], f"A.{TOPIC}")) < 3 * RATE:
@@ -159,11 +159,3 @@ def test_rpo_with_the_source_killed_under_load(
         f"{rpo['unmirrored_offsets']} ({rpo['observation_age_seconds']}s old), estimated "
         f"{rpo['estimated_since_observation']} more"
     )
-
-
-def _quietly(fn: Any, *args: Any) -> None:
-    """Run a job whose source is about to die: its error is expected and not this test's subject."""
-    try:
-        fn(*args)
-    except Exception as exc:
-        print(f"job ended: {str(exc).splitlines()[0][:200]}")

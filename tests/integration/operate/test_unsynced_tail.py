@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from support.kafka_io import commit, committed_on, create_topic, end_offsets, produce, read_all
 from support.ports import DISASTER_BASE_PORT
+from support.processes import quietly
 
 from drkit.config import load_config
 from drkit.core.origin import ORIGIN_HEADER, origin_of
@@ -81,7 +82,7 @@ def test_failover_after_a_batch_cut_off_by_the_disaster_re_reads_nothing(
 
     # One batch for the whole backlog; A dies once B holds copies past the group's offset.
     runner = MirrorRunner(config, config.flows, spark)
-    mirror = threading.Thread(target=lambda: _quietly(runner.run, False), daemon=True)
+    mirror = threading.Thread(target=lambda: quietly(runner.run, False), daemon=True)
     mirror.start()
     deadline = time.monotonic() + 240
     ends: dict[int, int] = {}
@@ -131,11 +132,3 @@ def test_failover_after_a_batch_cut_off_by_the_disaster_re_reads_nothing(
         f"synced to {SYNCED - 1}, copies on B per partition {ends}, group at {COMMITTED}: resumed at {committed}, "
         f"read {len(resumed)} records, re-read 0 (the synced end alone: {PARTITIONS * (COMMITTED - SYNCED)})"
     )
-
-
-def _quietly(fn: Any, *args: Any) -> None:
-    """Run a job whose source is about to die: its error is expected and not this test's subject."""
-    try:
-        fn(*args)
-    except Exception as exc:
-        print(f"job ended: {str(exc).splitlines()[0][:200]}")
