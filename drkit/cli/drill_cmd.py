@@ -19,48 +19,33 @@ SpecArgument = typer.Argument(..., help="The drill spec (TOML), e.g. runbooks/dr
 app = typer.Typer(help="DR drills: a workload, a disaster, failover, every record verified.", no_args_is_help=True)
 
 
+def _cell(value: Any) -> Any:
+    return "-" if value is None else value
+
+
 def _render_report(d: dict[str, Any]) -> Iterable[RenderableType]:
     r, m = d["records"], d["measured"]
-    yield table(
-        f"drill {d['name']} ({d['disaster']}): {d['verdict'].upper()}",
-        [
-            "acknowledged",
-            "processed on source",
-            "not mirrored",
-            "read on target",
-            "lost",
-            "re-delivered",
-            "out of order",
-        ],
-        [
-            [
-                r["acked"],
-                r["processed_on_source"],
-                r["not_mirrored"],
-                r["read_on_target"],
-                r["lost"],
-                r["redelivered"],
-                r["out_of_order_keys"],
-            ]
-        ],
-    )
-    yield table(
-        "RPO and RTO (seconds)",
-        ["RPO records", "RPO", "RTO", "detection", "failover", "consumer restart"],
-        [
-            [
-                "-" if m[k] is None else m[k]
-                for k in (
-                    "rpo_records",
-                    "rpo_seconds",
-                    "rto_seconds",
-                    "detection_seconds",
-                    "failover_seconds",
-                    "consumer_restart_seconds",
-                )
-            ]
-        ],
-    )
+    records = {
+        "acknowledged": r["acked"],
+        "processed on source": r["processed_on_source"],
+        "not mirrored": r["not_mirrored"],
+        "read on target": r["read_on_target"],
+    }
+    if r["failed_back"]:
+        records["read after failback"] = r["read_after_failback"]
+    records |= {"lost": r["lost"], "re-delivered": r["redelivered"], "out of order": r["out_of_order_keys"]}
+    yield table(f"drill {d['name']} ({d['disaster']}): {d['verdict'].upper()}", list(records), [list(records.values())])
+    times = {
+        "RPO records": m["rpo_records"],
+        "RPO": m["rpo_seconds"],
+        "RTO": m["rto_seconds"],
+        "detection": m["detection_seconds"],
+        "failover": m["failover_seconds"],
+        "consumer restart": m["consumer_restart_seconds"],
+    }
+    if m["failback_seconds"] is not None:
+        times |= {"failback": m["failback_seconds"], "source back to first record": m["back_on_source_seconds"]}
+    yield table("RPO and RTO (seconds)", list(times), [[_cell(v) for v in times.values()]])
     if d["reasons"]:
         yield table("why it failed", ["reason", "detail"], [[x["reason"], x["detail"]] for x in d["reasons"]])
     yield table("report", ["folder"], [[d["report_dir"]]])

@@ -11,7 +11,11 @@ there. Each acknowledged record ends in exactly one of these classes:
 * **lost**: on the target, never processed on the source and never read there. A failover that skips
   records does this. Must be 0;
 * **not resumed**: the same, when the group never resumed on the target (the failover was refused):
-  nothing was skipped, the drill failed for that reason.
+  nothing was skipped, the drill failed for that reason;
+* **read after failback**: with a failback leg, the records the group read on the source once it was
+  moved back. The source keeps every record it acknowledged (a killed or partitioned broker comes back
+  with its log), so after a failback every acknowledged record must have been processed somewhere: the
+  unmirrored ones (the RPO) are read there, and one never read anywhere is **lost**.
 
 A record both processed on the source and read on the target was **re-delivered** (a failover placed
 the group before it), and a key whose records the group saw out of sequence was reordered. Both
@@ -30,6 +34,14 @@ from typing import Any
 class DisasterKind(StrEnum):
     KILL_SOURCE = "kill_source"  # SIGKILL of the source cluster's broker (local clusters)
     STOP_MIRROR = "stop_mirror"  # the mirror process is killed; the source stays up
+    #: The source's broker is frozen (SIGSTOP) and thawed (SIGCONT) after the drill: connections hang
+    #: and time out, as across a network partition, instead of being refused as with a dead broker.
+    PARTITION_SOURCE = "partition_source"
+
+    @property
+    def needs_local_source(self) -> bool:
+        """drkit only signals brokers it started (scripts/local-kafka)."""
+        return self in (DisasterKind.KILL_SOURCE, DisasterKind.PARTITION_SOURCE)
 
 
 class DrillVerdict(StrEnum):
@@ -51,6 +63,7 @@ class FailReason(StrEnum):
     RPO_BUDGET = "rpo_budget"  # more records were not mirrored than the spec allows
     RPO_BOUND = "rpo_bound"  # drkit's lower bound of unmirrored records exceeds the records really lost
     NO_RESUME = "no_resume"  # the group read nothing on the target after failover
+    FAILBACK_REFUSED = "failback_refused"  # drkit refused to move the group back to the source
 
 
 Key = tuple[str, int]  # (record key, sequence number)
@@ -84,6 +97,8 @@ class Accounting:
     lost_examples: tuple[Key, ...] = ()
     redelivered_examples: tuple[Key, ...] = ()
     oldest_unmirrored_ms: int | None = None
+    read_after_failback: int = 0
+    failed_back: bool = False
 
 
 def account(
@@ -93,17 +108,24 @@ def account(
     read_on_target: Sequence[Key],
     corrupt: int = 0,
     resumed: bool = True,
+    read_after_failback: Sequence[Key] | None = None,
 ) -> Accounting:
     """Classify every acknowledged record (see the module docstring); sequences keep the order seen.
-    ``resumed`` False: the group never resumed on the target."""
+    ``resumed`` False: the group never resumed on the target. ``read_after_failback`` None: no failback
+    leg ran (not asked for, or refused)."""
     sent = {(s.key, s.seq): s for s in acked}
     on_target = set(mirrored) & set(sent)
     done = set(processed)
     read = Counter(read_on_target)
+    back = Counter(read_after_failback or ())
     unmirrored = [sent[k] for k in set(sent) - on_target - done]
-    unread = sorted(k for k in on_target if k not in done and k not in read)
+    if read_after_failback is None:
+        unread = sorted(k for k in on_target if k not in done and k not in read)
+    else:
+        unread = sorted(k for k in sent if k not in done and k not in read and k not in back)
     lost = unread if resumed else []
-    redelivered = sorted(k for k in read if k in done) + sorted(k for k, n in read.items() if n > 1)
+    seen = Counter(done) + read + back
+    redelivered = sorted(k for k, n in seen.items() if n > 1)
     return Accounting(
         acked=len(sent),
         processed_on_source=len(done & set(sent)),
@@ -111,12 +133,14 @@ def account(
         read_on_target=len(set(read) & set(sent)),
         lost=len(lost),
         not_resumed=0 if resumed else len(unread),
-        redelivered=sum(1 for k in read if k in done) + sum(n - 1 for n in read.values() if n > 1),
-        out_of_order_keys=len(_out_of_order([*processed, *read_on_target])),
+        redelivered=sum(n - 1 for n in seen.values() if n > 1),
+        out_of_order_keys=len(_out_of_order([*processed, *read_on_target, *(read_after_failback or ())])),
         corrupt=corrupt,
         lost_examples=tuple(lost[:5]),
         redelivered_examples=tuple(redelivered[:5]),
         oldest_unmirrored_ms=min((s.at_ms for s in unmirrored), default=None),
+        read_after_failback=len(set(back) & set(sent)),
+        failed_back=read_after_failback is not None,
     )
 
 
@@ -143,14 +167,22 @@ class Timeline:
     failover_started_ms: int | None
     failover_finished_ms: int | None
     first_read_on_target_ms: int | None
+    #: The failback leg: the source is back, the failback call, the group's first record on the source.
+    source_back_ms: int | None = None
+    failback_started_ms: int | None = None
+    failback_finished_ms: int | None = None
+    first_read_after_failback_ms: int | None = None
 
     def rto(self) -> dict[str, float | None]:
-        """Seconds: RTO (disaster to first record read on the target) and its parts."""
+        """Seconds: RTO (disaster to first record read on the target) and its parts; with a failback leg,
+        the failback call and the time from the source's return to the group's first record there."""
         return {
             "rto_seconds": _span(self.disaster_ms, self.first_read_on_target_ms),
             "detection_seconds": _span(self.disaster_ms, self.detected_ms),
             "failover_seconds": _span(self.failover_started_ms, self.failover_finished_ms),
             "consumer_restart_seconds": _span(self.failover_finished_ms, self.first_read_on_target_ms),
+            "failback_seconds": _span(self.failback_started_ms, self.failback_finished_ms),
+            "back_on_source_seconds": _span(self.source_back_ms, self.first_read_after_failback_ms),
         }
 
 
@@ -169,20 +201,26 @@ def judge(
     budget: Budget,
     refused: str | None = None,
     reported_unmirrored: int | None = None,
+    failback_refused: str | None = None,
 ) -> Judgement:
     """Pass, or fail with every reason that applies (each says what was seen and what to look at)."""
     reasons: list[tuple[FailReason, str]] = []
     a = accounting
     if refused is not None:
         reasons.append((FailReason.FAILOVER_REFUSED, f"drkit refused the failover: {refused}"))
+    if failback_refused is not None:
+        reasons.append((FailReason.FAILBACK_REFUSED, f"drkit refused the failback: {failback_refused}"))
     if a.processed_on_source == 0 and a.acked - a.not_mirrored == 0:
         reasons.append((FailReason.NO_TRAFFIC, "nothing was mirrored or processed before the disaster"))
     if refused is None and a.read_on_target == 0 and a.acked - a.not_mirrored - a.processed_on_source > 0:
         reasons.append((FailReason.NO_RESUME, "the group read nothing on the target after failover"))
     if a.lost > budget.lost:
-        reasons.append(
-            (FailReason.LOST, f"{a.lost} mirrored records were never read by the group, e.g. {list(a.lost_examples)}")
+        what = (
+            "acknowledged records were never read by the group, failover and failback"
+            if a.failed_back
+            else ("mirrored records were never read by the group")
         )
+        reasons.append((FailReason.LOST, f"{a.lost} {what}, e.g. {list(a.lost_examples)}"))
     if a.redelivered > budget.redelivered:
         reasons.append(
             (
@@ -235,11 +273,17 @@ class DrillPhase(StrEnum):
     WAIT_READY = "wait for mirror and checkpoints"
     WARMUP = "traffic"
     STOP_CONSUMERS = "stop consumers"
+    MIRROR_STOPS = "mirror stops (lag)"
+    BYSTANDER = "group member on target"
     DISASTER = "disaster"
     DETECT = "detect"
     FAILOVER = "failover"
     RESUME = "resume on target"
+    SOURCE_BACK = "source back"
+    FAILBACK = "failback"
+    RESUME_ON_SOURCE = "resume on source"
     VERIFY = "verify"
+    RESTORE = "restore"
 
 
 @dataclass(frozen=True)
@@ -260,6 +304,7 @@ class DrillReport:
     started_ms: int
     finished_ms: int
     report_dir: str = ""
+    failback: dict[str, Any] = field(default_factory=dict)  # the failback result (empty if none ran)
 
     @property
     def verdict(self) -> DrillVerdict:
@@ -281,6 +326,7 @@ class DrillReport:
             "timeline_ms": asdict(self.timeline),
             "reported_rpo": self.reported_rpo,
             "failover": self.failover,
+            "failback": self.failback,
             "spec": self.spec,
             "drkit_version": self.drkit_version,
             "started_ms": self.started_ms,
@@ -297,18 +343,22 @@ class DrillReport:
             "",
             "## Records",
             "",
-            "| acknowledged | processed on source | not mirrored (RPO) | read on target | lost | re-delivered "
-            "| not resumed | keys out of order | corrupt |",
-            "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-            f"| {a.acked} | {a.processed_on_source} | {a.not_mirrored} | {a.read_on_target} | {a.lost} "
+            "| acknowledged | processed on source | not mirrored (RPO) | read on target | read after failback "
+            "| lost | re-delivered | not resumed | keys out of order | corrupt |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+            f"| {a.acked} | {a.processed_on_source} | {a.not_mirrored} | {a.read_on_target} "
+            f"| {a.read_after_failback if a.failed_back else '-'} | {a.lost} "
             f"| {a.redelivered} | {a.not_resumed} | {a.out_of_order_keys} | {a.corrupt} |",
             "",
             "## RPO and RTO",
             "",
-            "| RPO records | RPO seconds | RTO seconds | detection | failover | consumer restart |",
-            "| --- | --- | --- | --- | --- | --- |",
+            "| RPO records | RPO seconds | RTO seconds | detection | failover | consumer restart | failback "
+            "| source back to first record |",
+            "| --- | --- | --- | --- | --- | --- | --- | --- |",
             "| {rpo_records} | {rpo_seconds} | {rto_seconds} | {detection_seconds} | {failover_seconds} "
-            "| {consumer_restart_seconds} |".format(**{k: "-" if v is None else v for k, v in m.items()}),
+            "| {consumer_restart_seconds} | {failback_seconds} | {back_on_source_seconds} |".format(
+                **{k: "-" if v is None else v for k, v in m.items()}
+            ),
             "",
             f"drkit's failover reported: {_reported(self.reported_rpo)}",
         ]

@@ -18,13 +18,16 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 from drkit import __version__
+from drkit.core.audit import OperationStatus
 from drkit.core.drill import (
     DisasterKind,
     DrillPhase,
     DrillReport,
+    Key,
     Timeline,
     account,
     judge,
@@ -33,11 +36,12 @@ from drkit.core.plan import RefusalReason
 from drkit.core.status import Verdict
 from drkit.core.translate import Position
 from drkit.drill.spec import DrillSpec
-from drkit.drill.workload import GroupConsumer, Producer, copies
+from drkit.drill.workload import Bystander, GroupConsumer, Producer, copies
 from drkit.errors import ConfigError, DrkitError, RefusedError
 from drkit.localdev.clusters import LocalKafka
 
 if TYPE_CHECKING:
+    from drkit.core.outcome import OperationResult
     from drkit.service import Drkit
 
 #: Told each phase as it starts, with a detail line (the CLI shows it as progress).
@@ -46,6 +50,19 @@ OnPhase = Callable[[DrillPhase, str], None]
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+@dataclass
+class _Leg:
+    """What the failback leg saw (filled in as it goes; ``ran`` once the group read on the source)."""
+
+    ran: bool = False
+    processed: list[Key] = field(default_factory=list)
+    corrupt: int = 0
+    source_back_ms: int | None = None
+    started_ms: int | None = None
+    finished_ms: int | None = None
+    first_ms: int | None = None
 
 
 class DrillRunner:
@@ -58,7 +75,8 @@ class DrillRunner:
         self.source = config.clusters[self.flow.source]
         self.target = config.clusters[self.flow.target]
         self.target_topic = self.flow.policy().target_topic(self.flow.source, spec.workload.topic)
-        self.id = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{spec.drill.name}-{uuid.uuid4().hex[:6]}"
+        self.tag = uuid.uuid4().hex[:6]  # in every record's key: earlier runs' records are not this drill's
+        self.id = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{spec.drill.name}-{self.tag}"
         self.dir = service.layout.drill_dir(self.id)
         self._check()
 
@@ -75,7 +93,7 @@ class DrillRunner:
             raise ConfigError(
                 f"drill group {spec.workload.group} is not selected by flow {flow.name}: add it to the flow's groups"
             )
-        if spec.drill.disaster is DisasterKind.KILL_SOURCE:
+        if spec.drill.disaster.needs_local_source:
             local = LocalKafka(spec.local_state())
             try:
                 cluster = local.describe(flow.source)
@@ -83,24 +101,36 @@ class DrillRunner:
                 cluster = None
             if cluster is None or not cluster.running or cluster.bootstrap_servers != self.source.bootstrap_servers:
                 raise RefusedError(
-                    f"disaster kill_source needs cluster {flow.source} ({self.source.bootstrap_servers}) to be a local "
-                    f"cluster of scripts/local-kafka under {spec.local_state()} (set [local_kafka] state_dir); "
-                    "drkit kills no broker it did not start"
+                    f"disaster {spec.drill.disaster.value} needs cluster {flow.source} "
+                    f"({self.source.bootstrap_servers}) to be a local cluster of "
+                    f"scripts/local-kafka under {spec.local_state()} (set [local_kafka] state_dir); "
+                    "drkit signals no broker it did not start"
                 )
 
     def run(self) -> DrillReport:
+        """The drill, and whatever happens, the source given back (thawed; restarted if ``restore``)."""
+        self._disaster_struck = False
+        try:
+            return self._run()
+        finally:
+            self._restore()
+
+    def _run(self) -> DrillReport:
         spec, w = self.spec, self.spec.workload
         started = _now_ms()
         self.dir.mkdir(parents=True, exist_ok=True)
         self.on_phase(DrillPhase.PREPARE, f"topic {w.topic} ({w.partitions} partitions), group {w.group}")
         self._ensure_topic()
-        producer = Producer(self.source, self.flow.source, w.topic, w.keys, w.rate_per_second)
-        consumer = GroupConsumer(self.source, self.flow.source, w.topic, w.group)
-        refused: str | None = None
+        producer = Producer(self.source, self.flow.source, w.topic, self.tag, w.keys, w.rate_per_second)
+        consumer = GroupConsumer(self.source, self.flow.source, w.topic, self.tag, w.group)
+        refused = failback_refused = None
         failover: dict[str, Any] = {}
+        failback: dict[str, Any] = {}
         reported: dict[str, Any] = {}
         detected = failover_started = failover_finished = None
+        back = _Leg()
         resumed: GroupConsumer | None = None
+        bystander: Bystander | None = None
         with self._jobs() as jobs:
             producer.start()
             consumer.start()
@@ -113,6 +143,15 @@ class DrillRunner:
                 consumer.finish(30)
                 time.sleep(w.consumers_stop_before_disaster_seconds)
                 self._wait_mirrored_past_group()
+            if spec.jobs.mirror_lag_seconds > 0 and "mirror" in jobs:
+                self.on_phase(DrillPhase.MIRROR_STOPS, f"{spec.jobs.mirror_lag_seconds:.0f}s before the disaster")
+                self._kill(jobs["mirror"])
+                time.sleep(spec.jobs.mirror_lag_seconds)
+            if spec.jobs.group_active_on_target:
+                bystander = Bystander(self.target, self.flow.target, self.target_topic, w.group)
+                self.on_phase(DrillPhase.BYSTANDER, f"a member of {w.group} consumes on {self.flow.target}")
+                if not bystander.start():
+                    raise RefusedError(f"the drill's member of {w.group} could not join on {self.flow.target}")
             self.on_phase(DrillPhase.DISASTER, spec.drill.disaster.value)
             disaster = self._disaster(jobs)
             producer.finish(10)
@@ -122,35 +161,34 @@ class DrillRunner:
             self._stop_jobs(jobs, wait=False)  # the mirror has nothing left to copy; not part of the RTO
             self.on_phase(DrillPhase.FAILOVER, f"drkit failover --flow '{self.flow.name}' --group {w.group} --apply")
             failover_started = _now_ms()
-            try:
-                result = self.service.failover(self.flow.name, [w.group], apply=True)
-                failover = result.as_dict()
-                reported = failover.get("rpo", {})
-                if result.plan.refusals:
-                    refused = "; ".join(f"{r.reason.value}: {r.detail}" for r in result.plan.refusals)
-            except DrkitError as exc:
-                refused = str(exc)
+            failover, refused = self._move(self.service.failover, "failover")
+            reported = failover.get("rpo", {})
             if refused is not None and not self.spec.jobs.translator:
                 refused += " (the translator, `drkit checkpoint`, was not running: it writes the checkpoints)"
             failover_finished = _now_ms()
+            if bystander is not None:
+                bystander.finish()
             if refused is None:
                 self.on_phase(DrillPhase.RESUME, f"group {w.group} on {self.flow.target} reads {self.target_topic}")
-                resumed = GroupConsumer(self.target, self.flow.target, self.target_topic, w.group)
+                resumed = GroupConsumer(self.target, self.flow.target, self.target_topic, self.tag, w.group)
                 resumed.start()
                 self._wait_idle(resumed)
                 resumed.finish(30)
+                if spec.drill.failback:
+                    failback, failback_refused = self._failback_leg(back)
         self.on_phase(DrillPhase.VERIFY, "every record, one by one")
-        mirrored = copies(self.target, self.flow.target, self.target_topic)
+        mirrored = copies(self.target, self.flow.target, self.target_topic, self.tag)
         accounting = account(
             producer.sent(),
             consumer.processed,
             mirrored,
             [] if resumed is None else resumed.processed,
-            consumer.corrupt + (0 if resumed is None else resumed.corrupt),
+            consumer.corrupt + (0 if resumed is None else resumed.corrupt) + back.corrupt,
             resumed=resumed is not None,
+            read_after_failback=back.processed if back.ran else None,
         )
         lower = reported.get("unmirrored_offsets") if reported.get("source_reachable") is False else None
-        judgement = judge(accounting, spec.budget_rules(), refused, lower)
+        judgement = judge(accounting, spec.budget_rules(), refused, lower, failback_refused)
         report = DrillReport(
             id=self.id,
             name=spec.drill.name,
@@ -164,9 +202,14 @@ class DrillRunner:
                 failover_started,
                 failover_finished,
                 None if resumed is None else resumed.first_ms,
+                back.source_back_ms,
+                back.started_ms,
+                back.finished_ms,
+                back.first_ms,
             ),
             reported_rpo=reported,
             failover=failover,
+            failback=failback,
             spec=spec.model_dump(mode="json"),
             drkit_version=__version__,
             started_ms=started,
@@ -176,6 +219,52 @@ class DrillRunner:
         (self.dir / "report.json").write_text(json.dumps(report.as_dict(), indent=2, default=str) + "\n")
         (self.dir / "report.md").write_text(report.markdown())
         return report
+
+    def _move(self, call: Callable[..., OperationResult], what: str) -> tuple[dict[str, Any], str | None]:
+        """One facade call (failover or failback of the drill's group, applied): its result, and why drkit
+        refused if it did."""
+        try:
+            result = call(self.flow.name, [self.spec.workload.group], apply=True)
+        except DrkitError as exc:
+            return {}, str(exc)
+        refused = None
+        if result.plan.refusals:
+            refused = "; ".join(f"{r.reason.value}: {r.detail}" for r in result.plan.refusals)
+        elif result.status is not OperationStatus.APPLIED:
+            refused = f"the {what} was not applied ({result.status})"
+        return result.as_dict(), refused
+
+    def _failback_leg(self, back: _Leg) -> tuple[dict[str, Any], str | None]:
+        """The source comes back; failback moves the group home; it reads there until idle."""
+        w = self.spec.workload
+        self.on_phase(DrillPhase.SOURCE_BACK, f"{self.flow.source} ({self.spec.drill.disaster.value} undone)")
+        self._restore()
+        back.source_back_ms = _now_ms()
+        self.on_phase(DrillPhase.FAILBACK, f"drkit failback --flow '{self.flow.name}' --group {w.group} --apply")
+        back.started_ms = _now_ms()
+        result, refused = self._move(self.service.failback, "failback")
+        back.finished_ms = _now_ms()
+        if refused is None:
+            self.on_phase(DrillPhase.RESUME_ON_SOURCE, f"group {w.group} on {self.flow.source} reads {w.topic}")
+            home = GroupConsumer(self.source, self.flow.source, w.topic, self.tag, w.group)
+            home.start()
+            self._wait_idle(home)
+            home.finish(30)
+            back.ran, back.processed, back.corrupt, back.first_ms = True, home.processed, home.corrupt, home.first_ms
+        return result, refused
+
+    def _restore(self) -> None:
+        """Undo the disaster: a frozen source is always thawed; a killed one restarted if the spec says so."""
+        if not getattr(self, "_disaster_struck", False):
+            return
+        kind, local = self.spec.drill.disaster, LocalKafka(self.spec.local_state())
+        if kind is DisasterKind.PARTITION_SOURCE:
+            local.thaw(self.flow.source)
+            self._disaster_struck = False
+        elif kind is DisasterKind.KILL_SOURCE and (self.spec.local_kafka.restore or self.spec.drill.failback):
+            self.on_phase(DrillPhase.RESTORE, f"scripts/local-kafka start {self.flow.source}")
+            local.start(self.flow.source)
+            self._disaster_struck = False
 
     # -- steps ----------------------------------------------------------------------------------
 
@@ -274,12 +363,19 @@ class DrillRunner:
     def _disaster(self, jobs: dict[str, subprocess.Popen[bytes]]) -> int:
         kind = self.spec.drill.disaster
         at = _now_ms()
+        self._disaster_struck = True
         if kind is DisasterKind.KILL_SOURCE:
             LocalKafka(self.spec.local_state()).stop(self.flow.source, kill=True)
+        elif kind is DisasterKind.PARTITION_SOURCE:
+            LocalKafka(self.spec.local_state()).freeze(self.flow.source)
         elif kind is DisasterKind.STOP_MIRROR and "mirror" in jobs:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(jobs["mirror"].pid, signal.SIGKILL)
+            self._kill(jobs["mirror"])
         return at
+
+    @staticmethod
+    def _kill(job: subprocess.Popen[bytes]) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(job.pid, signal.SIGKILL)
 
     def _detect(self, timeout: float = 120.0) -> int | None:
         """When ``drkit status`` first shows the disaster (source unreachable, or the mirror not running)."""

@@ -8,25 +8,27 @@ runs the runbook's steps through the same facade methods).
 
 from __future__ import annotations
 
-import math
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from drkit.core.drill import Budget, DisasterKind
 from drkit.errors import ConfigError
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class DrillSection(_Strict):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9._-]+$")
     flow: str
     disaster: DisasterKind = DisasterKind.KILL_SOURCE
+    #: After the group resumed on the target: the source comes back, failback moves the group home, and
+    #: it reads there what it had not processed (the records the mirror never copied included).
+    failback: bool = False
 
 
 class Workload(_Strict):
@@ -46,18 +48,18 @@ class Workload(_Strict):
     #: Seconds the mirror and the translator get to copy and checkpoint the first records.
     ready_timeout_seconds: float = Field(default=300.0, gt=0, le=3600)
 
-    @field_validator("rate_per_second", "warmup_seconds", "consumers_stop_before_disaster_seconds", "idle_seconds")
-    @classmethod
-    def _finite(cls, v: float) -> float:
-        if not math.isfinite(v):
-            raise ValueError("must be a finite number")
-        return v
-
 
 class Jobs(_Strict):
-    #: Broken setups on purpose: a drill without the translator fails with the reason it would in life.
+    #: Broken setups on purpose: each fails the drill with the reason it would in life.
     mirror: bool = True
+    #: Without the translator the checkpoints go stale: failover refuses.
     translator: bool = True
+    #: The mirror is killed this long before the disaster, the producers going on: a mirror that fell
+    #: behind. The records written meanwhile are the RPO, judged against [budget] rpo_records.
+    mirror_lag_seconds: float = Field(default=0.0, ge=0, le=600)
+    #: A member of the group is already consuming on the target (an instance started there too early):
+    #: failover refuses to move a group with active members.
+    group_active_on_target: bool = False
 
 
 class BudgetSection(_Strict):
@@ -67,8 +69,11 @@ class BudgetSection(_Strict):
 
 
 class LocalKafkaSection(_Strict):
-    #: Where scripts/local-kafka keeps the brokers, relative to the spec file (kill_source needs it).
+    #: Where scripts/local-kafka keeps the brokers, relative to the spec file (kill_source and
+    #: partition_source need it).
     state_dir: str = ".drkit-local"
+    #: Bring a killed source back when the drill ends (a partitioned one is always thawed).
+    restore: bool = True
 
 
 class DrillSpec(_Strict):

@@ -1,7 +1,9 @@
 """The drill's traffic: a producer of verifiable records and the consumer group that processes them.
 
-A record's key is ``k<n>``; its value is ``<key>:<seq>:<crc32 of key:seq>``, so every record read back
-is checked for integrity and identified exactly. The source consumer counts a record as processed
+A record's key is ``<run>-k<n>``; its value is ``<key>:<seq>:<crc32 of key:seq>``, so every record read
+back is checked for integrity and identified exactly. ``<run>`` is the drill's own tag: a drill run again
+on the same topic and group meets the records of earlier runs (on the source past the group's offset,
+on the target as copies) and counts none of them as its own. The source consumer counts a record as processed
 only once its offset commit succeeded: that is what "processed" means to a failover.
 """
 
@@ -35,6 +37,10 @@ def decode(value: bytes | None) -> Key | None:
         return None
 
 
+def ours(key: Key, run: str) -> bool:
+    return key[0].startswith(f"{run}-")
+
+
 def _now_ms() -> int:
     return int(time.time() * 1000)
 
@@ -42,9 +48,9 @@ def _now_ms() -> int:
 class Producer(threading.Thread):
     """Writes ``rate`` records/s over ``keys`` keys to the source; remembers every acknowledged one."""
 
-    def __init__(self, cluster: ClusterConfig, alias: str, topic: str, keys: int, rate: float) -> None:
+    def __init__(self, cluster: ClusterConfig, alias: str, topic: str, run: str, keys: int, rate: float) -> None:
         super().__init__(name="drkit-drill-producer", daemon=True)
-        self.topic, self.keys, self.rate = topic, keys, rate
+        self.topic, self.run_tag, self.keys, self.rate = topic, run, keys, rate
         self.producer = clients.producer(
             cluster, alias, **{"acks": "all", "enable.idempotence": True, "linger.ms": 5, "message.timeout.ms": 5000}
         )
@@ -69,7 +75,7 @@ class Producer(threading.Thread):
             due = int((time.monotonic() - started) * self.rate)
             while n < due and not self.stop.is_set():
                 k = n % self.keys
-                key = f"k{k}"
+                key = f"{self.run_tag}-k{k}"
                 try:
                     self.producer.produce(
                         self.topic, key=key.encode(), value=encode(key, seqs[k]), on_delivery=self._delivered
@@ -93,8 +99,9 @@ class Producer(threading.Thread):
 class GroupConsumer(threading.Thread):
     """One consumer of the drill's group on one cluster: processes, commits, and only then counts."""
 
-    def __init__(self, cluster: ClusterConfig, alias: str, topic: str, group: str) -> None:
+    def __init__(self, cluster: ClusterConfig, alias: str, topic: str, run: str, group: str) -> None:
         super().__init__(name=f"drkit-drill-consumer-{alias}", daemon=True)
+        self.run_tag = run
         self.consumer = clients.consumer(
             cluster, alias, group, **{"auto.offset.reset": "earliest", "isolation.level": "read_committed"}
         )
@@ -115,9 +122,11 @@ class GroupConsumer(threading.Thread):
                 for msg in batch:
                     if msg.error() is not None:
                         continue
+                    decoded = decode(msg.value())
+                    if decoded is not None and not ours(decoded, self.run_tag):
+                        continue  # an earlier drill's record
                     if self.first_ms is None:
                         self.first_ms = _now_ms()
-                    decoded = decode(msg.value())
                     if decoded is None:
                         self.corrupt += 1
                     else:
@@ -136,8 +145,8 @@ class GroupConsumer(threading.Thread):
         self.join(timeout)
 
 
-def copies(cluster: ClusterConfig, alias: str, topic: str, timeout: float = 60.0) -> list[Key]:
-    """Every drill record on ``topic`` (all partitions, from the start), read_committed."""
+def copies(cluster: ClusterConfig, alias: str, topic: str, run: str, timeout: float = 60.0) -> list[Key]:
+    """Every record of drill ``run`` on ``topic`` (all partitions, from the start), read_committed."""
     consumer = clients.consumer(
         cluster, alias, "_drkit-drill-audit", **{"enable.partition.eof": True, "isolation.level": "read_committed"}
     )
@@ -159,10 +168,43 @@ def copies(cluster: ClusterConfig, alias: str, topic: str, timeout: float = 60.0
                         pending.discard(msg.partition())
                     continue
                 decoded = decode(msg.value())
-                if decoded is not None:
+                if decoded is not None and ours(decoded, run):
                     out.append(decoded)
                 if (msg.offset() or 0) >= ends[msg.partition() or 0] - 1:
                     pending.discard(msg.partition())
         return out
     finally:
         consumer.close()
+
+
+class Bystander:
+    """A member of the drill's group on the target that consumes nothing and commits nothing: an instance
+    of the application started there too early (a broken setup the failover must refuse)."""
+
+    def __init__(self, cluster: ClusterConfig, alias: str, topic: str, group: str) -> None:
+        self.consumer = clients.consumer(
+            cluster, alias, group, **{"auto.offset.reset": "latest", "enable.auto.commit": False}
+        )
+        self.topic = topic
+        self.stop = threading.Event()
+        self.joined = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"drkit-drill-bystander-{alias}", daemon=True)
+
+    def start(self, timeout: float = 60.0) -> bool:
+        """Join the group; True once a partition is assigned (the group is then active on the cluster)."""
+        self._thread.start()
+        return self.joined.wait(timeout)
+
+    def _run(self) -> None:
+        try:
+            self.consumer.subscribe([self.topic])
+            while not self.stop.is_set():
+                self.consumer.poll(0.5)  # keeps the membership; reads nothing (``latest``), commits nothing
+                if self.consumer.assignment():
+                    self.joined.set()
+        finally:
+            self.consumer.close()
+
+    def finish(self, timeout: float = 30.0) -> None:
+        self.stop.set()
+        self._thread.join(timeout)

@@ -250,6 +250,8 @@ class LocalKafka:
         pid = self._pid(alias)
         if pid is not None:
             os.kill(pid, signal.SIGKILL if kill else signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)  # a frozen broker (freeze) handles its SIGTERM only once thawed
             deadline = time.monotonic() + timeout
             while _alive(pid) and time.monotonic() < deadline:
                 time.sleep(0.2)
@@ -262,6 +264,22 @@ class LocalKafka:
                     with contextlib.suppress(ChildProcessError):
                         os.waitpid(pid, os.WNOHANG)
         (self._home(alias) / "kafka.pid").unlink(missing_ok=True)
+
+    def freeze(self, alias: str) -> None:
+        """SIGSTOP the broker: it keeps its connections but answers nothing (a network partition, seen
+        from its clients: requests time out instead of being refused)."""
+        pid = self._pid(alias)
+        if pid is None:
+            raise ClusterError(f"cluster {alias} is not running: nothing to freeze")
+        os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self, alias: str) -> bool:
+        """SIGCONT a frozen broker (harmless on a running one); False when it is not running."""
+        pid = self._pid(alias)
+        if pid is None:
+            return False
+        os.kill(pid, signal.SIGCONT)
+        return True
 
     def start(self, alias: str, timeout: float = 120.0) -> LocalCluster:
         """Start a stopped cluster again with its data (recovery after a disaster)."""

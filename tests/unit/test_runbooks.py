@@ -13,13 +13,16 @@ import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 import typer.main
 
 from drkit.cli.app import _register, app
+from drkit.drill.runner import DrillRunner
 from drkit.drill.spec import load_spec
+from drkit.errors import RefusedError
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNBOOKS = ROOT / "runbooks"
@@ -184,17 +187,29 @@ def test_the_drill_runbook_runs_the_drill_and_reads_its_history() -> None:
     assert any("runbooks/drills/source-loss.toml" in inv.args for inv in runs)
 
 
-def test_the_failover_runbook_applies_with_the_flags_of_the_drills_facade_call() -> None:
-    """The drill fails over with ``Drkit.failover(flow, [group], apply=True)``: the runbook's step must
-    be that call (``--flow``, ``--group``, ``--apply``), or the drill rehearses something else."""
+@pytest.mark.parametrize("operation", ["failover", "failback"])
+def test_the_runbook_applies_with_the_flags_of_the_drills_facade_call(operation: str) -> None:
+    """The drill moves its group with ``Drkit.failover(flow, [group], apply=True)`` (and ``failback``): the
+    runbook's step must be that call (``--flow``, ``--group``, ``--apply``), or the drill rehearses
+    something else."""
     runner = (ROOT / "drkit" / "drill" / "runner.py").read_text(encoding="utf-8")
-    assert "self.service.failover(self.flow.name, [w.group], apply=True)" in runner
-    failovers = [
+    assert f"self._move(self.service.{operation}," in runner
+    calls: list[tuple[str, list[str], dict[str, object]]] = []
+
+    def call(flow: str, groups: list[str], **kwargs: object) -> None:
+        calls.append((flow, groups, kwargs))
+        raise RefusedError("refused")
+
+    workload = SimpleNamespace(group="g")
+    drill = SimpleNamespace(flow=SimpleNamespace(name="A->B"), spec=SimpleNamespace(workload=workload))
+    assert DrillRunner._move(drill, call, operation) == ({}, "refused")  # type: ignore[arg-type]
+    assert calls == [("A->B", ["g"], {"apply": True})]
+    steps = [
         set(inv.args)
-        for inv in invocations((RUNBOOKS / "failover.md").read_text(encoding="utf-8"), "failover.md")
-        if inv.args[:1] == ("failover",)
+        for inv in invocations((RUNBOOKS / f"{operation}.md").read_text(encoding="utf-8"), f"{operation}.md")
+        if inv.args[:1] == (operation,)
     ]
-    assert any({"--flow", "--group", "--apply"} <= args for args in failovers), failovers
+    assert any({"--flow", "--group", "--apply"} <= args for args in steps), steps
 
 
 _FAKE = """\

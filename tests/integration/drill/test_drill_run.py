@@ -1,9 +1,15 @@
-"""Drills end to end on their own two clusters: the source is really killed, every record is counted.
+"""Drills end to end on their own two clusters: the disaster is real, every record is counted.
 
-The passing drill: a workload with per-key sequence numbers, the mirror and the translator as real
-``drkit`` processes, SIGKILL of A's broker, failover through the facade, the group resumes on B: 0 lost,
-0 re-delivered, RPO and RTO measured, a row in ``drills``. The broken setup: no translator running, so
-failover is refused and the drill fails naming why.
+The passing drills: a workload with per-key sequence numbers, the mirror and the translator as real
+``drkit`` processes, a disaster, failover through the facade, the group resumes on B: 0 lost, 0
+re-delivered, RPO and RTO measured, a row in ``drills``. One kills A's broker (SIGKILL) and continues
+with failback once A is back: the group reads on A what the mirror never copied, so every record
+acknowledged by A is processed exactly once over the round trip. One partitions A away (its broker
+frozen by SIGSTOP: connections hang instead of being refused) and thaws it afterwards.
+
+The broken setups, each failing with its own reason and leaving B's group as it was: no translator
+running (failover refused, stale), the mirror stopped 4 s before the disaster (more unmirrored records
+than the budget), a member of the group already consuming on B (failover refused, active group).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.kafka_io import committed_on, end_offsets
 from support.ports import DISASTER_BASE_PORT
 
 from drkit.cli.app import main
@@ -40,40 +47,54 @@ def drill_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[L
         kafka.down()
 
 
-def _spec(path: Path, kafka: LocalKafka, name: str, disaster: str, translator: bool = True) -> Path:
+def _spec(path: Path, kafka: LocalKafka, name: str, disaster: str, **sections: dict[str, object]) -> Path:
+    """A short drill on the module's clusters; ``sections`` add keys to [drill], [jobs], [budget]."""
+    extra = {"drill": {}, "jobs": {}, "budget": {"lost": 0, "redelivered": 0}} | sections
+
+    def lines(section: str) -> str:
+        return "".join(f"{k} = {json.dumps(v)}\n" for k, v in extra[section].items())
+
     path.write_text(
-        f'[drill]\nname = "{name}"\nflow = "A->B"\ndisaster = "{disaster}"\n\n'
+        f'[drill]\nname = "{name}"\nflow = "A->B"\ndisaster = "{disaster}"\n{lines("drill")}\n'
         f'[workload]\ntopic = "drill.{name}"\npartitions = 3\nkeys = 12\nrate_per_second = 80\n'
         f'group = "{name}-app"\nwarmup_seconds = 6\nconsumers_stop_before_disaster_seconds = 4\nidle_seconds = 6\n\n'
-        f"[jobs]\ntranslator = {str(translator).lower()}\n\n"
-        f"[budget]\nlost = 0\nredelivered = 0\n\n"
+        f"[jobs]\n{lines('jobs')}\n[budget]\n{lines('budget')}\n"
         f"[local_kafka]\nstate_dir = {json.dumps(str(kafka.state_dir))}\n"
     )
     return path
 
 
-def test_a_drill_that_kills_the_source_passes_with_every_record_accounted_for(
+def _a_is_back(kafka: LocalKafka, clusters: dict[str, str]) -> None:
+    """The drill gave A back: running, and answering (a frozen broker would time out here)."""
+    assert kafka.describe("A").running
+    assert end_offsets(clusters["A"], "__consumer_offsets") is not None
+
+
+def test_a_drill_that_kills_the_source_and_fails_back_passes_with_every_record_accounted_for(
     drill_clusters: tuple[LocalKafka, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     kafka, toml = drill_clusters
     service = Drkit(load_config(toml))
     phases: list[str] = []
-    report = service.drill_run(
-        str(_spec(tmp_path / "kill.toml", kafka, "kill", "kill_source")), lambda p, d: phases.append(p.value)
-    )
+    spec = _spec(tmp_path / "kill.toml", kafka, "kill", "kill_source", drill={"failback": True})
+    report = service.drill_run(str(spec), lambda p, d: phases.append(p.value))
     a, m = report.accounting, report.measured()
     print(report.markdown())
     assert report.verdict is DrillVerdict.PASSED, report.judgement.reasons
     assert a.acked > 0 and a.processed_on_source > 0 and a.read_on_target > 0
     assert a.lost == 0 and a.redelivered == 0 and a.out_of_order_keys == 0 and a.corrupt == 0
-    # Every acknowledged record is in exactly one class.
-    assert a.acked == a.processed_on_source + a.not_mirrored + a.read_on_target and a.not_resumed == 0
+    # Every acknowledged record processed exactly once: on A before, on B, or on A after failback; what the
+    # mirror had not copied at the disaster (the RPO) is exactly what the group read on A after failback.
+    assert a.failed_back and a.read_after_failback == a.not_mirrored
+    assert a.acked == a.processed_on_source + a.read_on_target + a.read_after_failback and a.not_resumed == 0
     assert m["rto_seconds"] is not None and m["rto_seconds"] > 0
     assert m["detection_seconds"] is not None and m["failover_seconds"] is not None
-    assert m["rpo_records"] == a.not_mirrored and m["rpo_seconds"] is not None
+    assert m["failback_seconds"] is not None and m["rpo_records"] == a.not_mirrored and m["rpo_seconds"] is not None
     assert report.reported_rpo["source_reachable"] is False
-    assert phases[0] == "prepare" and "disaster" in phases and phases[-1] == "verify"
+    assert report.failback["status"] == "applied", report.failback
+    assert phases[0] == "prepare" and phases.index("disaster") < phases.index("failback") < phases.index("verify")
     assert (Path(report.report_dir) / "report.md").read_text().startswith("# Drill kill: PASS")
+    _a_is_back(kafka, _clusters(toml))
     # The run is in the drills table, listed by the CLI as JSON.
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit_:
@@ -81,19 +102,72 @@ def test_a_drill_that_kills_the_source_passes_with_every_record_accounted_for(
     assert exit_.value.code == 0
     [row] = json.loads(capsys.readouterr().out)["drills"]
     assert (row["id"], row["verdict"], row["lost"], row["redelivered"]) == (report.id, "pass", 0, 0)
-    kafka.start("A")  # for the next drill
+
+
+def test_a_drill_that_partitions_the_source_away_passes_and_thaws_it(
+    drill_clusters: tuple[LocalKafka, Path], tmp_path: Path
+) -> None:
+    kafka, toml = drill_clusters
+    report = Drkit(load_config(toml)).drill_run(str(_spec(tmp_path / "cut.toml", kafka, "cut", "partition_source")))
+    a = report.accounting
+    print(report.markdown())
+    assert report.verdict is DrillVerdict.PASSED, report.judgement.reasons
+    assert a.read_on_target > 0 and a.lost == 0 and a.redelivered == 0 and a.out_of_order_keys == 0
+    assert a.acked == a.processed_on_source + a.not_mirrored + a.read_on_target
+    assert report.reported_rpo["source_reachable"] is False
+    _a_is_back(kafka, _clusters(toml))
 
 
 def test_a_drill_without_the_translator_fails_and_says_why(
     drill_clusters: tuple[LocalKafka, Path], tmp_path: Path
 ) -> None:
     kafka, toml = drill_clusters
-    if not kafka.describe("A").running:
-        kafka.start("A")
-    spec = _spec(tmp_path / "broken.toml", kafka, "broken", "stop_mirror", translator=False)
+    spec = _spec(tmp_path / "broken.toml", kafka, "broken", "stop_mirror", jobs={"translator": False})
     report = Drkit(load_config(toml)).drill_run(str(spec))
     assert report.verdict is DrillVerdict.FAILED
     reasons = dict(report.judgement.reasons)
     assert FailReason.FAILOVER_REFUSED in reasons, report.judgement.reasons
     assert "`drkit checkpoint`, was not running" in reasons[FailReason.FAILOVER_REFUSED], reasons
     assert FailReason.LOST not in reasons and report.accounting.lost == 0  # nothing moved: nothing skipped
+    assert committed_on(_clusters(toml)["B"], "broken-app", "A.drill.broken") == {}
+
+
+def test_a_drill_whose_mirror_lags_beyond_the_budget_fails_on_the_rpo(
+    drill_clusters: tuple[LocalKafka, Path], tmp_path: Path
+) -> None:
+    kafka, toml = drill_clusters
+    spec = _spec(
+        tmp_path / "lag.toml",
+        kafka,
+        "lag",
+        "kill_source",
+        jobs={"mirror_lag_seconds": 4},
+        budget={"lost": 0, "redelivered": 0, "rpo_records": 40},
+    )
+    report = Drkit(load_config(toml)).drill_run(str(spec))
+    a = report.accounting
+    print(report.markdown())
+    # 4 s at 80 records/s went unmirrored: the RPO budget of 40 is exceeded, and nothing else is wrong.
+    assert a.not_mirrored > 40 and report.measured()["rpo_seconds"] >= 4
+    assert [r for r, _ in report.judgement.reasons] == [FailReason.RPO_BUDGET], report.judgement.reasons
+    assert f"{a.not_mirrored} records were not mirrored" in dict(report.judgement.reasons)[FailReason.RPO_BUDGET]
+    assert a.lost == 0 and a.redelivered == 0 and a.read_on_target > 0
+    _a_is_back(kafka, _clusters(toml))
+
+
+def test_a_drill_whose_group_is_active_on_the_target_fails_and_leaves_the_target_alone(
+    drill_clusters: tuple[LocalKafka, Path], tmp_path: Path
+) -> None:
+    kafka, toml = drill_clusters
+    spec = _spec(tmp_path / "busy.toml", kafka, "busy", "stop_mirror", jobs={"group_active_on_target": True})
+    report = Drkit(load_config(toml)).drill_run(str(spec))
+    reasons = dict(report.judgement.reasons)
+    assert report.verdict is DrillVerdict.FAILED
+    assert FailReason.FAILOVER_REFUSED in reasons and "active_group" in reasons[FailReason.FAILOVER_REFUSED], reasons
+    assert FailReason.LOST not in reasons and report.accounting.lost == 0
+    # Refused: the group holds no offset on B, as before the drill.
+    assert committed_on(_clusters(toml)["B"], "busy-app", "A.drill.busy") == {}
+
+
+def _clusters(toml: Path) -> dict[str, str]:
+    return {alias: c.bootstrap_servers for alias, c in load_config(toml).clusters.items()}

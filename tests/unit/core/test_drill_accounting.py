@@ -66,7 +66,36 @@ def test_rpo_and_rto_from_the_clock() -> None:
         "detection_seconds": 3.0,
         "failover_seconds": 1.5,
         "consumer_restart_seconds": 6.0,
+        "failback_seconds": None,
+        "back_on_source_seconds": None,
     }
+    back = Timeline(20_000, 23_000, 23_500, 25_000, 31_000, 40_000, 41_000, 42_500, 44_000)
+    assert (back.rto()["failback_seconds"], back.rto()["back_on_source_seconds"]) == (1.5, 4.0)
+
+
+def test_after_failback_the_unmirrored_records_are_read_on_the_source() -> None:
+    # k1:1 was never mirrored: the group reads it on the source after failback; nothing is lost.
+    a = account(sent(*A), [("k0", 0), ("k0", 1), ("k1", 0)], A[:4], [("k0", 2)], read_after_failback=[("k1", 1)])
+    assert (a.not_mirrored, a.read_after_failback, a.lost, a.redelivered, a.failed_back) == (1, 1, 0, 0, True)
+    assert a.acked == a.processed_on_source + a.read_on_target + a.read_after_failback
+    assert judge(a, Budget()).verdict is DrillVerdict.PASSED
+    # The same drill, but failback skipped k1:1: lost, as an acknowledged record never read anywhere.
+    skipped = account(sent(*A), [("k0", 0), ("k0", 1), ("k1", 0)], A[:4], [("k0", 2)], read_after_failback=[])
+    assert (skipped.lost, skipped.lost_examples) == (1, (("k1", 1),))
+    assert "failover and failback" in dict(judge(skipped, Budget()).reasons)[FailReason.LOST]
+    # Failback that re-reads what the group read on the target re-delivers it.
+    again = account(
+        sent(*A), [("k0", 0), ("k0", 1), ("k1", 0)], A[:4], [("k0", 2)], read_after_failback=[("k0", 2), ("k1", 1)]
+    )
+    assert (again.redelivered, again.redelivered_examples) == (1, (("k0", 2),))
+    # Without a failback leg the unmirrored record is the RPO, not a loss.
+    assert account(sent(*A), [("k0", 0), ("k0", 1), ("k1", 0)], A[:4], [("k0", 2)]).lost == 0
+
+
+def test_a_refused_failback_fails_with_drkits_reason() -> None:
+    a = account(sent(*A), [("k0", 0), ("k0", 1), ("k1", 0)], A[:4], [("k0", 2)])
+    reasons = dict(judge(a, Budget(), failback_refused="active_group: 1 member on A").reasons)
+    assert set(reasons) == {FailReason.FAILBACK_REFUSED} and "active_group" in reasons[FailReason.FAILBACK_REFUSED]
 
 
 keys = st.tuples(st.sampled_from(["k0", "k1", "k2"]), st.integers(0, 20))
@@ -82,6 +111,12 @@ def test_every_acknowledged_record_is_in_exactly_one_class(acked: set[tuple[str,
     a = account(sent(*ordered), sorted(processed), mirrored, sorted(read))
     assert a.redelivered == 0
     assert a.acked == a.processed_on_source + a.not_mirrored + a.read_on_target + a.lost
+    # With failback, the group reads on the source some of what it had read nowhere: the rest is lost.
+    nowhere = sorted(set(ordered) - processed - read)
+    home = data.draw(st.sets(st.sampled_from(nowhere))) if nowhere else set()
+    b = account(sent(*ordered), sorted(processed), mirrored, sorted(read), read_after_failback=sorted(home))
+    assert b.redelivered == 0 and b.lost == len(nowhere) - len(home)
+    assert b.acked == b.processed_on_source + b.read_on_target + b.read_after_failback + b.lost
 
 
 def test_the_report_prints_drkits_rpo_as_a_bound_and_an_estimate() -> None:
