@@ -9,9 +9,10 @@
    counts them against what it expected (no record lost, none re-delivered);
 7. ``scripts/render-notebooks`` executes notebooks/ on the state and renders them to HTML;
 8. ``drkit drill run runbooks/drills/source-loss.toml``: the whole story again as a drill (runbooks/drill.md),
-   live: traffic, the mirror and the translator running, A SIGKILLed, failover, every record verified,
-   RPO and RTO measured; then A is started again (the clusters are left running) and the report's
-   folder is printed. The demo's exit code is the drill's (0 pass, 30 fail).
+   live: traffic, the mirror and the translator running, A SIGKILLed, failover, the group on B; A
+   started again, failback, the group home on A reading what B never got; every record verified, RPO
+   and RTO measured (the clusters are left running) and the report's folder is printed. The demo's
+   exit code is the drill's (0 pass, 30 fail).
 
 Every run adds new records, so it can be run again on the same clusters. ``--base-port N`` uses
 clusters on N (A) and N+10 (B), with a config written under ``.drkit/`` from
@@ -174,11 +175,13 @@ def main() -> None:
 def drill(base_port: int) -> int:
     """The routine DR drill (runbooks/drill.md) on the demo's clusters; A is started again afterwards."""
     print("\nThe same story as a drill: live traffic, the mirror and the translator running, A SIGKILLed,")
-    print("failover, the group resumed on B, every record verified, RPO and RTO measured (a few minutes).")
+    print("failover, the group resumed on B; A back, failback, the group home on A; every record verified,")
+    print("RPO and RTO measured (a few minutes).")
     code = drkit("drill", "run", DRILL_SPEC, "-c", CONFIG, check=False)
-    # kill_source SIGKILLed A (or the drill refused before touching it): leave both clusters running.
+    # The drill starts A again after its kill_source; if it could not (or refused early), do it here.
     ports = [] if base_port == DEFAULT_BASE_PORT else ["--base-port", str(base_port)]
-    print(f"\n$ scripts/local-kafka up {' '.join(['A', 'B', *ports])}      # A was SIGKILLed by the drill", flush=True)
+    up = " ".join(["A", "B", *ports])
+    print(f"\n$ scripts/local-kafka up {up}      # both running, whatever the drill did", flush=True)
     subprocess.run([str(ROOT / "scripts" / "local-kafka"), "up", "A", "B", *ports], check=False, cwd=ROOT)
     from drkit.service import Drkit
 

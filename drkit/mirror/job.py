@@ -78,6 +78,14 @@ class BatchReport:
     skipped: bool = False
     created_topics: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    syncs_seconds: float = 0.0
+    in_driver: bool = False
+
+
+def copy_in_driver(last_records: int | None, limit: int) -> bool:
+    """Whether the driver copies the next batch itself: when the previous one held at most ``limit``
+    records (a steady state; 0 turns this off). The first batch of a run may be a backlog: tasks."""
+    return last_records is not None and limit > 0 and last_records <= limit
 
 
 class MirrorJob:
@@ -99,6 +107,7 @@ class MirrorJob:
         self.target_admin = KafkaAdmin(self.target, flow.target)
         self._stream_id: str | None = None
         self._first_batch_done = False
+        self._last_records: int | None = None  # of the previous batch: the next one is likely alike
         self._known_targets: dict[str, str] = {}
         self.reports: list[BatchReport] = []
         self.observer = SourceObserver(flow, self.source_admin, self.runs)
@@ -193,44 +202,55 @@ class MirrorJob:
         topic_map, report.created_topics = self._prepare_targets()
         producer_conf = self._producer_conf()
         task: Any = deliver_batches(producer_conf, topic_map, self.flow.source)
+        report.in_driver = copy_in_driver(self._last_records, self.flow.mirror.driver_copy_max_records)
         try:
-            # One task per core, not one per source partition: a task's fixed cost (scheduling, the plan,
-            # the Python worker hand-off) is paid per task, and a batch has many small partitions. coalesce
-            # without a shuffle concatenates whole source partitions, each still in offset order.
-            ranges = batch.coalesce(self._tasks()).mapInArrow(task, RANGE_SCHEMA).collect()
+            if report.in_driver:
+                # A small batch (the steady state): the driver copies it from Arrow itself, with the same
+                # task function; no Spark Python task, whose fixed cost is most of a small batch's time.
+                ranges = [row for out in task(iter(batch.toArrow().to_batches())) for row in out.to_pylist()]
+            else:
+                # One task per core, not one per source partition: a task's fixed cost (scheduling, the
+                # plan, the Python worker hand-off) is paid per task, and a batch has many small partitions.
+                # coalesce without a shuffle concatenates whole source partitions, each still in offset order.
+                collected = batch.coalesce(self._tasks()).mapInArrow(task, RANGE_SCHEMA).collect()
+                ranges = [r.asDict() for r in collected]
         except Exception as exc:
             raise self.explain(exc) from None
         rows = [
             SyncRow(
-                r.source_topic,
-                r.target_topic,
-                r.partition,
-                SyncRange(r.upstream_first, r.upstream_last, r.downstream_first, r.downstream_last),
+                r["source_topic"],
+                r["target_topic"],
+                r["partition"],
+                SyncRange(r["upstream_first"], r["upstream_last"], r["downstream_first"], r["downstream_last"]),
             )
             for r in ranges
         ]
-        report.records = sum(r.record_count for r in ranges)
-        report.bytes = sum(r.bytes for r in ranges)
+        report.records = sum(r["record_count"] for r in ranges)
+        self._last_records = report.records
+        report.bytes = sum(r["bytes"] for r in ranges)
         write_started = time.monotonic()
         report.ranges = self.syncs.write(self.flow.name, stream_id, batch_id, rows)
-        metrics.SYNC_WRITE_SECONDS.labels(self.flow.name).observe(time.monotonic() - write_started)
+        report.syncs_seconds = time.monotonic() - write_started
+        metrics.SYNC_WRITE_SECONDS.labels(self.flow.name).observe(report.syncs_seconds)
         report.seconds = time.monotonic() - started
         metrics.MIRROR_RECORDS.labels(self.flow.name).inc(report.records)
         metrics.MIRROR_BYTES.labels(self.flow.name).inc(report.bytes)
         metrics.MIRROR_BATCH_SECONDS.labels(self.flow.name).observe(report.seconds)
         metrics.MIRROR_LAST_BATCH.labels(self.flow.name).set_to_current_time()
-        newest = {(r.source_topic, r.partition): r.max_timestamp for r in ranges if r.max_timestamp}
+        newest = {(r["source_topic"], r["partition"]): r["max_timestamp"] for r in ranges if r["max_timestamp"]}
         # The syncs of this batch are durable: observe the source's ends now, in the background (a
         # round trip to the source must not hold the next batch back).
         self.observer.after_batch(topic_map, rows, newest, report.records)
         self.reports.append(report)
         log.info(
-            "flow %s: batch %d mirrored %d records in %d ranges (%.2fs)",
+            "flow %s: batch %d mirrored %d records in %d ranges (%.2fs, syncs %.2fs, %s)",
             self.flow.name,
             batch_id,
             report.records,
             report.ranges,
             report.seconds,
+            report.syncs_seconds,
+            "copied by the driver" if report.in_driver else "copied by tasks",
         )
 
     def explain(self, exc: BaseException) -> BaseException:

@@ -19,7 +19,9 @@ idempotent where the copier allows, ``--compression`` (lz4, drkit's default), li
   rate = N / (last append - first append) on B, so start-up is not in it. The copier is then stopped
   with SIGINT (SIGTERM for MM2) and the stop time is reported.
 * **Steady state.** One copier process tails a fresh topic, started while a trickle is produced (start-up
-  to the first mirrored record with an idle copier). Then for each rate (records/s of 1 KB) the load is
+  to the first mirrored record with an idle copier). A warm-up follows, not measured: the first rate for
+  ``--warmup-seconds`` (a long-running copier's first seconds of load, JIT and connections, are not its
+  steady state), until the copier caught up. Then for each rate (records/s of 1 KB) the load is
   produced for ``--step-seconds``; every record carries its send time; end-to-end latency = B's append
   time minus send time, over all records of the step. A rate is *sustained* when the copier caught up
   within 5 s of the step's end and p99 < 2 s; the highest sustained rate is reported, and higher rates are
@@ -326,6 +328,12 @@ def steady(copier: str, a: str, b: str, work: Path, args: argparse.Namespace, wa
         return result
     result["startup_to_first_record_seconds"] = round(append_span(b, target_topic)[0] / 1000 - began_wall, 2)
     wait_for(watcher, target_topic, trickle.sent, 60, running)
+    if args.warmup_seconds > 0 and args.rates:
+        before = total(watcher, target_topic)
+        warmup = Pacer(a, topic, args.rates[0], args.warmup_seconds)
+        warmup.start()
+        warmup.join()
+        result["warmup_caught_up"] = wait_for(watcher, target_topic, before + warmup.sent, 60, running) is not None
     sustained = 0
     for rate in args.rates:
         since = {p: hi for p, (_, hi) in ends(watcher, target_topic).items()}
@@ -478,6 +486,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repetitions", type=int, help="backlog repetitions (default 2, quick 1)")
     p.add_argument("--rates", help="comma-separated steady rates (default 2000,5000,10000,20000; quick 2000,5000)")
     p.add_argument("--step-seconds", type=float, help="seconds per steady rate (default 20, quick 10)")
+    p.add_argument("--warmup-seconds", type=float, default=10.0, help="unmeasured load at the first rate (default 10)")
     p.add_argument("--no-steady", action="store_true", help="skip the steady-state part")
     p.add_argument("--compression", default="lz4")
     p.add_argument("--timeout", type=float, default=300.0, help="give up on one copy after this long")
