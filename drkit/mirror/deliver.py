@@ -55,10 +55,13 @@ class DeliveryFailed(RuntimeError):
     pass
 
 
-#: Producers kept per Python worker between micro-batches, by configuration. Spark reuses its
-#: Python workers, so a long-running mirror keeps one idempotent producer (one producer id on the
-#: target, warm connections) per worker instead of a new one per partition per batch. A producer
-#: that saw any failure is dropped, so a retry starts with a fresh one.
+#: Producers kept per process (a Spark Python worker, or the driver when it copies a small batch)
+#: between micro-batches, by configuration. Spark reuses its Python workers, so a long-running mirror
+#: keeps one idempotent producer (one producer id on the target, warm connections) per worker instead
+#: of a new one per partition per batch. A producer that saw any failure is dropped, so a retry starts
+#: with a fresh one. The task function reaches this cache only through ``_producer`` and ``_drop``:
+#: cloudpickle ships module functions by reference but a module global the task names itself by
+#: value, which would copy the cache (and fail on the driver's live producer) into every task.
 _PRODUCERS: dict[str, Any] = {}
 
 
@@ -72,6 +75,10 @@ def _producer(conf: dict[str, Any]) -> tuple[str, Any]:
     if producer is None:
         producer = _PRODUCERS[key] = Producer(conf)
     return key, producer
+
+
+def _drop(key: str) -> None:
+    _PRODUCERS.pop(key, None)
 
 
 def _describe(err: Any) -> str:
@@ -226,11 +233,11 @@ def deliver_batches(
             if remaining and not failures:
                 failures.append(f"{remaining} records were not acknowledged by the target within {flush_timeout}s")
         except BaseException:
-            _PRODUCERS.pop(cache_key, None)
+            _drop(cache_key)
             producer.flush(5)
             raise
         if failures:
-            _PRODUCERS.pop(cache_key, None)
+            _drop(cache_key)
             producer.flush(5)
             raise DeliveryFailed(FAILURE_MARKER + failures[0])
 
@@ -242,7 +249,7 @@ def deliver_batches(
             downs = downstream.get((target, partition), [])
             u, d = np.asarray(ups, dtype=np.int64), np.asarray(downs, dtype=np.int64)
             if len(d) != len(u) or (len(d) > 1 and bool(np.any(np.diff(d) <= 0))):
-                _PRODUCERS.pop(cache_key, None)
+                _drop(cache_key)
                 raise DeliveryFailed(
                     f"{FAILURE_MARKER}delivery reports of {target}/{partition} do not match the records produced "
                     f"({len(u)} produced, {len(d)} reported in order): the batch is retried"

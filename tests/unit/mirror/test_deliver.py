@@ -401,3 +401,17 @@ def test_newest_source_timestamp_per_partition(install: Any) -> None:
     install(FakeProducer())
     rows = run([batch(contiguous("orders", 0, [0, 1, 5, 6]) + contiguous("users", 1, [3]))])
     assert [(r["source_topic"], r["max_timestamp"]) for r in rows] == [("orders", 60), ("orders", 0), ("users", 30)]
+
+
+def test_the_task_ships_to_spark_workers_after_the_driver_ran_it(install: Any) -> None:
+    """The driver copies small batches with the task function itself and keeps its producer; a later
+    large batch ships the function to Spark's workers. It must pickle then, without the driver's cache."""
+    from pyspark import cloudpickle
+
+    install(FakeProducer())
+    task = deliver_batches(CONF, {"orders": "A.orders"}, "A")
+    list(task(iter([batch(contiguous("orders", 0, range(2)))])))
+    assert len(deliver._PRODUCERS) == 1  # the driver's live producer is cached
+    shipped = cloudpickle.loads(cloudpickle.dumps(task))
+    assert callable(shipped)
+    assert b"FakeProducer" not in cloudpickle.dumps(task)
