@@ -410,10 +410,11 @@ class MirrorSettings(_Model):
 
     trigger_interval_seconds: float = Field(default=1.0, gt=0)
     max_offsets_per_trigger: int | None = Field(default=100_000, gt=0)
-    #: A batch following one of at most this many records is copied by the driver itself, from Arrow,
-    #: instead of by Spark Python tasks (whose fixed cost is most of a small batch's time); larger
-    #: batches (a backlog) get one task per core. 0: always tasks.
+    #: A batch of at most this many offsets (and ``driver_copy_max_bytes`` at the last average record
+    #: size) is copied by the driver itself, from Arrow, instead of by Spark Python tasks, whose fixed
+    #: cost is most of a small batch's time; larger batches (a backlog) get one task per core. 0: tasks.
     driver_copy_max_records: int = Field(default=20_000, ge=0)
+    driver_copy_max_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
     #: Replication factor of target topics drkit creates; -1 is the target broker's default.
     target_replication_factor: int = Field(default=-1)
     #: Stop when records were removed from the source before they were mirrored (retention).

@@ -10,7 +10,7 @@ range never claims a record that does not exist.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 
@@ -99,3 +99,30 @@ def coalesce(ranges: Iterable[SyncRange]) -> list[SyncRange]:
                 continue
         out.append(r)
     return out
+
+
+#: A source's end offsets as Spark's offset log states them: topic -> partition (as text) -> offset.
+SourceOffsets = Mapping[str, Mapping[str, int]]
+
+
+def offsets_between(start: SourceOffsets, end: SourceOffsets) -> int | None:
+    """How many offsets a micro-batch spans from ``start`` to ``end`` (an upper bound on its records:
+    transaction markers and compacted holes take offsets too); None when a partition of ``end`` has no
+    start (new topic or partition: it starts at the earliest offset, unknown here)."""
+    total = 0
+    for topic, partitions in end.items():
+        for partition, until in partitions.items():
+            since = start.get(topic, {}).get(partition)
+            if since is None:
+                return None
+            total += max(0, until - since)
+    return total
+
+
+def copy_in_driver(batch_offsets: int | None, record_bytes: float | None, max_records: int, max_bytes: int) -> bool:
+    """Whether the mirror's driver copies a micro-batch itself instead of Spark tasks: when the batch is
+    known to span at most ``max_records`` offsets and, at the run's last average record size, at most
+    ``max_bytes`` (the driver holds the whole batch in memory). Unknown size or average: tasks. 0: never."""
+    if batch_offsets is None or record_bytes is None or max_records <= 0:
+        return False
+    return batch_offsets <= max_records and batch_offsets * record_bytes <= max_bytes

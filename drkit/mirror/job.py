@@ -30,12 +30,13 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from drkit import metrics
 from drkit.config import DrkitConfig, FlowConfig
 from drkit.core.consistency import divergence_message, synced_partitions, target_divergences, topics_to_read
-from drkit.core.offsets import SyncRange
+from drkit.core.offsets import SourceOffsets, SyncRange, copy_in_driver, offsets_between
 from drkit.core.reports import MirrorSummary
 from drkit.core.selection import NameSelector
 from drkit.core.status import EndsObservation
@@ -82,10 +83,15 @@ class BatchReport:
     in_driver: bool = False
 
 
-def copy_in_driver(last_records: int | None, limit: int) -> bool:
-    """Whether the driver copies the next batch itself: when the previous one held at most ``limit``
-    records (a steady state; 0 turns this off). The first batch of a run may be a backlog: tasks."""
-    return last_records is not None and limit > 0 and last_records <= limit
+def logged_offsets(checkpoint: Path, batch_id: int) -> SourceOffsets | None:
+    """The source's end offsets for ``batch_id`` as Spark's offset log holds them (written before the batch
+    runs: its third line is the Kafka source's offsets); None when absent or unreadable."""
+    try:
+        lines = (checkpoint / "offsets" / str(batch_id)).read_text(encoding="utf-8").splitlines()
+        offsets = json.loads(lines[2])
+    except (OSError, IndexError, ValueError):
+        return None
+    return offsets if isinstance(offsets, dict) else None
 
 
 class MirrorJob:
@@ -107,7 +113,7 @@ class MirrorJob:
         self.target_admin = KafkaAdmin(self.target, flow.target)
         self._stream_id: str | None = None
         self._first_batch_done = False
-        self._last_records: int | None = None  # of the previous batch: the next one is likely alike
+        self._record_bytes: float | None = None  # the last batch's average (keys and values)
         self._known_targets: dict[str, str] = {}
         self.reports: list[BatchReport] = []
         self.observer = SourceObserver(flow, self.source_admin, self.runs)
@@ -202,7 +208,7 @@ class MirrorJob:
         topic_map, report.created_topics = self._prepare_targets()
         producer_conf = self._producer_conf()
         task: Any = deliver_batches(producer_conf, topic_map, self.flow.source)
-        report.in_driver = copy_in_driver(self._last_records, self.flow.mirror.driver_copy_max_records)
+        report.in_driver = self._copy_in_driver(batch_id)
         try:
             if report.in_driver:
                 # A small batch (the steady state): the driver copies it from Arrow itself, with the same
@@ -226,8 +232,9 @@ class MirrorJob:
             for r in ranges
         ]
         report.records = sum(r["record_count"] for r in ranges)
-        self._last_records = report.records
         report.bytes = sum(r["bytes"] for r in ranges)
+        if report.records:
+            self._record_bytes = report.bytes / report.records
         write_started = time.monotonic()
         report.ranges = self.syncs.write(self.flow.name, stream_id, batch_id, rows)
         report.syncs_seconds = time.monotonic() - write_started
@@ -252,6 +259,16 @@ class MirrorJob:
             report.syncs_seconds,
             "copied by the driver" if report.in_driver else "copied by tasks",
         )
+
+    def _copy_in_driver(self, batch_id: int) -> bool:
+        """Small batches are copied by the driver; the batch's size is read from Spark's offset log."""
+        m = self.flow.mirror
+        start, end = (
+            logged_offsets(self.stream_checkpoint, batch_id - 1),
+            logged_offsets(self.stream_checkpoint, batch_id),
+        )
+        span = None if start is None or end is None else offsets_between(start, end)
+        return copy_in_driver(span, self._record_bytes, m.driver_copy_max_records, m.driver_copy_max_bytes)
 
     def explain(self, exc: BaseException) -> BaseException:
         """The operator-facing error of a failed batch: delivery failures as they are; a source that cannot
