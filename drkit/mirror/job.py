@@ -55,6 +55,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+SOURCE_FETCH_MAX_WAIT_MS = 20
+
 #: Producer settings no config may weaken: no loss, no reordering, exact offsets per record.
 PRODUCER_FIXED = {
     "acks": "all",
@@ -80,6 +82,7 @@ class BatchReport:
     created_topics: list[str] = field(default_factory=list)
     seconds: float = 0.0
     syncs_seconds: float = 0.0
+    read_seconds: float = 0.0  # the driver's read of the batch (Spark's Kafka source to Arrow)
     in_driver: bool = False
 
 
@@ -142,6 +145,11 @@ class MirrorJob:
             .option("includeHeaders", "true")
             .option("failOnDataLoss", "true" if m.fail_on_data_loss else "false")
             .option("kafka.isolation.level", "read_committed")
+            # A batch reads up to ends planned beforehand; where a partition's range ends at its last
+            # record, Spark's consumer still polls once more and the broker holds that fetch for
+            # fetch.max.wait.ms (500 ms) before answering empty: per partition, so 3 s per batch on a
+            # 12-partition topic whenever its producers pause. Configurable ([flows.mirror] consumer).
+            .option("kafka.fetch.max.wait.ms", str(SOURCE_FETCH_MAX_WAIT_MS))
         )
         if m.max_offsets_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", str(m.max_offsets_per_trigger))
@@ -213,7 +221,10 @@ class MirrorJob:
             if report.in_driver:
                 # A small batch (the steady state): the driver copies it from Arrow itself, with the same
                 # task function; no Spark Python task, whose fixed cost is most of a small batch's time.
-                ranges = [row for out in task(iter(batch.toArrow().to_batches())) for row in out.to_pylist()]
+                read_started = time.monotonic()
+                table = batch.toArrow()
+                report.read_seconds = time.monotonic() - read_started
+                ranges = [row for out in task(iter(table.to_batches())) for row in out.to_pylist()]
             else:
                 # One task per core, not one per source partition: a task's fixed cost (scheduling, the
                 # plan, the Python worker hand-off) is paid per task, and a batch has many small partitions.
@@ -257,7 +268,7 @@ class MirrorJob:
             report.ranges,
             report.seconds,
             report.syncs_seconds,
-            "copied by the driver" if report.in_driver else "copied by tasks",
+            f"copied by the driver, read {report.read_seconds:.2f}s" if report.in_driver else "copied by tasks",
         )
 
     def _copy_in_driver(self, batch_id: int) -> bool:

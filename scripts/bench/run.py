@@ -486,7 +486,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repetitions", type=int, help="backlog repetitions (default 2, quick 1)")
     p.add_argument("--rates", help="comma-separated steady rates (default 2000,5000,10000,20000; quick 2000,5000)")
     p.add_argument("--step-seconds", type=float, help="seconds per steady rate (default 20, quick 10)")
-    p.add_argument("--warmup-seconds", type=float, default=10.0, help="unmeasured load at the first rate (default 10)")
+    p.add_argument("--warmup-seconds", type=float, default=30.0, help="unmeasured load at the first rate (default 30)")
     p.add_argument("--no-steady", action="store_true", help="skip the steady-state part")
     p.add_argument("--compression", default="lz4")
     p.add_argument("--timeout", type=float, default=300.0, help="give up on one copy after this long")
