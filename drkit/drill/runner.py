@@ -259,7 +259,10 @@ class DrillRunner:
             return
         kind, local = self.spec.drill.disaster, LocalKafka(self.spec.local_state())
         if kind is DisasterKind.PARTITION_SOURCE:
-            local.thaw(self.flow.source)
+            # Thawed, the broker finds its controller session expired and is fenced until it registers
+            # again: the source is back once it serves a produce and a fetch again.
+            if local.thaw(self.flow.source):
+                local.wait_ready(self.flow.source, time.monotonic() + 120)
             self._disaster_struck = False
         elif kind is DisasterKind.KILL_SOURCE and (self.spec.local_kafka.restore or self.spec.drill.failback):
             self.on_phase(DrillPhase.RESTORE, f"scripts/local-kafka start {self.flow.source}")
