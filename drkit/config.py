@@ -405,16 +405,20 @@ class ClusterConfig(_Model):
         return _check_client_properties(value, skip=JAVA_ONLY_PROPERTIES)
 
 
+#: Batches of up to this many offsets are copied by the mirror's driver (``driver_copy_max_records``).
+DRIVER_COPY_MAX_RECORDS = 20_000
+
+
 class MirrorSettings(_Model):
     """Tuning of the mirror job of one flow."""
 
     trigger_interval_seconds: float = Field(default=1.0, gt=0)
     max_offsets_per_trigger: int | None = Field(default=100_000, gt=0)
-    #: A batch of at most this many offsets (and ``driver_copy_max_bytes`` at the last average record
-    #: size) is copied by the driver itself, from Arrow, instead of by Spark Python tasks, whose fixed
-    #: cost is most of a small batch's time; larger batches (a backlog) get one task per core. 0: tasks.
-    driver_copy_max_records: int = Field(default=20_000, ge=0)
-    driver_copy_max_bytes: int = Field(default=64 * 1024 * 1024, ge=0)
+    #: A batch of at most this many offsets is read by the driver's own consumer and copied by the driver,
+    #: instead of by Spark Python tasks, whose fixed cost is most of a small batch's time. Larger batches,
+    #: and those whose start Spark's checkpoint does not give (a new topic or partition), get one task per
+    #: core. 0: always tasks.
+    driver_copy_max_records: int = Field(default=DRIVER_COPY_MAX_RECORDS, ge=0)
     #: Replication factor of target topics drkit creates; -1 is the target broker's default.
     target_replication_factor: int = Field(default=-1)
     #: Stop when records were removed from the source before they were mirrored (retention).

@@ -105,24 +105,39 @@ def coalesce(ranges: Iterable[SyncRange]) -> list[SyncRange]:
 SourceOffsets = Mapping[str, Mapping[str, int]]
 
 
-def offsets_between(start: SourceOffsets, end: SourceOffsets) -> int | None:
-    """How many offsets a micro-batch spans from ``start`` to ``end`` (an upper bound on its records:
-    transaction markers and compacted holes take offsets too); None when a partition of ``end`` has no
-    start (new topic or partition: it starts at the earliest offset, unknown here)."""
-    total = 0
+#: A partition of a micro-batch and the offsets it spans, ``[since, until)``.
+BatchRanges = dict[tuple[str, int], tuple[int, int]]
+
+
+def batch_ranges(start: SourceOffsets | None, end: SourceOffsets | None) -> BatchRanges | None:
+    """The offsets ``[since, until)`` each source partition of a micro-batch spans, from the offsets Spark
+    logged before the batch (``start``: the previous batch's ends, or the query's initial offsets) and for
+    it (``end``). Partitions that did not advance are left out. None when a log is missing or a partition
+    of ``end`` has no start (a new topic or partition: Spark reads it from its earliest offset, which is
+    not known here)."""
+    if start is None or end is None:
+        return None
+    out: BatchRanges = {}
     for topic, partitions in end.items():
         for partition, until in partitions.items():
             since = start.get(topic, {}).get(partition)
             if since is None:
                 return None
-            total += max(0, until - since)
-    return total
+            if until > since:
+                out[(topic, int(partition))] = (since, until)
+    return out
 
 
-def copy_in_driver(batch_offsets: int | None, record_bytes: float | None, max_records: int, max_bytes: int) -> bool:
-    """Whether the mirror's driver copies a micro-batch itself instead of Spark tasks: when the batch is
-    known to span at most ``max_records`` offsets and, at the run's last average record size, at most
-    ``max_bytes`` (the driver holds the whole batch in memory). Unknown size or average: tasks. 0: never."""
-    if batch_offsets is None or record_bytes is None or max_records <= 0:
+def offsets_between(start: SourceOffsets, end: SourceOffsets) -> int | None:
+    """How many offsets a micro-batch spans from ``start`` to ``end`` (an upper bound on its records:
+    transaction markers and compacted holes take offsets too); None when a start is unknown."""
+    ranges = batch_ranges(start, end)
+    return None if ranges is None else sum(until - since for since, until in ranges.values())
+
+
+def copy_in_driver(ranges: BatchRanges | None, max_records: int) -> bool:
+    """Whether the mirror's driver reads and copies a micro-batch itself instead of Spark tasks: when each
+    partition's range is known and the batch spans at most ``max_records`` offsets. 0: never."""
+    if ranges is None or max_records <= 0:
         return False
-    return batch_offsets <= max_records and batch_offsets * record_bytes <= max_bytes
+    return sum(until - since for since, until in ranges.values()) <= max_records

@@ -1,6 +1,7 @@
-"""The task that copies one Spark partition (one source topic-partition) to the target.
+"""The copy of a micro-batch's records to the target, with the exact offset of each copy.
 
-It runs inside Spark's Python workers (``mapInArrow``). Records are produced in source-offset
+``Copier`` does it, fed either by a Spark Python task (``deliver_batches``, ``mapInArrow``) or by the
+driver's own reader (drkit.mirror.reader). Records are produced in source-offset
 order to the same partition number of the target topic by an idempotent ``acks=all`` producer,
 and every delivery report gives the exact downstream offset of one upstream offset. Those pairs
 are folded into contiguous ranges and returned to the driver, which writes them to
@@ -104,6 +105,176 @@ def _runs(topics: list[str], partitions: list[int]) -> list[tuple[int, int]]:
     return runs
 
 
+class Copier:
+    """Produces one micro-batch's records to the target and pairs each with its delivery report.
+
+    Fed by a Spark task (``deliver_batches``) or by the driver's own reader (drkit.mirror.reader),
+    one source partition's records at a time, in offset order. ``finish`` flushes, checks the pairing
+    and returns the batch's ranges as rows of ``OUTPUT_COLUMNS``; any failure raises ``DeliveryFailed``
+    and drops the producer, so a retry starts with a fresh one.
+    """
+
+    def __init__(self, producer_conf: dict[str, Any], topic_map: dict[str, str], source_alias: str) -> None:
+        self.began = time.monotonic()
+        self._cache_key, self._producer = _producer(producer_conf)
+        self._topic_map = topic_map
+        self._source_of = {target: source for source, target in topic_map.items()}
+        self._origin = origin_prefix(source_alias)
+        self._upstream: dict[tuple[str, int], list[int]] = {}  # per source partition, in produce order
+        self._downstream: dict[tuple[str, int], list[int]] = {}  # per target partition, in report order
+        self._sizes: dict[tuple[str, int], int] = {}
+        self._newest: dict[tuple[str, int], int] = {}
+        self.failures: list[str] = []
+        self.produced = 0
+        self.waited = 0.0  # time spent waiting for input (the task's profile)
+
+    def _on_delivery(self, err: Any, msg: Any) -> None:
+        where = (msg.topic(), msg.partition())
+        reported = self._downstream.setdefault(where, [])
+        if err is not None:
+            source = self._source_of.get(where[0], where[0])
+            ups = self._upstream.get((source, where[1]), [])
+            at = ups[len(reported)] if len(reported) < len(ups) else "?"
+            self.failures.append(
+                f"record {source}/{where[1]}@{at} could not be delivered to {where[0]}/{where[1]}: {_describe(err)}"
+            )
+            reported.append(-1)
+            return
+        reported.append(msg.offset())
+
+    def copy(
+        self,
+        topic: str,
+        partition: int,
+        offsets: list[int],
+        keys: list[bytes | None],
+        values: list[bytes | None],
+        stamps: list[int],
+        headers: list[list[tuple[str, bytes | None]] | None] | None,
+    ) -> None:
+        """Produce records of one source partition, in offset order; ``headers[i]`` are record i's own."""
+        from confluent_kafka import KafkaException
+
+        if self.failures or not offsets:
+            return
+        target = self._topic_map.get(topic)
+        if target is None:
+            raise DeliveryFailed(f"{FAILURE_MARKER}topic {topic} is not selected by this flow")
+        source_key = (topic, partition)
+        ups = self._upstream.setdefault(source_key, [])
+        produce, poll = self._producer.produce, self._producer.poll
+        on_delivery, origin = self._on_delivery, self._origin
+        failures = self.failures
+        produced = self.produced
+        nbytes = 0
+        for i, offset in enumerate(offsets):
+            if failures:
+                break
+            ups.append(offset)
+            key, value = keys[i], values[i]
+            hdrs = headers[i] if headers is not None else None
+            mark = (ORIGIN_HEADER, origin + b"%d" % offset)
+            while True:
+                try:
+                    # confluent-kafka's fifth positional is on_delivery's old name: timestamp and headers
+                    # must be passed by keyword.
+                    produce(
+                        target,
+                        value,
+                        key,
+                        partition,
+                        on_delivery,
+                        timestamp=stamps[i],
+                        headers=[*hdrs, mark] if hdrs else [mark],
+                    )
+                    break
+                except BufferError:
+                    poll(0.1)
+                except KafkaException as exc:
+                    ups.pop()
+                    failures.append(
+                        f"record {topic}/{partition}@{offset} could not be delivered to "
+                        f"{target}/{partition}: {_describe(exc.args[0])}"
+                    )
+                    break
+            if key is not None:
+                nbytes += len(key)
+            if value is not None:
+                nbytes += len(value)
+            produced += 1
+            if not produced % POLL_EVERY:
+                poll(0)
+        self.produced = produced
+        self._sizes[source_key] = self._sizes.get(source_key, 0) + nbytes
+        top = max(stamps)
+        self._newest[source_key] = max(self._newest.get(source_key, top), top)
+        poll(0)
+
+    def abort(self) -> None:
+        """Forget this copy: the producer is dropped (a retry gets a fresh one) after a short flush."""
+        _drop(self._cache_key)
+        self._producer.flush(5)
+
+    def finish(self, flush_timeout: float = 300.0) -> list[dict[str, Any]]:
+        """Wait for every delivery report; the batch's exact ranges, or ``DeliveryFailed``."""
+        import numpy as np
+
+        from drkit.core.offsets import SyncRange
+
+        flush_started = time.monotonic()
+        remaining = self._producer.flush(flush_timeout)
+        if TIMING:
+            print(
+                f"DRKIT-TASK pid={os.getpid()} worker_age={time.monotonic() - _LOADED:.1f} {sorted(self._upstream)} "
+                f"records={self.produced} total={time.monotonic() - self.began:.3f} "
+                f"waiting_for_input={self.waited:.3f} flush={time.monotonic() - flush_started:.3f}",
+                file=sys.stderr,
+                flush=True,
+            )
+        if remaining and not self.failures:
+            self.failures.append(f"{remaining} records were not acknowledged by the target within {flush_timeout}s")
+        if self.failures:
+            self.abort()
+            raise DeliveryFailed(FAILURE_MARKER + self.failures[0])
+
+        rows: list[dict[str, Any]] = []
+        for (topic, partition), ups in sorted(self._upstream.items()):
+            if not ups:
+                continue
+            target = self._topic_map[topic]
+            downs = self._downstream.get((target, partition), [])
+            u, d = np.asarray(ups, dtype=np.int64), np.asarray(downs, dtype=np.int64)
+            if len(d) != len(u) or (len(d) > 1 and bool(np.any(np.diff(d) <= 0))):
+                _drop(self._cache_key)
+                raise DeliveryFailed(
+                    f"{FAILURE_MARKER}delivery reports of {target}/{partition} do not match the records produced "
+                    f"({len(u)} produced, {len(d)} reported in order): the batch is retried"
+                )
+            if len(u) > 1 and bool(np.any(np.diff(u) <= 0)):  # offset order is expected; never trusted blindly
+                order = np.argsort(u, kind="stable")
+                u, d = u[order], d[order]
+            breaks = np.flatnonzero((np.diff(u) != 1) | (np.diff(d) != 1)) + 1
+            starts = [0, *breaks.tolist()]
+            ends = [*(breaks - 1).tolist(), len(u) - 1]
+            for n, (s, e) in enumerate(zip(starts, ends, strict=True)):
+                r = SyncRange(int(u[s]), int(u[e]), int(d[s]), int(d[e]))
+                rows.append(
+                    {
+                        "source_topic": topic,
+                        "target_topic": target,
+                        "partition": partition,
+                        "upstream_first": r.upstream_first,
+                        "upstream_last": r.upstream_last,
+                        "downstream_first": r.downstream_first,
+                        "downstream_last": r.downstream_last,
+                        "record_count": r.record_count,
+                        "bytes": self._sizes.get((topic, partition), 0) if n == 0 else 0,
+                        "max_timestamp": self._newest.get((topic, partition), 0) if n == 0 else 0,
+                    }
+                )
+        return rows
+
+
 def deliver_batches(
     producer_conf: dict[str, Any],
     topic_map: dict[str, str],
@@ -116,51 +287,18 @@ def deliver_batches(
     record's own headers): copies delivered by a batch that then failed have no sync, and their
     origin is what places a group exactly on them at failover (drkit.core.origin).
     """
-    origin = origin_prefix(source_alias)
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
-        import numpy as np
         import pyarrow as pa
-        import pyarrow.compute as pc
-        from confluent_kafka import KafkaException
 
-        from drkit.core.offsets import SyncRange
-
-        began = time.monotonic()
-        cache_key, producer = _producer(producer_conf)
-        source_of = {target: source for source, target in topic_map.items()}
-        upstream: dict[tuple[str, int], list[int]] = {}  # per source partition, in produce order
-        downstream: dict[tuple[str, int], list[int]] = {}  # per target partition, in report order
-        sizes: dict[tuple[str, int], int] = {}
-        newest: dict[tuple[str, int], int] = {}
-        failures: list[str] = []
-
-        def on_delivery(err: Any, msg: Any) -> None:
-            where = (msg.topic(), msg.partition())
-            reported = downstream.setdefault(where, [])
-            if err is not None:
-                source = source_of.get(where[0], where[0])
-                ups = upstream.get((source, where[1]), [])
-                at = ups[len(reported)] if len(reported) < len(ups) else "?"
-                failures.append(
-                    f"record {source}/{where[1]}@{at} could not be delivered to {where[0]}/{where[1]}: {_describe(err)}"
-                )
-                reported.append(-1)
-                return
-            reported.append(msg.offset())
-
-        produce, poll = producer.produce, producer.poll
-        produced = 0
-        waited = 0.0
+        copier = Copier(producer_conf, topic_map, source_alias)
         try:
             batches = iter(batches)
-            while True:
+            while not copier.failures:
                 wait_started = time.monotonic()
                 batch = next(batches, None)
-                waited += time.monotonic() - wait_started
+                copier.waited += time.monotonic() - wait_started
                 if batch is None:
-                    break
-                if failures:
                     break
                 if not batch.num_rows:
                     continue
@@ -171,107 +309,26 @@ def deliver_batches(
                 values = batch.column("value").to_pylist()
                 stamps = batch.column("ts").to_pylist()
                 header_col = batch.column("headers")
-                headers = header_col.to_pylist() if header_col.null_count < batch.num_rows else None
+                headers = (
+                    [[(h["key"], h["value"]) for h in hs] if hs else None for hs in header_col.to_pylist()]
+                    if header_col.null_count < batch.num_rows
+                    else None
+                )
                 for start, end in _runs(topics, partitions):
-                    topic, partition = topics[start], partitions[start]
-                    target = topic_map.get(topic)
-                    if target is None:
-                        raise DeliveryFailed(f"{FAILURE_MARKER}topic {topic} is not selected by this flow")
-                    source_key = (topic, partition)
-                    ups = upstream.setdefault(source_key, [])
-                    for i in range(start, end):
-                        if failures:
-                            break
-                        ups.append(offsets[i])
-                        hdrs = headers[i] if headers is not None else None
-                        mark = (ORIGIN_HEADER, origin + b"%d" % offsets[i])
-                        record_headers = [(h["key"], h["value"]) for h in hdrs] + [mark] if hdrs else [mark]
-                        while True:
-                            try:
-                                # confluent-kafka's fifth positional is on_delivery's old name:
-                                # timestamp and headers must be passed by keyword.
-                                produce(
-                                    target,
-                                    values[i],
-                                    keys[i],
-                                    partition,
-                                    on_delivery,
-                                    timestamp=stamps[i],
-                                    headers=record_headers,
-                                )
-                                break
-                            except BufferError:
-                                poll(0.1)
-                            except KafkaException as exc:
-                                ups.pop()
-                                failures.append(
-                                    f"record {topic}/{partition}@{offsets[i]} could not be delivered to "
-                                    f"{target}/{partition}: {_describe(exc.args[0])}"
-                                )
-                                break
-                        produced += 1
-                        if not produced % POLL_EVERY:
-                            poll(0)
-                    piece = batch.slice(start, end - start)
-                    nbytes = pc.sum(pc.binary_length(piece.column("key"))).as_py() or 0
-                    nbytes += pc.sum(pc.binary_length(piece.column("value"))).as_py() or 0
-                    sizes[source_key] = sizes.get(source_key, 0) + int(nbytes)
-                    top = pc.max(piece.column("ts")).as_py()
-                    if top is not None:
-                        newest[source_key] = max(newest.get(source_key, top), top)
-                    poll(0)
-            flush_started = time.monotonic()
-            remaining = producer.flush(flush_timeout)
-            if TIMING:
-                print(
-                    f"DRKIT-TASK pid={os.getpid()} worker_age={time.monotonic() - _LOADED:.1f} {sorted(upstream)} "
-                    f"records={produced} total={time.monotonic() - began:.3f} "
-                    f"waiting_for_input={waited:.3f} flush={time.monotonic() - flush_started:.3f}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-            if remaining and not failures:
-                failures.append(f"{remaining} records were not acknowledged by the target within {flush_timeout}s")
+                    copier.copy(
+                        topics[start],
+                        partitions[start],
+                        offsets[start:end],
+                        keys[start:end],
+                        values[start:end],
+                        stamps[start:end],
+                        headers[start:end] if headers is not None else None,
+                    )
+            rows = copier.finish(flush_timeout)
         except BaseException:
-            _drop(cache_key)
-            producer.flush(5)
+            copier.abort()
             raise
-        if failures:
-            _drop(cache_key)
-            producer.flush(5)
-            raise DeliveryFailed(FAILURE_MARKER + failures[0])
-
-        out: dict[str, list[Any]] = {name: [] for name in column_names(OUTPUT_COLUMNS)}
-        for (topic, partition), ups in sorted(upstream.items()):
-            if not ups:
-                continue
-            target = topic_map[topic]
-            downs = downstream.get((target, partition), [])
-            u, d = np.asarray(ups, dtype=np.int64), np.asarray(downs, dtype=np.int64)
-            if len(d) != len(u) or (len(d) > 1 and bool(np.any(np.diff(d) <= 0))):
-                _drop(cache_key)
-                raise DeliveryFailed(
-                    f"{FAILURE_MARKER}delivery reports of {target}/{partition} do not match the records produced "
-                    f"({len(u)} produced, {len(d)} reported in order): the batch is retried"
-                )
-            if len(u) > 1 and bool(np.any(np.diff(u) <= 0)):  # Spark gives offset order; never trust it blindly
-                order = np.argsort(u, kind="stable")
-                u, d = u[order], d[order]
-            breaks = np.flatnonzero((np.diff(u) != 1) | (np.diff(d) != 1)) + 1
-            starts = [0, *breaks.tolist()]
-            ends = [*(breaks - 1).tolist(), len(u) - 1]
-            for n, (s, e) in enumerate(zip(starts, ends, strict=True)):
-                r = SyncRange(int(u[s]), int(u[e]), int(d[s]), int(d[e]))
-                out["source_topic"].append(topic)
-                out["target_topic"].append(target)
-                out["partition"].append(partition)
-                out["upstream_first"].append(r.upstream_first)
-                out["upstream_last"].append(r.upstream_last)
-                out["downstream_first"].append(r.downstream_first)
-                out["downstream_last"].append(r.downstream_last)
-                out["record_count"].append(r.record_count)
-                out["bytes"].append(sizes.get((topic, partition), 0) if n == 0 else 0)
-                out["max_timestamp"].append(newest.get((topic, partition), 0) if n == 0 else 0)
+        out: dict[str, list[Any]] = {name: [r[name] for r in rows] for name in column_names(OUTPUT_COLUMNS)}
         yield pa.RecordBatch.from_pydict(out, schema=arrow_schema(RANGE_SCHEMA))
 
     return run

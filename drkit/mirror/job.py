@@ -5,8 +5,10 @@ Per micro-batch, on the driver:
 1. If this stream's batch is already in ``offset_syncs`` (the process died after recording it but
    before Spark committed the batch), its records are on the target: skip it, produce nothing.
 2. List the source topics the flow selects and make sure their target topics exist.
-3. Copy the batch with one task per source partition (drkit.mirror.deliver); each returns the
-   exact offset ranges the target acknowledged.
+3. Copy the batch: the driver reads the offsets Spark planned for it with its own consumer
+   (drkit.mirror.reader) when Spark's checkpoint gives each partition's start and the batch is not
+   too large, otherwise Spark tasks read it, one per core. Either way the same ``Copier``
+   (drkit.mirror.deliver) produces it and returns the exact offset ranges the target acknowledged.
 4. Append those ranges to ``offset_syncs`` (idempotent per stream and batch id).
 
 Only then does Spark commit the batch. Any failure in 2-4 fails the query before the commit, so
@@ -36,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from drkit import metrics
 from drkit.config import DrkitConfig, FlowConfig
 from drkit.core.consistency import divergence_message, synced_partitions, target_divergences, topics_to_read
-from drkit.core.offsets import SourceOffsets, SyncRange, copy_in_driver, offsets_between
+from drkit.core.offsets import BatchRanges, SourceOffsets, SyncRange, batch_ranges, copy_in_driver
 from drkit.core.reports import MirrorSummary
 from drkit.core.selection import NameSelector
 from drkit.core.status import EndsObservation
@@ -45,7 +47,8 @@ from drkit.kafka import clients
 from drkit.kafka.admin import KafkaAdmin
 from drkit.kafka.topics import TopicPair, ensure_target_topics
 from drkit.layout import JobKind, StateLayout, flow_dir_name
-from drkit.mirror.deliver import FAILURE_MARKER, RANGE_SCHEMA, deliver_batches
+from drkit.mirror.deliver import FAILURE_MARKER, RANGE_SCHEMA, Copier, deliver_batches
+from drkit.mirror.reader import ABANDONED_MARKER, BatchReader, ReadFallback, SourceStalled
 from drkit.store.offset_syncs import OffsetSyncStore, SyncRow
 from drkit.store.runs import RunFiles
 
@@ -82,16 +85,29 @@ class BatchReport:
     created_topics: list[str] = field(default_factory=list)
     seconds: float = 0.0
     syncs_seconds: float = 0.0
-    read_seconds: float = 0.0  # the driver's read of the batch (Spark's Kafka source to Arrow)
     in_driver: bool = False
+    fallback: str = ""  # why a batch planned for the driver was read by Spark
 
 
 def logged_offsets(checkpoint: Path, batch_id: int) -> SourceOffsets | None:
     """The source's end offsets for ``batch_id`` as Spark's offset log holds them (written before the batch
     runs: its third line is the Kafka source's offsets); None when absent or unreadable."""
+    return _offsets_line(checkpoint / "offsets" / str(batch_id), 2)
+
+
+def initial_offsets(checkpoint: Path) -> SourceOffsets | None:
+    """Where the query's first batch starts: the Kafka source's initial offsets (``sources/0/0``, a version
+    line then the offsets), resolved from ``startingOffsets`` when the query first ran."""
+    return _offsets_line(checkpoint / "sources" / "0" / "0", -1)
+
+
+def batch_start_offsets(checkpoint: Path, batch_id: int) -> SourceOffsets | None:
+    return initial_offsets(checkpoint) if batch_id == 0 else logged_offsets(checkpoint, batch_id - 1)
+
+
+def _offsets_line(path: Path, line: int) -> SourceOffsets | None:
     try:
-        lines = (checkpoint / "offsets" / str(batch_id)).read_text(encoding="utf-8").splitlines()
-        offsets = json.loads(lines[2])
+        offsets = json.loads(path.read_text(encoding="utf-8").splitlines()[line])
     except (OSError, IndexError, ValueError):
         return None
     return offsets if isinstance(offsets, dict) else None
@@ -116,7 +132,9 @@ class MirrorJob:
         self.target_admin = KafkaAdmin(self.target, flow.target)
         self._stream_id: str | None = None
         self._first_batch_done = False
-        self._record_bytes: float | None = None  # the last batch's average (keys and values)
+        #: Set by the runner when it stops waiting for a running batch: the driver's read gives it up.
+        self.abandon = threading.Event()
+        self.reader = BatchReader(self._new_source_consumer, self._read_stall_seconds())
         self._known_targets: dict[str, str] = {}
         self.reports: list[BatchReport] = []
         self.observer = SourceObserver(flow, self.source_admin, self.runs)
@@ -215,20 +233,29 @@ class MirrorJob:
             return
         topic_map, report.created_topics = self._prepare_targets()
         producer_conf = self._producer_conf()
-        task: Any = deliver_batches(producer_conf, topic_map, self.flow.source)
-        report.in_driver = self._copy_in_driver(batch_id)
+        ranges_of_batch = batch_ranges(
+            batch_start_offsets(self.stream_checkpoint, batch_id), logged_offsets(self.stream_checkpoint, batch_id)
+        )
+        report.in_driver = copy_in_driver(ranges_of_batch, self.flow.mirror.driver_copy_max_records)
         try:
-            if report.in_driver:
-                # A small batch (the steady state): the driver copies it from Arrow itself, with the same
-                # task function; no Spark Python task, whose fixed cost is most of a small batch's time.
-                read_started = time.monotonic()
-                table = batch.toArrow()
-                report.read_seconds = time.monotonic() - read_started
-                ranges = [row for out in task(iter(table.to_batches())) for row in out.to_pylist()]
-            else:
+            ranges: list[dict[str, Any]] = []
+            if ranges_of_batch is not None and report.in_driver:
+                try:
+                    ranges = self._copy_in_driver(ranges_of_batch, producer_conf, topic_map)
+                except ReadFallback as exc:
+                    report.in_driver, report.fallback = False, str(exc)
+                    log.warning(
+                        "flow %s: batch %d is read by Spark: the driver's reader cannot read it exactly (%s); "
+                        "any record it produced already exists twice on the target, once without a sync",
+                        self.flow.name,
+                        batch_id,
+                        exc,
+                    )
+            if not report.in_driver:
                 # One task per core, not one per source partition: a task's fixed cost (scheduling, the
                 # plan, the Python worker hand-off) is paid per task, and a batch has many small partitions.
                 # coalesce without a shuffle concatenates whole source partitions, each still in offset order.
+                task: Any = deliver_batches(producer_conf, topic_map, self.flow.source)
                 collected = batch.coalesce(self._tasks()).mapInArrow(task, RANGE_SCHEMA).collect()
                 ranges = [r.asDict() for r in collected]
         except Exception as exc:
@@ -244,8 +271,6 @@ class MirrorJob:
         ]
         report.records = sum(r["record_count"] for r in ranges)
         report.bytes = sum(r["bytes"] for r in ranges)
-        if report.records:
-            self._record_bytes = report.bytes / report.records
         write_started = time.monotonic()
         report.ranges = self.syncs.write(self.flow.name, stream_id, batch_id, rows)
         report.syncs_seconds = time.monotonic() - write_started
@@ -268,18 +293,45 @@ class MirrorJob:
             report.ranges,
             report.seconds,
             report.syncs_seconds,
-            f"copied by the driver, read {report.read_seconds:.2f}s" if report.in_driver else "copied by tasks",
+            "copied by the driver" if report.in_driver else "copied by tasks",
         )
 
-    def _copy_in_driver(self, batch_id: int) -> bool:
-        """Small batches are copied by the driver; the batch's size is read from Spark's offset log."""
-        m = self.flow.mirror
-        start, end = (
-            logged_offsets(self.stream_checkpoint, batch_id - 1),
-            logged_offsets(self.stream_checkpoint, batch_id),
+    def _copy_in_driver(
+        self, ranges: BatchRanges, producer_conf: dict[str, Any], topic_map: dict[str, str]
+    ) -> list[dict[str, Any]]:
+        """The batch read by the driver's own consumer (drkit.mirror.reader) and copied by the same
+        ``Copier`` the tasks use: no Spark job, whose fixed cost is most of a steady-state batch's time."""
+        copier = Copier(producer_conf, topic_map, self.flow.source)
+        try:
+            self.reader.read(ranges, copier.copy, self.abandon)
+            return copier.finish()
+        except SourceStalled as exc:
+            copier.abort()
+            raise ClusterError(source_unreachable(self.flow, self.source.bootstrap_servers, str(exc))) from None
+        except BaseException:
+            copier.abort()
+            raise
+
+    def _new_source_consumer(self) -> Any:
+        return clients.consumer(
+            self.source,
+            self.flow.source,
+            f"drkit-mirror-reader-{flow_dir_name(self.flow.name)}",  # required by librdkafka; never joined
+            **{
+                "enable.auto.offset.store": False,
+                "auto.offset.reset": "error",  # deleted records: Spark's reader and failOnDataLoss decide
+                "enable.partition.eof": True,
+                "isolation.level": "read_committed",
+                "fetch.wait.max.ms": SOURCE_FETCH_MAX_WAIT_MS,
+            },
         )
-        span = None if start is None or end is None else offsets_between(start, end)
-        return copy_in_driver(span, self._record_bytes, m.driver_copy_max_records, m.driver_copy_max_bytes)
+
+    def _read_stall_seconds(self) -> float:
+        """As long as Spark's Kafka consumer would wait (its ``default.api.timeout.ms``, 60 s by default)."""
+        try:
+            return int(self.flow.mirror.consumer.get("default.api.timeout.ms", 60_000)) / 1000
+        except ValueError:
+            return 60.0
 
     def explain(self, exc: BaseException) -> BaseException:
         """The operator-facing error of a failed batch: delivery failures as they are; a source that cannot
@@ -542,6 +594,13 @@ class MirrorRunner:
                 self._stop.wait(poll_seconds)
             for query, job in zip(queries, self.jobs, strict=True):
                 error = query.exception()
+                if error is not None and job.abandon.is_set() and ABANDONED_MARKER in str(error):
+                    log.warning(
+                        "flow %s: stopped during a batch: it is copied again on restart (duplicates on the "
+                        "target, no loss)",
+                        job.flow.name,
+                    )
+                    continue
                 if error is not None:
                     metrics.ERRORS.labels(job.flow.name, "mirror").inc()
                     kind = ClusterError if job.source_lost(error) else MirrorError
@@ -553,6 +612,7 @@ class MirrorRunner:
             for job in self.jobs:
                 # A source that cannot be read will not answer the last observation either.
                 job.observer.close(0.0 if job.flow.name in self._unreachable else 5.0)
+                job.reader.close()
             if threading.current_thread() is threading.main_thread():
                 for s, handler in previous.items():
                     signal.signal(s, handler)
@@ -579,6 +639,7 @@ class MirrorRunner:
                     break
                 time.sleep(0.1)
         for q, job in zip(queries, self.jobs, strict=False):
+            job.abandon.set()  # a batch the driver is still reading gives up now
             if q.isActive:
                 try:
                     q.stop()

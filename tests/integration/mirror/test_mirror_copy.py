@@ -81,23 +81,27 @@ def test_selected_topics_are_copied_record_by_record(
 def test_a_batch_copied_by_the_driver_is_as_exact_as_one_copied_by_tasks(
     clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig], caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Batches of 150 records: the first is copied by Spark tasks, the next ones by the driver (the
-    previous batch was small); record by record, the copy and its syncs are the same."""
+    """Batches of 150 records: first copied by Spark tasks (the driver's copy turned off), then, on the same
+    stream, by the driver's own reader; record by record, the copy and its syncs are the same."""
     topic = unique("paths")
     create_topic(clusters["A"], topic, 3)
-    produce(clusters["A"], topic, varied_records(900, 3))
-    config = make_config(
-        [{"source": "A", "target": "B", "topics": {"include": [topic]}, "mirror": {"max_offsets_per_trigger": 150}}]
-    )
+    records = varied_records(1_800, 3)
+    produce(clusters["A"], topic, records[:900])
+    flow = {"source": "A", "target": "B", "topics": {"include": [topic]}}
+    tasks_only = make_config([{**flow, "mirror": {"max_offsets_per_trigger": 150, "driver_copy_max_records": 0}}])
+    by_driver = make_config([{**flow, "mirror": {"max_offsets_per_trigger": 150}}])
     with caplog.at_level("INFO", logger="drkit.mirror.job"):
-        [job] = Drkit(config, spark).mirror("A->B", once=True)
+        [first] = Drkit(tasks_only, spark).mirror("A->B", once=True)
+        produce(clusters["A"], topic, records[900:])
+        [second] = Drkit(by_driver, spark).mirror("A->B", once=True)
     lines = [r.getMessage() for r in caplog.records if "mirrored" in r.getMessage()]
-    assert job.records == 900 and job.batches == 6, lines
-    assert "copied by tasks" in lines[0] and all("copied by the driver" in line for line in lines[1:]), lines
+    assert first.records == second.records == 900 and first.batches == second.batches == 6, lines
+    assert all("copied by tasks" in line for line in lines[:6]), lines
+    assert all("copied by the driver" in line for line in lines[6:]), lines
     source, target = read_all(clusters["A"], topic), read_all(clusters["B"], f"A.{topic}")
     assert_exact_copy(source, target)
-    audit = audit_syncs(syncs(spark, config, "A->B", topic), source, target)
-    assert audit.described == len(target) == 900 and audit.orphans == 0
+    audit = audit_syncs(syncs(spark, by_driver, "A->B", topic), source, target)
+    assert audit.described == len(target) == 1_800 and audit.orphans == 0
 
 
 def test_identity_policy_keeps_the_name(

@@ -1,4 +1,5 @@
-"""Which batches the driver copies itself: small ones of known size; never one whose size is unknown."""
+"""Which batches the driver reads and copies itself: those whose every partition's start Spark's
+checkpoint gives, up to a size; never one whose start is unknown."""
 
 from __future__ import annotations
 
@@ -8,44 +9,43 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drkit.config import MirrorSettings
-from drkit.core.offsets import copy_in_driver, offsets_between
-from drkit.mirror.job import logged_offsets
-
-MB = 1024 * 1024
+from drkit.config import DRIVER_COPY_MAX_RECORDS, MirrorSettings
+from drkit.core.offsets import batch_ranges, copy_in_driver, offsets_between
+from drkit.mirror.job import batch_start_offsets, initial_offsets, logged_offsets
 
 
-def test_a_small_batch_of_known_size_is_copied_by_the_driver() -> None:
-    assert copy_in_driver(2_000, 1_000.0, 20_000, 64 * MB)
-    assert copy_in_driver(20_000, 1_000.0, 20_000, 64 * MB)
+def test_a_batch_of_known_ranges_up_to_the_limit_is_copied_by_the_driver() -> None:
+    assert copy_in_driver({("t", 0): (0, 2_000)}, 20_000)
+    assert copy_in_driver({("t", 0): (5, 10_005), ("t", 1): (0, 10_000)}, 20_000)
+    assert copy_in_driver({}, 20_000)  # nothing advanced: nothing to read
 
 
-def test_a_batch_too_many_records_or_bytes_goes_to_tasks() -> None:
-    assert not copy_in_driver(20_001, 1_000.0, 20_000, 64 * MB)
-    assert not copy_in_driver(1_000, 100_000.0, 20_000, 64 * MB)  # 100 MB of 100 KB records
+def test_a_larger_batch_an_unknown_start_or_a_zero_limit_goes_to_tasks() -> None:
+    assert not copy_in_driver({("t", 0): (5, 10_006), ("t", 1): (0, 10_000)}, 20_000)
+    assert not copy_in_driver(None, 20_000)
+    assert not copy_in_driver({("t", 0): (0, 1)}, 0)
 
 
-def test_unknown_size_or_record_size_or_a_zero_limit_goes_to_tasks() -> None:
-    assert not copy_in_driver(None, 1_000.0, 20_000, 64 * MB)
-    assert not copy_in_driver(10, None, 20_000, 64 * MB)  # no batch of this run copied yet
-    assert not copy_in_driver(10, 1_000.0, 0, 64 * MB)
-
-
-def test_the_defaults() -> None:
-    m = MirrorSettings()
-    assert (m.driver_copy_max_records, m.driver_copy_max_bytes) == (20_000, 64 * MB)
+def test_the_default() -> None:
+    assert MirrorSettings().driver_copy_max_records == DRIVER_COPY_MAX_RECORDS
 
 
 def test_a_batch_spans_the_offsets_between_two_logged_batches() -> None:
+    assert batch_ranges({"t": {"0": 10, "1": 5}}, {"t": {"0": 15, "1": 5}}) == {("t", 0): (10, 15)}
     assert offsets_between({"t": {"0": 10, "1": 5}}, {"t": {"0": 15, "1": 5}}) == 5
-    assert offsets_between({"t": {"0": 10}}, {"t": {"0": 15, "1": 3}}) is None  # a new partition: from earliest
-    assert offsets_between({"t": {"0": 10}}, {"t": {"0": 15}, "u": {"0": 1}}) is None  # a new topic
+    assert batch_ranges({"t": {"0": 10}}, {"t": {"0": 15, "1": 3}}) is None  # a new partition: from earliest
+    assert batch_ranges({"t": {"0": 10}}, {"t": {"0": 15}, "u": {"0": 1}}) is None  # a new topic
+    assert batch_ranges(None, {"t": {"0": 15}}) is None and batch_ranges({"t": {"0": 1}}, None) is None
+    # A topic no longer selected (or deleted) is in the start only: nothing to read there.
+    assert batch_ranges({"t": {"0": 10}, "gone": {"0": 4}}, {"t": {"0": 12}}) == {("t", 0): (10, 12)}
 
 
 @given(st.dictionaries(st.integers(0, 20).map(str), st.tuples(st.integers(0, 10**9), st.integers(0, 10**6))))
-def test_the_span_is_the_sum_of_each_partitions_advance(parts: dict[str, tuple[int, int]]) -> None:
+def test_the_ranges_are_each_partitions_advance(parts: dict[str, tuple[int, int]]) -> None:
     start = {"t": {p: s for p, (s, _) in parts.items()}}
     end = {"t": {p: s + n for p, (s, n) in parts.items()}}
+    ranges = batch_ranges(start, end)
+    assert ranges == {("t", int(p)): (s, s + n) for p, (s, n) in parts.items() if n}
     assert offsets_between(start, end) == sum(n for _, n in parts.values())
 
 
@@ -56,3 +56,12 @@ def test_the_offsets_come_from_sparks_offset_log(tmp_path: Path) -> None:
     (tmp_path / "offsets" / "5").write_text("v1\n")  # being written, or damaged
     assert logged_offsets(tmp_path, 4) == ends
     assert logged_offsets(tmp_path, 5) is None and logged_offsets(tmp_path, 6) is None
+    assert batch_start_offsets(tmp_path, 5) == ends
+
+
+def test_the_first_batch_starts_at_the_sources_initial_offsets(tmp_path: Path) -> None:
+    assert initial_offsets(tmp_path) is None and batch_start_offsets(tmp_path, 0) is None
+    (tmp_path / "sources" / "0").mkdir(parents=True)
+    start = {"orders": {"0": 0, "1": 3}}
+    (tmp_path / "sources" / "0" / "0").write_text("\x00v1\n" + json.dumps(start))  # as Spark writes it
+    assert initial_offsets(tmp_path) == start and batch_start_offsets(tmp_path, 0) == start

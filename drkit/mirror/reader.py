@@ -1,0 +1,191 @@
+"""The driver's reader: one micro-batch's exact offset ranges, read with a librdkafka consumer.
+
+Spark plans every micro-batch before running it: the Kafka source's end offsets of batch ``b`` are in
+``offsets/<b>`` of the query's checkpoint, its start offsets in ``offsets/<b-1>`` (or, for the first
+batch, in the initial offsets under ``sources/0``). Reading ``[since, until)`` of each partition with a
+consumer of our own gives the very records Spark's Kafka source would hand the batch: same isolation
+(read_committed), and a hole left by compaction, a transaction marker or an aborted record is skipped
+by both. What it saves is the Spark job of the read (a plan, a JVM consumer, a hand-off to Python),
+which was most of a steady-state batch's time.
+
+A partition is read to its end when a record at or past ``until - 1`` arrives, or when the consumer
+reports the end of the partition (in read_committed its last stable offset: it was at or past
+``until`` when Spark planned the batch and never goes back, so no record below ``until`` can follow).
+Records at or past ``until`` belong to the next batch and are not handed on.
+
+Anything the reader cannot settle by itself (records deleted by retention before they were read, a
+topic that vanished, a fatal client error) ends with :class:`ReadFallback` and the batch is read by
+Spark instead, whose ``failOnDataLoss`` rules then apply. A source that stops answering ends with
+:class:`SourceStalled` after the consumer's API timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from drkit.core.offsets import BatchRanges
+
+#: Records handed on per partition and call (the copy's chunk; librdkafka prefetches the next ones).
+CHUNK = 5_000
+
+#: Marker of a batch given up on request (``MirrorRunner`` stopping after its grace): not a failure.
+ABANDONED_MARKER = "DRKIT-BATCH-ABANDONED: "
+
+
+class ReadFallback(Exception):
+    """The driver cannot read this batch exactly; Spark's reader must."""
+
+
+class SourceStalled(Exception):
+    """No record and no end of partition from the source within the timeout."""
+
+
+class BatchAbandoned(Exception):
+    """The mirror is stopping and stopped waiting for this batch (copied again after a restart)."""
+
+
+class Sink(Protocol):
+    def __call__(
+        self,
+        topic: str,
+        partition: int,
+        offsets: list[int],
+        keys: list[bytes | None],
+        values: list[bytes | None],
+        stamps: list[int],
+        headers: list[list[tuple[str, bytes | None]] | None] | None,
+    ) -> None: ...
+
+
+class _Partition:
+    __slots__ = ("headers", "keys", "offsets", "stamps", "values")
+
+    def __init__(self) -> None:
+        self.offsets: list[int] = []
+        self.keys: list[bytes | None] = []
+        self.values: list[bytes | None] = []
+        self.stamps: list[int] = []
+        self.headers: list[list[tuple[str, bytes | None]] | None] = []
+
+
+class BatchReader:
+    """A long-lived source consumer of the mirror's driver; ``read`` one batch at a time."""
+
+    def __init__(self, new_consumer: Callable[[], Any], stall_seconds: float) -> None:
+        self._new_consumer = new_consumer
+        self._consumer: Any = None
+        self._lock = threading.Lock()  # a read and a close never overlap
+        self.stall_seconds = stall_seconds
+
+    def close(self, timeout: float = 1.0) -> None:
+        """Close the consumer, unless a read still holds it after ``timeout`` (an abandoned batch)."""
+        if not self._lock.acquire(timeout=timeout):
+            return
+        try:
+            self._close()
+        finally:
+            self._lock.release()
+
+    def _close(self) -> None:
+        if self._consumer is not None:
+            consumer, self._consumer = self._consumer, None
+            with contextlib.suppress(Exception):  # a consumer of a dead source: nothing to hand back
+                consumer.close()
+
+    def read(self, ranges: BatchRanges, sink: Sink, abandon: threading.Event | None = None) -> int:
+        """Hand every record of ``ranges`` to ``sink``, per partition in offset order; the records read."""
+        if not ranges:
+            return 0
+        with self._lock:
+            return self._read(ranges, sink, abandon)
+
+    def _read(self, ranges: BatchRanges, sink: Sink, abandon: threading.Event | None) -> int:
+        from confluent_kafka import KafkaError, TopicPartition
+
+        if self._consumer is None:
+            self._consumer = self._new_consumer()
+        consumer = self._consumer
+        consumer.assign([TopicPartition(t, p, since) for (t, p), (since, _) in ranges.items()])
+        pending = {key: until for key, (_, until) in ranges.items()}
+        read = 0
+        last_progress = time.monotonic()
+        try:
+            while pending:
+                if abandon is not None and abandon.is_set():
+                    raise BatchAbandoned(f"{ABANDONED_MARKER}the mirror is stopping")
+                messages = consumer.consume(CHUNK, 0.1)
+                if not messages:
+                    if time.monotonic() - last_progress > self.stall_seconds:
+                        raise SourceStalled(
+                            f"no record of {len(pending)} partition(s) arrived within {self.stall_seconds:.0f}s"
+                        )
+                    continue
+                last_progress = time.monotonic()
+                chunk: dict[tuple[str, int], _Partition] = {}
+                for msg in messages:
+                    err = msg.error()
+                    key = (msg.topic(), msg.partition())
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            pending.pop(key, None)
+                            continue
+                        if err.fatal() or (not err.retriable() and err.code() not in _TRANSIENT):
+                            raise ReadFallback(f"{key[0]}/{key[1]}: {err.name()}: {err.str()}")
+                        continue
+                    until = pending.get(key)
+                    offset = msg.offset()
+                    if until is None or offset >= until:
+                        pending.pop(key, None)
+                        continue
+                    part = chunk.get(key)
+                    if part is None:
+                        part = chunk[key] = _Partition()
+                    part.offsets.append(offset)
+                    part.keys.append(msg.key())
+                    part.values.append(msg.value())
+                    part.stamps.append(msg.timestamp()[1])
+                    part.headers.append(msg.headers())
+                    if offset >= until - 1:
+                        pending.pop(key, None)
+                for (topic, partition), part in chunk.items():
+                    sink(
+                        topic,
+                        partition,
+                        part.offsets,
+                        part.keys,
+                        part.values,
+                        part.stamps,
+                        part.headers if any(h is not None for h in part.headers) else None,
+                    )
+                    read += len(part.offsets)
+        finally:
+            # Stop fetching between batches: what is prefetched past this batch would be read again anyway.
+            try:
+                consumer.unassign()
+            except Exception:
+                self._close()
+        return read
+
+
+def _transient_codes() -> frozenset[int]:
+    from confluent_kafka import KafkaError
+
+    return frozenset(
+        {
+            KafkaError._TRANSPORT,
+            KafkaError._ALL_BROKERS_DOWN,
+            KafkaError._TIMED_OUT,
+            KafkaError._RESOLVE,
+            KafkaError.NOT_LEADER_FOR_PARTITION,
+            KafkaError.LEADER_NOT_AVAILABLE,
+            KafkaError.REQUEST_TIMED_OUT,
+        }
+    )
+
+
+#: Client errors that are waited out (the stall timeout bounds them), not handed to Spark.
+_TRANSIENT = _transient_codes()
