@@ -179,6 +179,19 @@ def wait_for(consumer: Consumer, topic: str, records: int, timeout: float, proc:
 LIVE: list[Running] = []
 
 
+def drkit_mirror_settings(pairs: list[str]) -> dict[str, Any]:
+    """``--drkit-mirror KEY=VALUE`` options as [flows.mirror] settings (values parsed as TOML)."""
+    import tomllib
+
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"--drkit-mirror wants KEY=VALUE, got {pair!r}")
+        out[key.strip()] = tomllib.loads(f"v = {value}")["v"]
+    return out
+
+
 def start(
     copier: str,
     workdir: Path,
@@ -190,7 +203,7 @@ def start(
     records: int = 0,
 ) -> Running:
     if copier == "drkit":
-        running = start_drkit(workdir, a, b, topic, {})
+        running = start_drkit(workdir, a, b, topic, drkit_mirror_settings(args.drkit_mirror))
     elif copier == "mm2":
         running = start_mm2(workdir, a, b, topic, args.compression)
     else:
@@ -489,6 +502,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--warmup-seconds", type=float, default=30.0, help="unmeasured load at the first rate (default 30)")
     p.add_argument("--no-steady", action="store_true", help="skip the steady-state part")
     p.add_argument("--compression", default="lz4")
+    p.add_argument(
+        "--drkit-mirror",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a [flows.mirror] setting for drkit (a TOML value), e.g. driver_copy_max_records=0; repeatable",
+    )
     p.add_argument("--timeout", type=float, default=300.0, help="give up on one copy after this long")
     p.add_argument("--markdown", type=Path, help="also write the Markdown table here")
     args = p.parse_args(argv)
@@ -512,6 +532,7 @@ def main(argv: list[str] | None = None) -> int:
         "sizes": args.sizes,
         "rates": args.rates,
         "compression": args.compression,
+        "drkit_mirror": drkit_mirror_settings(args.drkit_mirror),
         "records": {str(k): records.get(k, int(100_000_000 * scale / k)) for k in args.sizes},
         "load_start": load(),
         "backlog": [],

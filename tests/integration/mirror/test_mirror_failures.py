@@ -110,7 +110,7 @@ def test_sigkill_mid_copy_then_restart_loses_nothing(
     clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig], tmp_path: Path
 ) -> None:
     topic = unique("kill")
-    partitions, total = 3, 24_000
+    partitions, total = 3, 90_000  # batches of at most 3,000 every 0.5 s: 15 s or more of copying
     create_topic(clusters["A"], topic, partitions)
     now = int(time.time() * 1000)
     produce(

@@ -1,0 +1,203 @@
+"""BatchReader: what the driver hands the copy from its own consumer, with a scripted fake consumer
+(no broker). The real reader against real brokers is covered by tests/integration/mirror."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError
+
+from drkit.mirror.reader import ABANDONED_MARKER, BatchAbandoned, BatchReader, ReadFallback, SourceStalled
+
+
+class FakeError:
+    def __init__(self, code: int, retriable: bool = False, fatal: bool = False) -> None:
+        self._code, self._retriable, self._fatal = code, retriable, fatal
+
+    def code(self) -> int:
+        return self._code
+
+    def retriable(self) -> bool:
+        return self._retriable
+
+    def fatal(self) -> bool:
+        return self._fatal
+
+    def name(self) -> str:
+        return f"E{self._code}"
+
+    def str(self) -> str:
+        return "scripted"
+
+
+class Msg:
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        error: FakeError | None = None,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None:
+        self._t, self._p, self._o, self._e, self._h = topic, partition, offset, error, headers
+
+    def error(self) -> FakeError | None:
+        return self._e
+
+    def topic(self) -> str:
+        return self._t
+
+    def partition(self) -> int:
+        return self._p
+
+    def offset(self) -> int:
+        return self._o
+
+    def key(self) -> bytes:
+        return b"k%d" % self._o
+
+    def value(self) -> bytes:
+        return b"v%d" % self._o
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, 1000 + self._o)
+
+    def headers(self) -> list[tuple[str, bytes]] | None:
+        return self._h
+
+
+def eof(topic: str, partition: int, offset: int) -> Msg:
+    return Msg(topic, partition, offset, FakeError(KafkaError._PARTITION_EOF))
+
+
+class FakeConsumer:
+    def __init__(self, polls: Iterable[list[Msg]]) -> None:
+        self.polls = list(polls)
+        self.assigned: list[tuple[str, int, int]] = []
+        self.unassigned = 0
+
+    def assign(self, tps: list[Any]) -> None:
+        self.assigned = [(tp.topic, tp.partition, tp.offset) for tp in tps]
+
+    def consume(self, num_messages: int, timeout: float) -> list[Msg]:
+        return self.polls.pop(0) if self.polls else []
+
+    def unassign(self) -> None:
+        self.unassigned += 1
+
+    def close(self) -> None:
+        pass
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int, list[int], list[Any] | None]] = []
+
+    def __call__(
+        self,
+        topic: str,
+        partition: int,
+        offsets: list[int],
+        keys: list[bytes | None],
+        values: list[bytes | None],
+        stamps: list[int],
+        headers: list[Any] | None,
+    ) -> None:
+        assert keys == [b"k%d" % o for o in offsets] and values == [b"v%d" % o for o in offsets]
+        assert stamps == [1000 + o for o in offsets]
+        self.calls.append((topic, partition, offsets, headers))
+
+    def offsets(self) -> dict[tuple[str, int], list[int]]:
+        out: dict[tuple[str, int], list[int]] = {}
+        for topic, partition, offsets, _ in self.calls:
+            out.setdefault((topic, partition), []).extend(offsets)
+        return out
+
+
+def reader(consumer: FakeConsumer, stall: float = 5.0) -> BatchReader:
+    return BatchReader(lambda: consumer, stall)
+
+
+def test_each_partition_is_read_from_its_start_to_just_before_its_end() -> None:
+    consumer = FakeConsumer(
+        [
+            [Msg("t", 0, 10), Msg("t", 1, 0), Msg("t", 0, 11)],
+            [Msg("t", 1, 1), Msg("t", 0, 12), Msg("t", 0, 13)],  # 13 is the next batch's
+            [Msg("t", 1, 2)],
+        ]
+    )
+    sink = Sink()
+    read = reader(consumer).read({("t", 0): (10, 13), ("t", 1): (0, 3)}, sink)
+    assert consumer.assigned == [("t", 0, 10), ("t", 1, 0)]
+    assert sink.offsets() == {("t", 0): [10, 11, 12], ("t", 1): [0, 1, 2]} and read == 6
+    assert consumer.unassigned == 1  # no prefetching between batches
+    assert consumer.polls == []
+
+
+def test_a_range_ending_in_a_hole_or_marker_ends_at_the_end_of_the_partition() -> None:
+    """Offsets 3 and 4 are a transaction marker and an aborted record: no record at until - 1 ever comes."""
+    consumer = FakeConsumer([[Msg("t", 0, 0), Msg("t", 0, 2)], [eof("t", 0, 5)], [Msg("t", 0, 99)]])
+    sink = Sink()
+    assert reader(consumer).read({("t", 0): (0, 5)}, sink) == 2
+    assert sink.offsets() == {("t", 0): [0, 2]}
+    assert len(consumer.polls) == 1  # stopped at the end of the partition
+
+
+def test_a_record_past_the_end_closes_a_range_whose_last_offsets_were_compacted_away() -> None:
+    consumer = FakeConsumer([[Msg("t", 0, 0), Msg("t", 0, 7)]])
+    sink = Sink()
+    assert reader(consumer).read({("t", 0): (0, 5)}, sink) == 1
+    assert sink.offsets() == {("t", 0): [0]}
+
+
+def test_headers_are_handed_on_and_none_when_no_record_has_any() -> None:
+    consumer = FakeConsumer([[Msg("t", 0, 0, headers=[("a", b"1")]), Msg("t", 0, 1), Msg("u", 0, 0)]])
+    sink = Sink()
+    reader(consumer).read({("t", 0): (0, 2), ("u", 0): (0, 1)}, sink)
+    assert {(t, p): h for t, p, _, h in sink.calls} == {("t", 0): [[("a", b"1")], None], ("u", 0): None}
+
+
+def test_transient_errors_are_waited_out() -> None:
+    transport, retriable = FakeError(KafkaError._TRANSPORT), FakeError(1234, retriable=True)
+    consumer = FakeConsumer([[Msg("t", 0, 0, transport)], [Msg("t", 0, 0, retriable)], [Msg("t", 0, 0)]])
+    assert reader(consumer).read({("t", 0): (0, 1)}, Sink()) == 1
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        FakeError(KafkaError._AUTO_OFFSET_RESET),  # records deleted before they were read
+        FakeError(KafkaError.UNKNOWN_TOPIC_OR_PART),
+        FakeError(KafkaError._FATAL, retriable=True, fatal=True),
+    ],
+)
+def test_what_the_reader_cannot_settle_goes_to_spark(error: FakeError) -> None:
+    consumer = FakeConsumer([[Msg("t", 0, 3, error)]])
+    with pytest.raises(ReadFallback, match=r"t/0: E"):
+        reader(consumer).read({("t", 0): (0, 5)}, Sink())
+    assert consumer.unassigned == 1
+
+
+def test_a_source_that_sends_nothing_stalls_the_read() -> None:
+    consumer = FakeConsumer([[Msg("t", 0, 0)]])
+    sink = Sink()
+    with pytest.raises(SourceStalled, match=r"no record of 1 partition\(s\) arrived within"):
+        reader(consumer, stall=0.3).read({("t", 0): (0, 5)}, sink)
+    assert sink.offsets() == {("t", 0): [0]}
+
+
+def test_a_stopping_mirror_abandons_the_read() -> None:
+    abandon = threading.Event()
+    abandon.set()
+    with pytest.raises(BatchAbandoned, match=ABANDONED_MARKER):
+        reader(FakeConsumer([])).read({("t", 0): (0, 5)}, Sink(), abandon)
+
+
+def test_nothing_to_read_needs_no_consumer() -> None:
+    def no_consumer() -> Any:
+        raise AssertionError("no consumer for an empty batch")
+
+    assert BatchReader(no_consumer, 1.0).read({}, Sink()) == 0
