@@ -405,8 +405,9 @@ class ClusterConfig(_Model):
         return _check_client_properties(value, skip=JAVA_ONLY_PROPERTIES)
 
 
-#: Batches of up to this many offsets are copied by the mirror's driver (``driver_copy_max_records``).
-DRIVER_COPY_MAX_RECORDS = 20_000
+#: Batches of up to this many offsets are copied by the mirror's driver (``driver_copy_max_records``):
+#: above ``max_offsets_per_trigger``'s default, so by default every batch whose start is known.
+DRIVER_COPY_MAX_RECORDS = 1_000_000
 
 
 class MirrorSettings(_Model):
@@ -414,10 +415,10 @@ class MirrorSettings(_Model):
 
     trigger_interval_seconds: float = Field(default=1.0, gt=0)
     max_offsets_per_trigger: int | None = Field(default=100_000, gt=0)
-    #: A batch of at most this many offsets is read by the driver's own consumer and copied by the driver,
-    #: instead of by Spark Python tasks, whose fixed cost is most of a small batch's time. Larger batches,
-    #: and those whose start Spark's checkpoint does not give (a new topic or partition), get one task per
-    #: core. 0: always tasks.
+    #: A batch of at most this many offsets is read by the driver's own consumer and copied by the driver
+    #: (a streaming read: memory does not grow with the batch), instead of by Spark Python tasks, whose
+    #: fixed cost is most of a small batch's time. Larger batches, and those whose start Spark's
+    #: checkpoint does not give (a new topic or partition), get one task per core. 0: always tasks.
     driver_copy_max_records: int = Field(default=DRIVER_COPY_MAX_RECORDS, ge=0)
     #: Replication factor of target topics drkit creates; -1 is the target broker's default.
     target_replication_factor: int = Field(default=-1)

@@ -29,8 +29,10 @@ from typing import Any, Protocol
 
 from drkit.core.offsets import BatchRanges
 
-#: Records handed on per partition and call (the copy's chunk; librdkafka prefetches the next ones).
+#: Records taken from the consumer at a time (the copy's chunk; librdkafka prefetches the next ones),
+#: fewer when they are large: a chunk holds about ``CHUNK_BYTES`` at the last chunk's record size.
 CHUNK = 5_000
+CHUNK_BYTES = 16 * 1024 * 1024
 
 #: Marker of a batch given up on request (``MirrorRunner`` stopping after its grace): not a failure.
 ABANDONED_MARKER = "DRKIT-BATCH-ABANDONED: "
@@ -112,12 +114,13 @@ class BatchReader:
         consumer.assign([TopicPartition(t, p, since) for (t, p), (since, _) in ranges.items()])
         pending = {key: until for key, (_, until) in ranges.items()}
         read = 0
+        take = CHUNK
         last_progress = time.monotonic()
         try:
             while pending:
                 if abandon is not None and abandon.is_set():
                     raise BatchAbandoned(f"{ABANDONED_MARKER}the mirror is stopping")
-                messages = consumer.consume(CHUNK, 0.1)
+                messages = consumer.consume(take, 0.1)
                 if not messages:
                     if time.monotonic() - last_progress > self.stall_seconds:
                         raise SourceStalled(
@@ -126,6 +129,7 @@ class BatchReader:
                     continue
                 last_progress = time.monotonic()
                 chunk: dict[tuple[str, int], _Partition] = {}
+                size = 0
                 for msg in messages:
                     err = msg.error()
                     key = (msg.topic(), msg.partition())
@@ -144,13 +148,16 @@ class BatchReader:
                     part = chunk.get(key)
                     if part is None:
                         part = chunk[key] = _Partition()
+                    value = msg.value()
+                    size += len(value) if value is not None else 0
                     part.offsets.append(offset)
                     part.keys.append(msg.key())
-                    part.values.append(msg.value())
+                    part.values.append(value)
                     part.stamps.append(msg.timestamp()[1])
                     part.headers.append(msg.headers())
                     if offset >= until - 1:
                         pending.pop(key, None)
+                take = max(1, min(CHUNK, CHUNK_BYTES * len(messages) // max(1, size)))
                 for (topic, partition), part in chunk.items():
                     sink(
                         topic,

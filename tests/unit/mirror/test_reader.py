@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError
 
-from drkit.mirror.reader import ABANDONED_MARKER, BatchAbandoned, BatchReader, ReadFallback, SourceStalled
+from drkit.mirror.reader import (
+    ABANDONED_MARKER,
+    CHUNK,
+    CHUNK_BYTES,
+    BatchAbandoned,
+    BatchReader,
+    ReadFallback,
+    SourceStalled,
+)
 
 
 class FakeError:
@@ -78,11 +86,13 @@ class FakeConsumer:
         self.polls = list(polls)
         self.assigned: list[tuple[str, int, int]] = []
         self.unassigned = 0
+        self.asked: list[int] = []
 
     def assign(self, tps: list[Any]) -> None:
         self.assigned = [(tp.topic, tp.partition, tp.offset) for tp in tps]
 
     def consume(self, num_messages: int, timeout: float) -> list[Msg]:
+        self.asked.append(num_messages)
         return self.polls.pop(0) if self.polls else []
 
     def unassign(self) -> None:
@@ -201,3 +211,15 @@ def test_nothing_to_read_needs_no_consumer() -> None:
         raise AssertionError("no consumer for an empty batch")
 
     assert BatchReader(no_consumer, 1.0).read({}, Sink()) == 0
+
+
+def test_large_records_are_taken_a_few_at_a_time() -> None:
+    """A chunk holds about CHUNK_BYTES: 100 KB records are not taken 5,000 (500 MB) at a time."""
+
+    class Big(Msg):
+        def value(self) -> bytes:
+            return b"x" * 100_000
+
+    consumer = FakeConsumer([[Big("t", 0, 0), Big("t", 0, 1)], [Big("t", 0, 2)]])
+    reader(consumer).read({("t", 0): (0, 3)}, lambda *args: None)
+    assert consumer.asked[0] == CHUNK and consumer.asked[1] == CHUNK_BYTES // 100_000 < CHUNK
