@@ -59,6 +59,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SOURCE_FETCH_MAX_WAIT_MS = 20
+#: The source's isolation level (the config refuses another): Spark's reader and the driver's must agree,
+#: or one would stop at the last stable offset where the other reads past it.
+SOURCE_ISOLATION = "read_committed"
 
 #: Producer settings no config may weaken: no loss, no reordering, exact offsets per record.
 PRODUCER_FIXED = {
@@ -162,7 +165,7 @@ class MirrorJob:
             .option("startingOffsets", "earliest")
             .option("includeHeaders", "true")
             .option("failOnDataLoss", "true" if m.fail_on_data_loss else "false")
-            .option("kafka.isolation.level", "read_committed")
+            .option("kafka.isolation.level", SOURCE_ISOLATION)
             # A batch reads up to ends planned beforehand; where a partition's range ends at its last
             # record, Spark's consumer still polls once more and the broker holds that fetch for
             # fetch.max.wait.ms (500 ms) before answering empty: per partition, so 3 s per batch on a
@@ -321,7 +324,7 @@ class MirrorJob:
                 "enable.auto.offset.store": False,
                 "auto.offset.reset": "error",  # deleted records: Spark's reader and failOnDataLoss decide
                 "enable.partition.eof": True,
-                "isolation.level": "read_committed",
+                "isolation.level": SOURCE_ISOLATION,
                 "fetch.wait.max.ms": SOURCE_FETCH_MAX_WAIT_MS,
             },
         )

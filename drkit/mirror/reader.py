@@ -3,14 +3,15 @@
 Spark plans every micro-batch before running it: the Kafka source's end offsets of batch ``b`` are in
 ``offsets/<b>`` of the query's checkpoint, its start offsets in ``offsets/<b-1>`` (or, for the first
 batch, in the initial offsets under ``sources/0``). Reading ``[since, until)`` of each partition with a
-consumer of our own gives the very records Spark's Kafka source would hand the batch: same isolation
-(read_committed), and a hole left by compaction, a transaction marker or an aborted record is skipped
-by both. What it saves is the Spark job of the read (a plan, a JVM consumer, a hand-off to Python),
-which was most of a steady-state batch's time.
+consumer of our own gives the very records Spark's Kafka source would hand the batch: the same
+isolation level (MirrorJob sets both), and a hole left by compaction, a transaction marker or an
+aborted record is skipped by both. What it saves is the Spark job of the read (a plan, a JVM
+consumer, a hand-off to Python), which was most of a steady-state batch's time.
 
 A partition is read to its end when a record at or past ``until - 1`` arrives, or when the consumer
-reports the end of the partition (in read_committed its last stable offset: it was at or past
-``until`` when Spark planned the batch and never goes back, so no record below ``until`` can follow).
+reports the end of the partition (its high watermark, or in read_committed its last stable offset:
+it was at or past ``until`` when Spark planned the batch and never goes back, so no record below
+``until`` can follow).
 Records at or past ``until`` belong to the next batch and are not handed on.
 
 Anything the reader cannot settle by itself (records deleted by retention before they were read, a

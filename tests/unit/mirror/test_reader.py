@@ -223,3 +223,26 @@ def test_large_records_are_taken_a_few_at_a_time() -> None:
     consumer = FakeConsumer([[Big("t", 0, 0), Big("t", 0, 1)], [Big("t", 0, 2)]])
     reader(consumer).read({("t", 0): (0, 3)}, lambda *args: None)
     assert consumer.asked[0] == CHUNK and consumer.asked[1] == CHUNK_BYTES // 100_000 < CHUNK
+
+
+def test_the_drivers_reader_reads_at_the_isolation_level_of_sparks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Were Spark to read uncommitted records, it would plan past the last stable offset, and a
+    read_committed reader would stop there: the two readers use the one declared level."""
+    from drkit.config import parse_config
+    from drkit.kafka import clients
+    from drkit.mirror.job import SOURCE_ISOLATION, MirrorJob
+
+    config = parse_config(
+        {
+            "clusters": {"A": {"bootstrap_servers": "a:1"}, "B": {"bootstrap_servers": "b:1"}},
+            "flows": [{"source": "A", "target": "B"}],
+            "state": {"root": "st"},
+        }
+    )
+    job = MirrorJob.__new__(MirrorJob)  # no Spark: only the consumer's settings are looked at
+    job.flow, job.source = config.flows[0], config.clusters["A"]
+    built: list[dict[str, Any]] = []
+    monkeypatch.setattr(clients, "consumer", lambda cluster, alias, group, **conf: built.append(conf))
+    job._new_source_consumer()
+    assert built[0]["isolation.level"] == SOURCE_ISOLATION
+    assert built[0]["auto.offset.reset"] == "error" and built[0]["enable.partition.eof"] is True
