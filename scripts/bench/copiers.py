@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -274,6 +275,10 @@ def start_plain(
     return _spawn("plain", cmd, workdir)
 
 
+#: The mirror's batch log line: "batch 7 mirrored 2000 records in 12 ranges (0.31s, syncs 0.02s, ...)".
+_BATCH_LINE = re.compile(r"batch \d+ mirrored \d+ records in \d+ ranges \((\d+(?:\.\d+)?)s")
+
+
 def drkit_phases(log: Path) -> dict[str, Any]:
     """The drkit child's timed steps: first occurrence of each, and the sum over the run."""
     first: dict[str, float] = {}
@@ -284,9 +289,8 @@ def drkit_phases(log: Path) -> dict[str, Any]:
             phase, seconds = line.split("DRKIT-BENCH-PHASE ", 1)[1].split()
             first.setdefault(phase, float(seconds))
             total[phase] = round(total.get(phase, 0.0) + float(seconds), 3)
-        elif "mirrored" in line and "records in" in line and line.rstrip().endswith("s)"):
-            with contextlib.suppress(ValueError):
-                batches.append(float(line.rsplit("(", 1)[1].rstrip("s)")))
+        elif match := _BATCH_LINE.search(line):
+            batches.append(float(match.group(1)))
     return {
         "first": first,
         "total": total,
