@@ -246,3 +246,41 @@ def test_the_drivers_reader_reads_at_the_isolation_level_of_sparks(monkeypatch: 
     job._new_source_consumer()
     assert built[0]["isolation.level"] == SOURCE_ISOLATION
     assert built[0]["auto.offset.reset"] == "error" and built[0]["enable.partition.eof"] is True
+
+
+def test_a_source_that_stalls_the_drivers_read_is_a_cluster_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The batch fails as a cluster error (exit 4) that names the source and says what to do; the copy's
+    producer is dropped, so a retry starts with a fresh one."""
+    import confluent_kafka
+
+    from drkit.config import parse_config
+    from drkit.errors import ClusterError
+    from drkit.mirror import deliver
+    from drkit.mirror.job import MirrorJob
+
+    config = parse_config(
+        {
+            "clusters": {"A": {"bootstrap_servers": "a:1"}, "B": {"bootstrap_servers": "b:1"}},
+            "flows": [{"source": "A", "target": "B"}],
+            "state": {"root": "st"},
+        }
+    )
+
+    class Producer:
+        def __init__(self, conf: dict[str, Any]) -> None:
+            pass
+
+        def flush(self, timeout: float) -> int:
+            return 0
+
+    monkeypatch.setattr(deliver, "_PRODUCERS", {})
+    monkeypatch.setattr(confluent_kafka, "Producer", Producer)
+    job = MirrorJob.__new__(MirrorJob)
+    job.flow, job.source, job.abandon = config.flows[0], config.clusters["A"], threading.Event()
+    job.reader = reader(FakeConsumer([]), stall=0.2)
+    with pytest.raises(ClusterError) as raised:
+        job._copy_in_driver({("t", 0): (0, 5)}, {"bootstrap.servers": "b:1"}, {"t": "A.t"})
+    message = str(raised.value)
+    assert message.startswith("source cluster A (a:1) cannot be read: no record of 1 partition(s) arrived"), message
+    assert "drkit failover --flow 'A->B'" in message
+    assert deliver._PRODUCERS == {}
