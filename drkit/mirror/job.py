@@ -137,6 +137,7 @@ class MirrorJob:
         self._first_batch_done = False
         #: Set by the runner when it stops waiting for a running batch: the driver's read gives it up.
         self.abandon = threading.Event()
+        self._query: StreamingQuery | None = None
         self.reader = BatchReader(self._new_source_consumer, self._read_stall_seconds())
         self._known_targets: dict[str, str] = {}
         self.reports: list[BatchReport] = []
@@ -210,7 +211,19 @@ class MirrorJob:
             writer = writer.trigger(availableNow=True)
         else:
             writer = writer.trigger(processingTime=f"{self.flow.mirror.trigger_interval_seconds} seconds")
-        return writer.start()
+        self._query = writer.start()
+        return self._query
+
+    def _stopping(self) -> bool:
+        """Whether a batch the driver is reading should be given up: the runner stopped waiting for it, or
+        its query was stopped (which marks the query inactive at once but cannot interrupt this thread)."""
+        if self.abandon.is_set():
+            return True
+        query = self._query
+        try:
+            return query is not None and not query.isActive
+        except Exception:  # the JVM side is gone: so is the query
+            return True
 
     # -- one micro-batch --------------------------------------------------------------------
 
@@ -306,7 +319,7 @@ class MirrorJob:
         ``Copier`` the tasks use: no Spark job, whose fixed cost is most of a steady-state batch's time."""
         copier = Copier(producer_conf, topic_map, self.flow.source)
         try:
-            self.reader.read(ranges, copier.copy, self.abandon)
+            self.reader.read(ranges, copier.copy, self._stopping)
             return copier.finish()
         except SourceStalled as exc:
             copier.abort()
@@ -597,7 +610,7 @@ class MirrorRunner:
                 self._stop.wait(poll_seconds)
             for query, job in zip(queries, self.jobs, strict=True):
                 error = query.exception()
-                if error is not None and job.abandon.is_set() and ABANDONED_MARKER in str(error):
+                if error is not None and ABANDONED_MARKER in str(error):  # the query was being stopped
                     log.warning(
                         "flow %s: stopped during a batch: it is copied again on restart (duplicates on the "
                         "target, no loss)",

@@ -35,6 +35,9 @@ from drkit.core.offsets import BatchRanges
 CHUNK = 5_000
 CHUNK_BYTES = 16 * 1024 * 1024
 
+#: How often a read asks whether the mirror is stopping (a call into the JVM: not per chunk).
+STOP_CHECK_SECONDS = 0.25
+
 #: Marker of a batch given up on request (``MirrorRunner`` stopping after its grace): not a failure.
 ABANDONED_MARKER = "DRKIT-BATCH-ABANDONED: "
 
@@ -99,14 +102,18 @@ class BatchReader:
             with contextlib.suppress(Exception):  # a consumer of a dead source: nothing to hand back
                 consumer.close()
 
-    def read(self, ranges: BatchRanges, sink: Sink, abandon: threading.Event | None = None) -> int:
-        """Hand every record of ``ranges`` to ``sink``, per partition in offset order; the records read."""
+    def read(self, ranges: BatchRanges, sink: Sink, stopping: Callable[[], bool] | None = None) -> int:
+        """Hand every record of ``ranges`` to ``sink``, per partition in offset order; the records read.
+
+        ``stopping`` is asked every ``STOP_CHECK_SECONDS``: once it says yes, the read is given up
+        (``BatchAbandoned``). Stopping a streaming query does not interrupt Python code in its batch, so
+        without it a read of a dead source would hold the query until the stall timeout."""
         if not ranges:
             return 0
         with self._lock:
-            return self._read(ranges, sink, abandon)
+            return self._read(ranges, sink, stopping)
 
-    def _read(self, ranges: BatchRanges, sink: Sink, abandon: threading.Event | None) -> int:
+    def _read(self, ranges: BatchRanges, sink: Sink, stopping: Callable[[], bool] | None) -> int:
         from confluent_kafka import KafkaError, TopicPartition
 
         if self._consumer is None:
@@ -116,11 +123,13 @@ class BatchReader:
         pending = {key: until for key, (_, until) in ranges.items()}
         read = 0
         take = CHUNK
-        last_progress = time.monotonic()
+        last_progress = checked = time.monotonic()
         try:
             while pending:
-                if abandon is not None and abandon.is_set():
-                    raise BatchAbandoned(f"{ABANDONED_MARKER}the mirror is stopping")
+                if stopping is not None and time.monotonic() - checked >= STOP_CHECK_SECONDS:
+                    checked = time.monotonic()
+                    if stopping():
+                        raise BatchAbandoned(f"{ABANDONED_MARKER}the mirror is stopping")
                 messages = consumer.consume(take, 0.1)
                 if not messages:
                     if time.monotonic() - last_progress > self.stall_seconds:

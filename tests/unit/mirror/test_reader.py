@@ -199,11 +199,21 @@ def test_a_source_that_sends_nothing_stalls_the_read() -> None:
     assert sink.offsets() == {("t", 0): [0]}
 
 
-def test_a_stopping_mirror_abandons_the_read() -> None:
-    abandon = threading.Event()
-    abandon.set()
+def test_a_stopping_mirror_abandons_the_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    from drkit.mirror import reader as module
+
+    monkeypatch.setattr(module, "STOP_CHECK_SECONDS", 0.0)
+    asked: list[bool] = []
+
+    def stopping() -> bool:
+        asked.append(len(asked) >= 2)  # the third question says yes
+        return asked[-1]
+
+    consumer = FakeConsumer([[Msg("t", 0, 0)], [Msg("t", 0, 1)], [Msg("t", 0, 2)], [Msg("t", 0, 3)]])
+    sink = Sink()
     with pytest.raises(BatchAbandoned, match=ABANDONED_MARKER):
-        reader(FakeConsumer([])).read({("t", 0): (0, 5)}, Sink(), abandon)
+        reader(consumer).read({("t", 0): (0, 5)}, sink, stopping)
+    assert sink.offsets() == {("t", 0): [0, 1]} and consumer.unassigned == 1
 
 
 def test_nothing_to_read_needs_no_consumer() -> None:
@@ -276,7 +286,7 @@ def test_a_source_that_stalls_the_drivers_read_is_a_cluster_error_naming_it(monk
     monkeypatch.setattr(deliver, "_PRODUCERS", {})
     monkeypatch.setattr(confluent_kafka, "Producer", Producer)
     job = MirrorJob.__new__(MirrorJob)
-    job.flow, job.source, job.abandon = config.flows[0], config.clusters["A"], threading.Event()
+    job.flow, job.source, job.abandon, job._query = config.flows[0], config.clusters["A"], threading.Event(), None
     job.reader = reader(FakeConsumer([]), stall=0.2)
     with pytest.raises(ClusterError) as raised:
         job._copy_in_driver({("t", 0): (0, 5)}, {"bootstrap.servers": "b:1"}, {"t": "A.t"})
