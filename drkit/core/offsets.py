@@ -112,27 +112,21 @@ BatchRanges = dict[tuple[str, int], tuple[int, int]]
 def batch_ranges(start: SourceOffsets | None, end: SourceOffsets | None) -> BatchRanges | None:
     """The offsets ``[since, until)`` each source partition of a micro-batch spans, from the offsets Spark
     logged before the batch (``start``: the previous batch's ends, or the query's initial offsets) and for
-    it (``end``). Partitions that did not advance are left out. None when a log is missing or a partition
-    of ``end`` has no start (a new topic or partition: Spark reads it from its earliest offset, which is
-    not known here)."""
+    it (``end``). Partitions that did not advance are left out. None when a log is missing, when a
+    partition of ``end`` has no start (a new topic or partition: Spark reads it from its earliest
+    offset, which is not known here), or when a partition went back (a topic deleted and created again):
+    such a batch is Spark's to plan, with its ``failOnDataLoss`` rules."""
     if start is None or end is None:
         return None
     out: BatchRanges = {}
     for topic, partitions in end.items():
         for partition, until in partitions.items():
             since = start.get(topic, {}).get(partition)
-            if since is None:
+            if since is None or until < since:
                 return None
             if until > since:
                 out[(topic, int(partition))] = (since, until)
     return out
-
-
-def offsets_between(start: SourceOffsets, end: SourceOffsets) -> int | None:
-    """How many offsets a micro-batch spans from ``start`` to ``end`` (an upper bound on its records:
-    transaction markers and compacted holes take offsets too); None when a start is unknown."""
-    ranges = batch_ranges(start, end)
-    return None if ranges is None else sum(until - since for since, until in ranges.values())
 
 
 def copy_in_driver(ranges: BatchRanges | None, max_records: int) -> bool:
