@@ -23,6 +23,7 @@ transaction commits before the syncs are recorded. See docs/design/mirror.md.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -30,7 +31,7 @@ import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -90,6 +91,32 @@ class BatchReport:
     syncs_seconds: float = 0.0
     in_driver: bool = False
     fallback: str = ""  # why a batch planned for the driver was read by Spark
+
+
+def query_name(flow: str, stream_checkpoint: Path) -> str:
+    """The streaming query's name: the flow, and a digest of its checkpoint (so of its state root).
+
+    Spark refuses a second active query of one name in a session, and a query stopped while its source
+    is down stays registered until Spark's Kafka source has closed its admin client, which waits on the
+    dead broker (``Admin.close()`` without a timeout): minutes. The same flow under another state root is
+    another mirror and must be able to start meanwhile."""
+    digest = hashlib.sha256(str(stream_checkpoint.absolute()).encode()).hexdigest()[:8]
+    return f"drkit-mirror-{flow_dir_name(flow)}-{digest}"
+
+
+def registration_refusal(flow: str, source: str, name: str, registered: Iterable[tuple[str, bool]]) -> str | None:
+    """Why a mirror cannot start while a query of its name is in the Spark session (``registered``: each
+    query's name and whether it is active), or None. Spark would refuse it too, naming neither cause."""
+    for other, active in registered:
+        if other != name:
+            continue
+        if active:
+            return f"flow {flow}: its mirror is already running in this Spark session; stop it before starting another"
+        return (
+            f"flow {flow}: its previous mirror was stopped but Spark has not released it yet (its Kafka client "
+            f"still waits on source cluster {source}); start it from a new process, or wait and retry"
+        )
+    return None
 
 
 def logged_offsets(checkpoint: Path, batch_id: int) -> SourceOffsets | None:
@@ -197,13 +224,22 @@ class MirrorJob:
         if found:
             raise RefusedError(divergence_message(self.flow.name, self.flow.target, found))
 
+    def check_not_registered(self) -> None:
+        """Refuse to start while this mirror's query is still in the Spark session (running, or stopped
+        and not yet released): Spark would refuse it anyway, with a message naming neither."""
+        name = query_name(self.flow.name, self.stream_checkpoint)
+        registered = [(q.name, bool(q.isActive)) for q in self.spark.streams.active]
+        refusal = registration_refusal(self.flow.name, self.flow.source, name, registered)
+        if refusal is not None:
+            raise RefusedError(refusal)
+
     def start(self, once: bool) -> StreamingQuery:
         self.syncs.ensure()
         self.observer.start()
         self.stream_checkpoint.parent.mkdir(parents=True, exist_ok=True)
         writer = (
             self.source_stream()
-            .writeStream.queryName(f"drkit-mirror-{flow_dir_name(self.flow.name)}")
+            .writeStream.queryName(query_name(self.flow.name, self.stream_checkpoint))
             .option("checkpointLocation", str(self.stream_checkpoint))
             .foreachBatch(self._process_batch)
         )
@@ -598,6 +634,7 @@ class MirrorRunner:
         try:
             # Every flow before any starts: a refusal must not leave other flows' batches half done.
             for job in self.jobs:
+                job.check_not_registered()
                 job.check_targets()
             for job in self.jobs:
                 queries.append(job.start(once))

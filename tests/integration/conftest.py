@@ -8,7 +8,10 @@ its own topics and groups with unique names, so tests neither depend on each oth
 from __future__ import annotations
 
 import contextlib
+import sys
 import threading
+import time
+import traceback
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -70,6 +73,41 @@ def stop_within(session: Any, seconds: float) -> None:
         process = getattr(session.sparkContext._gateway, "proc", None)
         if process is not None:
             process.kill()
+
+
+#: How long a query a test started may take to be stopped after the test (a runner thread winding down).
+QUERY_STOP_SECONDS = 30.0
+
+
+@pytest.fixture(autouse=True)
+def no_query_left(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail the test that leaves a streaming query of its own running in the shared Spark session.
+
+    Queries that were stopped are not counted even while Spark still lists them: one stopped while its
+    source is down stays registered until Spark's Kafka source closes its admin client, which waits on
+    the dead broker for minutes (the mirror names its query per state root, so later tests still start
+    theirs). The failure shows the Python threads' stacks.
+    """
+    if "spark" not in request.fixturenames:
+        yield
+        return
+    session = request.getfixturevalue("spark")
+    before = {q.runId for q in session.streams.active}
+    yield
+
+    def running() -> list[str]:
+        return [q.name for q in session.streams.active if q.runId not in before and q.isActive]
+
+    deadline = time.monotonic() + QUERY_STOP_SECONDS
+    while running() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = running()
+    if left:
+        stacks = "\n".join(
+            f"--- thread {ident}\n{''.join(traceback.format_stack(frame))}"
+            for ident, frame in sys._current_frames().items()
+        )
+        pytest.fail(f"streaming queries still running {QUERY_STOP_SECONDS:.0f}s after the test: {left}\n{stacks}")
 
 
 @pytest.fixture
