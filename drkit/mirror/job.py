@@ -157,6 +157,7 @@ class MirrorJob:
         self.layout = StateLayout(config.state_root())
         self.syncs = OffsetSyncStore(spark, self.layout)
         self.stream_checkpoint = self.layout.stream_checkpoint(flow.name)
+        self.query_name = query_name(flow.name, self.stream_checkpoint)
         self.runs = RunFiles(self.layout)
         self.source_admin = KafkaAdmin(self.source, flow.source)
         self.target_admin = KafkaAdmin(self.target, flow.target)
@@ -227,9 +228,8 @@ class MirrorJob:
     def check_not_registered(self) -> None:
         """Refuse to start while this mirror's query is still in the Spark session (running, or stopped
         and not yet released): Spark would refuse it anyway, with a message naming neither."""
-        name = query_name(self.flow.name, self.stream_checkpoint)
         registered = [(q.name, bool(q.isActive)) for q in self.spark.streams.active]
-        refusal = registration_refusal(self.flow.name, self.flow.source, name, registered)
+        refusal = registration_refusal(self.flow.name, self.flow.source, self.query_name, registered)
         if refusal is not None:
             raise RefusedError(refusal)
 
@@ -239,7 +239,7 @@ class MirrorJob:
         self.stream_checkpoint.parent.mkdir(parents=True, exist_ok=True)
         writer = (
             self.source_stream()
-            .writeStream.queryName(query_name(self.flow.name, self.stream_checkpoint))
+            .writeStream.queryName(self.query_name)
             .option("checkpointLocation", str(self.stream_checkpoint))
             .foreachBatch(self._process_batch)
         )
