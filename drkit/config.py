@@ -59,6 +59,7 @@ from pydantic import (
 
 from drkit.core.policy import ReplicationPolicy, policy_for
 from drkit.core.selection import NameSelector, group_selector, topic_selector
+from drkit.core.topology import CONFIG_EXCLUDE_DEFAULT
 from drkit.errors import ConfigError
 
 MASK = "********"
@@ -475,6 +476,29 @@ class CheckpointSettings(_Model):
     max_age_seconds: float = Field(default=300.0, gt=0)
 
 
+class TopologySettings(_Model):
+    """How a running mirror follows the source's topics (``[flows.topology]``)."""
+
+    #: Seconds between reconciliations of a running mirror: new topics and partitions are created on the
+    #: target and config changes propagated. 0 turns the periodic reconciliation off; a batch holding a
+    #: new topic or partition still creates what it needs before it copies.
+    refresh_interval_seconds: float = Field(default=10.0, ge=0)
+    #: Copy topic configs (at creation, then every change) except ``config_exclude``.
+    sync_configs: bool = True
+    #: Topic properties never copied, as full-match regexes; the default list and why each entry is
+    #: there: drkit.core.topology.CONFIG_EXCLUDE_DEFAULT.
+    config_exclude: list[Pattern] = Field(default_factory=lambda: [p for p, _ in CONFIG_EXCLUDE_DEFAULT])
+    #: Copy the topic ACLs of mirrored topics to their target names (READ and DESCRIBE only, never WRITE).
+    sync_acls: bool = False
+
+
+class HeartbeatSettings(_Model):
+    """Heartbeat records the mirror writes on the source and copies like data (``[flows.heartbeats]``)."""
+
+    #: Seconds between heartbeats; 0 writes none.
+    interval_seconds: float = Field(default=1.0, ge=0)
+
+
 class FlowConfig(_Model):
     """One replication flow, ``source -> target``."""
 
@@ -486,6 +510,8 @@ class FlowConfig(_Model):
     separator: str = Field(default=".", min_length=1)
     mirror: MirrorSettings = Field(default_factory=MirrorSettings)
     checkpoint: CheckpointSettings = Field(default_factory=CheckpointSettings)
+    topology: TopologySettings = Field(default_factory=TopologySettings)
+    heartbeats: HeartbeatSettings = Field(default_factory=HeartbeatSettings)
 
     @property
     def name(self) -> str:
