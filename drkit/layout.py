@@ -72,6 +72,18 @@ class StateLayout:
         """Spark's streaming checkpoint of the flow's mirror query (offsets, commits, query id)."""
         return self.job_dir(JobKind.MIRROR, flow) / "checkpoint"
 
+    def mirror_states(self, flow: str) -> Path:
+        """What the mirror knew after its latest batches (topic ids copied, partitions held), per batch."""
+        return self.job_dir(JobKind.MIRROR, flow) / "batch_state.json"
+
+    def created_topics(self, flow: str) -> Path:
+        """The target topics the flow's mirror created (the only ones it ever grows)."""
+        return self.job_dir(JobKind.MIRROR, flow) / "created_topics.json"
+
+    def topology_report(self, flow: str) -> Path:
+        """The flow's latest topology reconciliation: its findings (deleted or refused topics) and when."""
+        return self.job_dir(JobKind.MIRROR, flow) / "topology.json"
+
     def translator_last_run(self, flow: str) -> Path:
         return self.job_dir(JobKind.TRANSLATOR, flow) / "last_run.json"
 

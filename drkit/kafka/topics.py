@@ -1,24 +1,23 @@
-"""Topic administration for the mirror: list, describe, create target topics."""
+"""Topic administration: list and describe topics (partitions, ids, configs), create, grow and configure
+target topics; every broker error names its cluster."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
+from drkit.core.topology import ConfigChange, PartitionGrowth, SourceTopic, TopicCreate
 from drkit.errors import ClusterError, MirrorError
 
-#: Topic configs copied when drkit creates a target topic (full config sync is a later feature).
-COPIED_CONFIGS = ("cleanup.policy", "max.message.bytes")
+_ABSENT = (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.UNKNOWN_TOPIC_ID)
+_TOPIC_ALREADY_EXISTS = KafkaError.TOPIC_ALREADY_EXISTS
+_INVALID_PARTITIONS = KafkaError.INVALID_PARTITIONS
 
-
-@dataclass(frozen=True)
-class TopicPair:
-    source: str
-    target: str
-    partitions: int
+#: Config sources that mean "set on this topic" (everything else is a broker or built-in default).
+_TOPIC_SET = ("DYNAMIC_TOPIC_CONFIG",)
 
 
 def partition_counts(admin: AdminClient, alias: str, timeout: float = 15.0) -> dict[str, int]:
@@ -29,46 +28,148 @@ def partition_counts(admin: AdminClient, alias: str, timeout: float = 15.0) -> d
     return {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}
 
 
-def topic_configs(admin: AdminClient, topic: str, names: tuple[str, ...], timeout: float = 15.0) -> dict[str, str]:
-    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
-    entries = admin.describe_configs([resource])[resource].result(timeout)
-    return {n: entries[n].value for n in names if n in entries and not entries[n].is_default and entries[n].value}
+def describe_topics(
+    admin: AdminClient, alias: str, names: Iterable[str], configs: bool, timeout: float = 15.0
+) -> dict[str, SourceTopic]:
+    """Partitions, topic id and (with ``configs``) the properties set on each topic of ``names``; a topic
+    that does not exist (deleted meanwhile) is left out."""
+    from confluent_kafka import TopicCollection
 
-
-def ensure_target_topics(
-    source: AdminClient,
-    target: AdminClient,
-    pairs: list[TopicPair],
-    replication_factor: int,
-    target_alias: str,
-) -> list[str]:
-    """Create missing target topics with the source's partition count; refuse too few partitions.
-
-    Returns the names of the topics created.
-    """
-    existing = partition_counts(target, target_alias)
-    created: list[str] = []
-    for pair in pairs:
-        have = existing.get(pair.target)
-        if have is not None:
-            if have < pair.partitions:
-                raise MirrorError(
-                    f"target topic {pair.target} on {target_alias} has {have} partitions but source topic "
-                    f"{pair.source} has {pair.partitions}: records keep their partition, so add partitions to "
-                    f"the target topic (at least {pair.partitions}) and restart the mirror"
-                )
-            continue
-        configs = topic_configs(source, pair.source, COPIED_CONFIGS)
-        new = NewTopic(pair.target, pair.partitions, replication_factor, config=configs)
+    wanted = sorted(set(names))
+    if not wanted:
+        return {}
+    out: dict[str, SourceTopic] = {}
+    try:
+        futures = admin.describe_topics(TopicCollection(wanted), request_timeout=timeout)
+    except KafkaException as exc:
+        raise ClusterError(f"cluster {alias}: cannot describe topics: {exc.args[0]}") from None
+    for name, future in futures.items():
         try:
-            target.create_topics([new])[pair.target].result(30)
-            created.append(pair.target)
+            d = future.result()
         except KafkaException as exc:
-            if exc.args[0].code() != 36:  # TOPIC_ALREADY_EXISTS: created concurrently, fine
+            if exc.args[0].code() in _ABSENT:
+                continue
+            raise ClusterError(f"cluster {alias}: cannot describe topic {name}: {exc.args[0]}") from None
+        out[name] = SourceTopic(name, len(d.partitions), str(d.topic_id) if d.topic_id is not None else "")
+    if configs and out:
+        found = topic_configs(admin, alias, list(out), timeout)
+        out = {n: SourceTopic(t.name, t.partitions, t.topic_id, found.get(n, {})) for n, t in out.items()}
+    return out
+
+
+def topic_configs(
+    admin: AdminClient, alias: str, topics: list[str], timeout: float = 15.0
+) -> dict[str, dict[str, str]]:
+    """The properties set on each topic (not broker defaults), secrets never included (Kafka does not
+    return sensitive values)."""
+    resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
+    out: dict[str, dict[str, str]] = {}
+    try:
+        futures = admin.describe_configs(resources, request_timeout=timeout)
+    except KafkaException as exc:
+        raise ClusterError(f"cluster {alias}: cannot describe topic configs: {exc.args[0]}") from None
+    for resource, future in futures.items():
+        try:
+            entries = future.result()
+        except KafkaException as exc:
+            if exc.args[0].code() in _ABSENT:
+                continue
+            raise ClusterError(f"cluster {alias}: cannot describe configs of {resource.name}: {exc.args[0]}") from None
+        out[resource.name] = {
+            n: e.value
+            for n, e in entries.items()
+            if e.value is not None and not e.is_sensitive and _source_name(e.source) in _TOPIC_SET
+        }
+    return out
+
+
+def _source_name(source: Any) -> str:
+    return str(getattr(source, "name", source))
+
+
+def create_topics(
+    admin: AdminClient, alias: str, creates: Iterable[TopicCreate], replication_factor: int, timeout: float = 30.0
+) -> list[str]:
+    """Create each topic with its partitions and configs; one that exists already (made concurrently) is
+    fine. Returns the names created."""
+    wanted = list(creates)
+    if not wanted:
+        return []
+    new = [NewTopic(c.target, c.partitions, replication_factor, config=dict(c.configs)) for c in wanted]
+    created: list[str] = []
+    try:
+        futures = admin.create_topics(new, request_timeout=timeout)
+    except KafkaException as exc:
+        raise ClusterError(f"cluster {alias}: cannot create topics: {exc.args[0]}") from None
+    for name, future in futures.items():
+        try:
+            future.result(timeout)
+            created.append(name)
+        except KafkaException as exc:
+            if exc.args[0].code() != _TOPIC_ALREADY_EXISTS:
+                raise MirrorError(f"could not create target topic {name} on {alias}: {exc.args[0].str()}") from None
+    return sorted(created)
+
+
+def create_partitions(
+    admin: AdminClient, alias: str, growths: Iterable[PartitionGrowth], timeout: float = 30.0
+) -> list[str]:
+    """Grow each topic to its wanted partition count (CreatePartitions); a topic grown concurrently to at
+    least that count is fine. Returns the names grown."""
+    from confluent_kafka.admin import NewPartitions
+
+    wanted = list(growths)
+    if not wanted:
+        return []
+    try:
+        futures = admin.create_partitions([NewPartitions(g.target, g.wanted) for g in wanted], request_timeout=timeout)
+    except KafkaException as exc:
+        raise ClusterError(f"cluster {alias}: cannot add partitions: {exc.args[0]}") from None
+    grown: list[str] = []
+    for name, future in futures.items():
+        try:
+            future.result(timeout)
+            grown.append(name)
+        except KafkaException as exc:
+            if exc.args[0].code() != _INVALID_PARTITIONS:  # already has that many: grown concurrently
                 raise MirrorError(
-                    f"could not create target topic {pair.target} on {target_alias}: {exc.args[0].str()}"
+                    f"could not add partitions to target topic {name} on {alias}: {exc.args[0].str()}"
                 ) from None
-    return created
+    return sorted(grown)
+
+
+def alter_configs(admin: AdminClient, alias: str, changes: Iterable[ConfigChange], timeout: float = 30.0) -> list[str]:
+    """Set the changed properties of each topic with incremental alter-configs (SET only: nothing else of
+    the topic's configuration is touched). Returns the names altered."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry
+
+    wanted = list(changes)
+    if not wanted:
+        return []
+    resources = [
+        ConfigResource(
+            ConfigResource.Type.TOPIC,
+            c.target,
+            incremental_configs=[
+                ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in sorted(c.set.items())
+            ],
+        )
+        for c in wanted
+    ]
+    try:
+        futures = admin.incremental_alter_configs(resources, request_timeout=timeout)
+    except KafkaException as exc:
+        raise ClusterError(f"cluster {alias}: cannot alter topic configs: {exc.args[0]}") from None
+    altered: list[str] = []
+    for resource, future in futures.items():
+        try:
+            future.result(timeout)
+            altered.append(resource.name)
+        except KafkaException as exc:
+            raise MirrorError(
+                f"could not set configs of target topic {resource.name} on {alias}: {exc.args[0].str()}"
+            ) from None
+    return sorted(altered)
 
 
 def end_offsets(

@@ -32,26 +32,28 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from drkit import metrics
 from drkit.config import DrkitConfig, FlowConfig
+from drkit.core.batch import BatchPlan, MirrorState, plan_batch, renewed_topics, state_before
 from drkit.core.consistency import divergence_message, synced_partitions, target_divergences, topics_to_read
-from drkit.core.offsets import BatchRanges, SourceOffsets, SyncRange, batch_ranges, copy_in_driver
+from drkit.core.offsets import BatchRanges, SourceOffsets, SyncRange, copy_in_driver
 from drkit.core.reports import MirrorSummary
 from drkit.core.selection import NameSelector
 from drkit.core.status import EndsObservation
 from drkit.errors import ClusterError, DrkitError, MirrorError, RefusedError
 from drkit.kafka import clients
 from drkit.kafka.admin import KafkaAdmin
-from drkit.kafka.topics import TopicPair, ensure_target_topics
+from drkit.kafka.topology import TopologyReconciler
 from drkit.layout import JobKind, StateLayout, flow_dir_name
 from drkit.mirror.deliver import FAILURE_MARKER, RANGE_SCHEMA, Copier, deliver_batches
-from drkit.mirror.reader import ABANDONED_MARKER, BatchReader, ReadFallback, SourceStalled
+from drkit.mirror.reader import ABANDONED_MARKER, BatchReader, ReadFallback, RecordsRemoved, SourceStalled
+from drkit.mirror.topology import TopologyFollower
 from drkit.store.offset_syncs import OffsetSyncStore, SyncRow
-from drkit.store.runs import RunFiles
+from drkit.store.runs import MirrorFiles, RunFiles
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -86,7 +88,6 @@ class BatchReport:
     bytes: int = 0
     ranges: int = 0
     skipped: bool = False
-    created_topics: list[str] = field(default_factory=list)
     seconds: float = 0.0
     syncs_seconds: float = 0.0
     in_driver: bool = False
@@ -167,9 +168,20 @@ class MirrorJob:
         self.abandon = threading.Event()
         self._query: StreamingQuery | None = None
         self.reader = BatchReader(self._new_source_consumer, self._read_stall_seconds())
-        self._known_targets: dict[str, str] = {}
         self.reports: list[BatchReport] = []
         self.observer = SourceObserver(flow, self.source_admin, self.runs)
+        self.files = MirrorFiles(self.layout)
+        reconciler = TopologyReconciler(
+            flow,
+            self.selector,
+            self.source_admin,
+            self.target_admin,
+            owned=lambda: self.files.created_topics(flow.name),
+            on_created=lambda names: self.files.add_created_topics(flow.name, names),
+        )
+        self.topology = TopologyFollower(
+            flow.name, reconciler, self.files, flow.topology.refresh_interval_seconds, self.source_admin
+        )
 
     def summary(self) -> MirrorSummary:
         reports = list(self.reports)
@@ -180,7 +192,7 @@ class MirrorJob:
             sum(r.records for r in reports),
             sum(r.bytes for r in reports),
             sum(r.ranges for r in reports),
-            tuple(sorted({t for r in reports for t in r.created_topics})),
+            tuple(sorted(self.topology.created)),
         )
 
     # -- the stream -------------------------------------------------------------------------
@@ -193,7 +205,9 @@ class MirrorJob:
             .option("subscribePattern", self.selector.pattern)
             .option("startingOffsets", "earliest")
             .option("includeHeaders", "true")
-            .option("failOnDataLoss", "true" if m.fail_on_data_loss else "false")
+            # Spark's own data-loss check would stop every topic of the flow when one topic is deleted, and
+            # copy a re-created topic from the old incarnation's offsets: drkit decides (drkit.core.batch).
+            .option("failOnDataLoss", "false")
             .option("kafka.isolation.level", SOURCE_ISOLATION)
             # A batch reads up to ends planned beforehand; where a partition's range ends at its last
             # record, Spark's consumer still polls once more and the broker holds that fetch for
@@ -236,6 +250,11 @@ class MirrorJob:
     def start(self, once: bool) -> StreamingQuery:
         self.syncs.ensure()
         self.observer.start()
+        try:
+            self.topology.refresh()  # target topics and configs before the first batch
+        except DrkitError as exc:  # the batches report an unreachable cluster, with what to do
+            log.warning("flow %s: topology not reconciled at start: %s", self.flow.name, exc)
+        self.topology.start()
         self.stream_checkpoint.parent.mkdir(parents=True, exist_ok=True)
         writer = (
             self.source_stream()
@@ -283,25 +302,46 @@ class MirrorJob:
             report.skipped = True
             self.reports.append(report)
             return
-        topic_map, report.created_topics = self._prepare_targets()
         producer_conf = self._producer_conf()
-        ranges_of_batch = batch_ranges(
-            batch_start_offsets(self.stream_checkpoint, batch_id), logged_offsets(self.stream_checkpoint, batch_id)
-        )
-        report.in_driver = copy_in_driver(ranges_of_batch, self.flow.mirror.driver_copy_max_records)
+        start = batch_start_offsets(self.stream_checkpoint, batch_id)
+        end = logged_offsets(self.stream_checkpoint, batch_id)
+        if start is None or end is None:  # Spark's offset log always holds both: a damaged checkpoint
+            raise MirrorError(
+                f"flow {self.flow.name}: batch {batch_id}: Spark's offset log under {self.stream_checkpoint} does not "
+                "give the batch's offsets; the checkpoint is damaged: restore it, or start the flow's mirror anew"
+            )
+        plan, state = self._plan(stream_id, batch_id, start, end)
+        topic_map = {t: target for t, target in self.topology.routes.items() if t not in self.topology.refused}
+        # Spark's tasks read what Spark planned: only a plan that is Spark's own may go to them.
+        spark_plan = plan.ranges == plan_batch(start, end, {}).ranges and not plan.held
+        report.in_driver = not spark_plan or copy_in_driver(plan.ranges, self.flow.mirror.driver_copy_max_records)
         try:
             ranges: list[dict[str, Any]] = []
-            if ranges_of_batch is not None and report.in_driver:
+            if report.in_driver:
                 try:
-                    ranges = self._copy_in_driver(ranges_of_batch, producer_conf, topic_map)
-                except ReadFallback as exc:
+                    ranges = self._copy_in_driver(plan.ranges, producer_conf, topic_map)
+                except RecordsRemoved as exc:
+                    if self.flow.mirror.fail_on_data_loss or not spark_plan:
+                        raise MirrorError(
+                            f"flow {self.flow.name}: records were removed from the source before they were mirrored "
+                            f"({exc}); they are lost to the target. To go on past them, set "
+                            "[flows.mirror] fail_on_data_loss = false"
+                        ) from None
                     report.in_driver, report.fallback = False, str(exc)
+                except ReadFallback as exc:
+                    if not spark_plan:
+                        raise MirrorError(
+                            f"flow {self.flow.name}: batch {batch_id} cannot be read by the driver ({exc}) and Spark's "
+                            "plan differs from drkit's (a new incarnation or a held topic): it is retried on restart"
+                        ) from None
+                    report.in_driver, report.fallback = False, str(exc)
+                if not report.in_driver:
                     log.warning(
                         "flow %s: batch %d is read by Spark: the driver's reader cannot read it exactly (%s); "
                         "any record it produced already exists twice on the target, once without a sync",
                         self.flow.name,
                         batch_id,
-                        exc,
+                        report.fallback,
                     )
             if not report.in_driver:
                 # One task per core, not one per source partition: a task's fixed cost (scheduling, the
@@ -312,6 +352,9 @@ class MirrorJob:
                 ranges = [r.asDict() for r in collected]
         except Exception as exc:
             raise self.explain(exc) from None
+        # What the mirror knows after this batch, recorded before its syncs: a batch replayed after a crash
+        # decides again from the state before it (drkit.core.batch.state_before).
+        self.files.record_state(self.flow.name, state)
         rows = [
             SyncRow(
                 r["source_topic"],
@@ -418,21 +461,34 @@ class MirrorJob:
             return False
         return True
 
-    def _prepare_targets(self) -> tuple[dict[str, str], list[str]]:
-        counts = self.source_admin.partition_counts()
-        selected = self.selector.select(counts)
-        pairs = [TopicPair(t, self.policy.target_topic(self.flow.source, t), counts[t]) for t in selected]
-        created: list[str] = []
-        if any(p.source not in self._known_targets for p in pairs):
-            created = ensure_target_topics(
-                self.source_admin.client,
-                self.target_admin.client,
-                pairs,
-                self.flow.mirror.target_replication_factor,
-                self.flow.target,
+    def _plan(
+        self, stream_id: str, batch_id: int, start: SourceOffsets, end: SourceOffsets
+    ) -> tuple[BatchPlan, MirrorState]:
+        """What this batch copies (drkit.core.batch), after making sure its topics have their targets."""
+        before = state_before(self.files.states(self.flow.name), stream_id, batch_id)
+        current = self.topology.prepare((t, int(p)) for t, parts in end.items() for p in parts)
+        renewed = renewed_topics(before.topic_ids, current)
+        for topic in sorted(renewed):
+            log.warning(
+                "flow %s: source topic %s was deleted and created again (topic id %s, was %s): its new incarnation "
+                "is copied from its start",
+                self.flow.name,
+                topic,
+                current[topic],
+                before.topic_ids[topic],
             )
-            self._known_targets.update({p.source: p.target for p in pairs})
-        return {p.source: p.target for p in pairs}, created
+        plan = plan_batch(start, end, before.held, self.topology.refused, renewed)
+        for lost in plan.lost:
+            message = (
+                f"flow {self.flow.name}: source partition {lost.topic}/{lost.partition} went back from offset "
+                f"{lost.since} to {lost.until} without being created again: records the mirror had not all copied "
+                "were lost on the source (an unclean leader election?)"
+            )
+            if self.flow.mirror.fail_on_data_loss:
+                raise MirrorError(message + "; to go on, set [flows.mirror] fail_on_data_loss = false")
+            log.warning("%s; going on from offset %d", message, lost.until)
+        ids = {**before.topic_ids, **{t: i for t, i in current.items() if t in end}}
+        return plan, MirrorState(stream_id, batch_id, ids, plan.held)
 
     def _producer_conf(self) -> dict[str, Any]:
         conf = clients.client_config(self.target, self.flow.target)
@@ -665,6 +721,7 @@ class MirrorRunner:
             for job in self.jobs:
                 # A source that cannot be read will not answer the last observation either.
                 job.observer.close(0.0 if job.flow.name in self._unreachable else 5.0)
+                job.topology.close()
                 job.reader.close()
             if threading.current_thread() is threading.main_thread():
                 for s, handler in previous.items():

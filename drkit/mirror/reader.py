@@ -46,6 +46,10 @@ class ReadFallback(Exception):
     """The driver cannot read this batch exactly; Spark's reader must."""
 
 
+class RecordsRemoved(ReadFallback):
+    """Records of the planned range are no longer on the source (retention, delete-records)."""
+
+
 class SourceStalled(Exception):
     """No record and no end of partition from the source within the timeout."""
 
@@ -147,6 +151,8 @@ class BatchReader:
                         if err.code() == KafkaError._PARTITION_EOF:
                             pending.pop(key, None)
                             continue
+                        if err.code() == KafkaError._AUTO_OFFSET_RESET:  # auto.offset.reset=error: gone
+                            raise RecordsRemoved(f"{key[0]}/{key[1]}: {err.str()}")
                         if err.fatal() or (not err.retriable() and err.code() not in _TRANSIENT):
                             raise ReadFallback(f"{key[0]}/{key[1]}: {err.name()}: {err.str()}")
                         continue

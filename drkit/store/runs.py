@@ -13,7 +13,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from drkit.core.batch import MirrorState
 from drkit.core.status import EndsObservation
+from drkit.core.topology import TopicIssue, TopicIssueKind
 from drkit.layout import JobKind, StateLayout
 
 
@@ -80,6 +82,74 @@ class RunFiles:
         if data is None:
             return None, None
         return _observation(data), _observation(data.get("previous"))
+
+
+class MirrorFiles:
+    """The mirror's own small files: its per-batch state, the target topics it created, and its latest
+    topology findings (what ``status`` shows about deleted and refused topics)."""
+
+    #: States kept: the last committed batch's and the one being decided (see core.batch.state_before).
+    KEEP = 3
+
+    def __init__(self, layout: StateLayout) -> None:
+        self.layout = layout
+
+    def states(self, flow: str) -> list[MirrorState]:
+        data = _read(self.layout.mirror_states(flow)) or {}
+        out: list[MirrorState] = []
+        for s in data.get("states", []):
+            try:
+                held = {(str(t), int(p)): int(o) for t, p, o in s.get("held", [])}
+                ids = {str(k): str(v) for k, v in dict(s.get("topic_ids", {})).items()}
+                out.append(MirrorState(str(s["stream_id"]), int(s["batch_id"]), ids, held))
+            except (KeyError, TypeError, ValueError):
+                continue
+        return out
+
+    def record_state(self, flow: str, state: MirrorState) -> None:
+        """Keep ``state`` with the newest earlier ones of its stream (a state of this batch or later, left
+        by an attempt Spark did not commit, is replaced)."""
+        kept = [s for s in self.states(flow) if s.stream_id == state.stream_id and s.batch_id < state.batch_id]
+        kept = [*sorted(kept, key=lambda s: s.batch_id)[-(self.KEEP - 1) :], state]
+        _write(
+            self.layout.mirror_states(flow),
+            {
+                "states": [
+                    {
+                        "stream_id": s.stream_id,
+                        "batch_id": s.batch_id,
+                        "topic_ids": dict(s.topic_ids),
+                        "held": [[t, p, o] for (t, p), o in sorted(s.held.items())],
+                    }
+                    for s in kept
+                ]
+            },
+        )
+
+    def created_topics(self, flow: str) -> frozenset[str]:
+        data = _read(self.layout.created_topics(flow)) or {}
+        return frozenset(str(t) for t in data.get("topics", []))
+
+    def add_created_topics(self, flow: str, topics: list[str]) -> None:
+        if topics:
+            _write(self.layout.created_topics(flow), {"topics": sorted(self.created_topics(flow) | set(topics))})
+
+    def write_findings(self, flow: str, at_ms: int, issues: tuple[TopicIssue, ...]) -> None:
+        _write(self.layout.topology_report(flow), {"at_ms": at_ms, "issues": [i.as_dict() for i in issues]})
+
+    def findings(self, flow: str) -> tuple[int | None, tuple[TopicIssue, ...]]:
+        """(when, the topology findings) of the flow's latest reconciliation; (None, ()) if none."""
+        data = _read(self.layout.topology_report(flow))
+        if data is None:
+            return None, ()
+        issues: list[TopicIssue] = []
+        for i in data.get("issues", []):
+            try:
+                issues.append(TopicIssue(TopicIssueKind(i["kind"]), i["source"], i["target"], i["detail"]))
+            except (KeyError, ValueError, TypeError):
+                continue
+        at = data.get("at_ms")
+        return (int(at) if isinstance(at, int) else None), tuple(issues)
 
 
 def _observation_json(o: EndsObservation) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from drkit.mirror.reader import (
     BatchAbandoned,
     BatchReader,
     ReadFallback,
+    RecordsRemoved,
     SourceStalled,
 )
 
@@ -186,9 +187,11 @@ def test_transient_errors_are_waited_out() -> None:
 )
 def test_what_the_reader_cannot_settle_goes_to_spark(error: FakeError) -> None:
     consumer = FakeConsumer([[Msg("t", 0, 3, error)]])
-    with pytest.raises(ReadFallback, match=r"t/0: E"):
+    with pytest.raises(ReadFallback, match=r"t/0: ") as raised:
         reader(consumer).read({("t", 0): (0, 5)}, Sink())
     assert consumer.unassigned == 1
+    # Records removed before they were read are told apart: drkit, not Spark, decides about lost records.
+    assert isinstance(raised.value, RecordsRemoved) == (error.code() == KafkaError._AUTO_OFFSET_RESET)
 
 
 def test_a_source_that_sends_nothing_stalls_the_read() -> None:

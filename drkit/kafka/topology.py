@@ -1,0 +1,104 @@
+"""One reconciliation of a flow's topics, against the real clusters: describe both sides, let
+drkit.core.topology plan, apply the plan on the target (create, grow, configure; never delete).
+
+The mirror runs it every ``refresh_interval_seconds`` and whenever a batch holds a topic or a partition
+the target does not have yet; ``drkit topics sync`` runs it once (``--dry-run``: plan only).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from drkit.config import FlowConfig
+from drkit.core.selection import NameSelector
+from drkit.core.topology import SourceTopic, TargetTopic, TopologyPlan, config_filter, plan_topology
+from drkit.kafka import topics
+from drkit.kafka.admin import KafkaAdmin
+
+
+@dataclass(frozen=True)
+class AppliedTopology:
+    """What one reconciliation changed on the target."""
+
+    plan: TopologyPlan
+    created: tuple[str, ...]
+    grown: tuple[str, ...]
+    configured: tuple[str, ...]
+    source_topics: tuple[SourceTopic, ...]  # the selected source topics as described (partitions, ids)
+
+
+class TopologyReconciler:
+    """Describes, plans and applies one flow's topology; knows its clusters by alias."""
+
+    def __init__(
+        self,
+        flow: FlowConfig,
+        selector: NameSelector,
+        source: KafkaAdmin,
+        target: KafkaAdmin,
+        owned: Callable[[], frozenset[str]],
+        on_created: Callable[[list[str]], None],
+        extra_configs: Callable[[str], dict[str, str]] | None = None,
+    ) -> None:
+        self.flow = flow
+        self.selector = selector
+        self.source = source
+        self.target = target
+        self.policy = flow.policy()
+        self._owned = owned
+        self._on_created = on_created
+        self._copied = config_filter(flow.topology.config_exclude)
+        #: Configs a target topic gets on top of the source's (the heartbeat copy's timestamp type).
+        self._extra = extra_configs or (lambda _topic: {})
+
+    def target_name(self, topic: str) -> str:
+        return self.policy.target_topic(self.flow.source, topic)
+
+    def plan(self, mirrored_before: Iterable[str] = (), only: Iterable[str] | None = None) -> TopologyPlan:
+        """Describe both clusters and plan; ``only`` limits the reconciliation to some source topics (a
+        batch that needs them now), skipping configs."""
+        return self._plan(mirrored_before, only)[0]
+
+    def _plan(
+        self, mirrored_before: Iterable[str], only: Iterable[str] | None
+    ) -> tuple[TopologyPlan, tuple[SourceTopic, ...]]:
+        sync_configs = self.flow.topology.sync_configs and only is None
+        names = self.selector.select(self.source.partition_counts()) if only is None else sorted(set(only))
+        described = topics.describe_topics(self.source.client, self.source.alias, names, configs=sync_configs)
+        selected = tuple(
+            SourceTopic(t.name, t.partitions, t.topic_id, {**t.configs, **self._extra(t.name)})
+            for t in described.values()
+        )
+        counts = self.target.partition_counts()
+        wanted = [self.target_name(t.name) for t in selected]
+        existing = [n for n in wanted if n in counts]
+        configs = (
+            topics.topic_configs(self.target.client, self.target.alias, existing) if sync_configs and existing else {}
+        )
+        target_topics = {n: TargetTopic(n, counts[n], configs.get(n, {})) for n in existing}
+        plan = plan_topology(
+            self.flow.name,
+            self.flow.target,
+            selected,
+            target_topics,
+            self.target_name,
+            self._owned(),
+            self._copied,
+            sync_configs,
+            mirrored_before if only is None else (),
+        )
+        return plan, selected
+
+    def reconcile(self, mirrored_before: Iterable[str] = (), only: Iterable[str] | None = None) -> AppliedTopology:
+        """Plan and apply: create missing target topics, grow the ones drkit created, set changed configs."""
+        plan, selected = self._plan(mirrored_before, only)
+        created: list[str] = []
+        if plan.creates:
+            created = topics.create_topics(
+                self.target.client, self.target.alias, plan.creates, self.flow.mirror.target_replication_factor
+            )
+            self._on_created(created)
+        grown = topics.create_partitions(self.target.client, self.target.alias, plan.growths)
+        configured = topics.alter_configs(self.target.client, self.target.alias, plan.config_changes)
+        return AppliedTopology(plan, tuple(created), tuple(grown), tuple(configured), selected)

@@ -1,0 +1,116 @@
+"""The reconciliation plan of a flow's topics: create, grow what drkit created, configure, refuse."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from drkit.core.topology import (
+    CONFIG_EXCLUDE_DEFAULT,
+    ConfigChange,
+    PartitionGrowth,
+    SourceTopic,
+    TargetTopic,
+    TopicCreate,
+    TopicIssueKind,
+    TopologyPlan,
+    config_filter,
+    plan_topology,
+)
+
+COPIED = config_filter(p for p, _ in CONFIG_EXCLUDE_DEFAULT)
+
+
+def prefixed(topic: str) -> str:
+    return f"A.{topic}"
+
+
+def plan(
+    selected: list[SourceTopic],
+    target: dict[str, TargetTopic],
+    owned: frozenset[str] = frozenset(),
+    sync_configs: bool = True,
+    mirrored_before: tuple[str, ...] | list[str] = (),
+) -> TopologyPlan:
+    return plan_topology("A->B", "B", selected, target, prefixed, owned, COPIED, sync_configs, mirrored_before)
+
+
+def test_a_new_topic_is_created_with_its_configs_but_not_the_excluded_ones() -> None:
+    configs = {"retention.ms": "1000", "min.insync.replicas": "2", "message.timestamp.type": "LogAppendTime"}
+    p = plan([SourceTopic("orders", 6, "id1", configs)], {})
+    assert p.creates == (TopicCreate("orders", "A.orders", 6, {"retention.ms": "1000"}),)
+    assert p.routes == {"orders": "A.orders"} and not p.issues
+
+
+def test_partitions_added_on_the_source_grow_the_target_drkit_created() -> None:
+    p = plan([SourceTopic("orders", 6)], {"A.orders": TargetTopic("A.orders", 3)}, owned=frozenset({"A.orders"}))
+    assert p.growths == (PartitionGrowth("orders", "A.orders", 3, 6),) and p.routes == {"orders": "A.orders"}
+
+
+def test_a_target_drkit_did_not_create_is_refused_for_that_topic_only() -> None:
+    p = plan(
+        [SourceTopic("orders", 6), SourceTopic("users", 1)],
+        {"A.orders": TargetTopic("A.orders", 3), "A.users": TargetTopic("A.users", 1)},
+    )
+    assert p.growths == () and p.refused() == {"orders"} and p.routes == {"users": "A.users"}
+    (issue,) = p.issues
+    assert issue.kind is TopicIssueKind.TARGET_TOO_SMALL and "add partitions to it (at least 6)" in issue.detail
+
+
+def test_changed_configs_are_set_and_equal_ones_left_alone() -> None:
+    source = SourceTopic("orders", 1, configs={"retention.ms": "5", "cleanup.policy": "compact"})
+    p = plan([source], {"A.orders": TargetTopic("A.orders", 1, {"cleanup.policy": "compact"})})
+    assert p.config_changes == (ConfigChange("orders", "A.orders", {"retention.ms": "5"}, {"retention.ms": None}),)
+    assert plan([source], {"A.orders": TargetTopic("A.orders", 1, dict(source.configs))}).empty
+    assert not plan([source], {"A.orders": TargetTopic("A.orders", 1)}, sync_configs=False).config_changes
+
+
+def test_a_deleted_source_topic_is_an_issue_of_its_own_and_nothing_is_deleted() -> None:
+    p = plan([SourceTopic("users", 1)], {"A.users": TargetTopic("A.users", 1)}, mirrored_before=["orders", "users"])
+    (issue,) = p.issues
+    assert (issue.kind, issue.source, issue.target) == (TopicIssueKind.SOURCE_DELETED, "orders", "A.orders")
+    assert p.refused() == frozenset() and p.empty
+
+
+def test_the_default_exclude_list_keeps_cluster_specific_properties() -> None:
+    for name in (
+        "min.insync.replicas",
+        "leader.replication.throttled.replicas",
+        "follower.replication.throttled.replicas",
+        "message.timestamp.type",
+        "message.timestamp.after.max.ms",
+        "unclean.leader.election.enable",
+        "remote.storage.enable",
+        "local.retention.ms",
+    ):
+        assert not COPIED(name), name
+    for name in ("retention.ms", "cleanup.policy", "max.message.bytes", "segment.bytes", "compression.type"):
+        assert COPIED(name), name
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["a", "b", "c", "d"]),
+        st.tuples(st.integers(1, 8), st.one_of(st.none(), st.integers(1, 8)), st.booleans()),
+    )
+)
+def test_after_applying_a_plan_planning_again_changes_nothing(topics: dict[str, tuple[int, int | None, bool]]) -> None:
+    selected = [SourceTopic(t, n, configs={"retention.ms": str(n)}) for t, (n, _, _) in topics.items()]
+    target = {prefixed(t): TargetTopic(prefixed(t), m) for t, (_, m, _) in topics.items() if m is not None}
+    owned = frozenset(prefixed(t) for t, (_, _, mine) in topics.items() if mine)
+    first = plan(selected, target, owned)
+    after = dict(target)
+    for c in first.creates:
+        after[c.target] = TargetTopic(c.target, c.partitions, dict(c.configs))
+    for g in first.growths:
+        after[g.target] = TargetTopic(g.target, g.wanted, after[g.target].configs)
+    for ch in first.config_changes:
+        after[ch.target] = TargetTopic(ch.target, after[ch.target].partitions, {**after[ch.target].configs, **ch.set})
+    again = plan(selected, after, owned | {c.target for c in first.creates})
+    assert again.empty and again.issues == first.issues
+    # Every routed topic's target holds its partitions; a refused one is never routed.
+    for t in selected:
+        if t.name in again.routes:
+            assert after[prefixed(t.name)].partitions >= t.partitions
+        else:
+            assert t.name in again.refused()
