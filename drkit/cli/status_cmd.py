@@ -21,6 +21,7 @@ _COLOURS = {
     Verdict.STALE: "red",
     Verdict.SOURCE_UNREACHABLE: "red",
     Verdict.TARGET_DIVERGED: "red",
+    Verdict.TOPIC_REFUSED: "red",
 }
 
 
@@ -55,6 +56,12 @@ def _render_status(report: StatusReport) -> Iterable[RenderableType]:
             yield table("checkpoints", ["group", "age s"], [[g.group, g.checkpoint_age_seconds] for g in f.groups])
         if f.target_problem:
             yield f"[bold red]{f.flow}: {escape(f.target_problem)}[/]"
+        if f.topic_issues:
+            yield table(
+                f"topics not mirrored (as of {f.topology_age_seconds} s ago)",
+                ["source topic", "target topic", "finding", "what to do"],
+                [[i.source, i.target, i.kind.value, i.detail] for i in f.topic_issues],
+            )
     yield f"[bold {_COLOURS[report.verdict]}]{report.verdict}[/]"
 
 

@@ -18,6 +18,7 @@ from drkit.core.checkpoints import RecordedCheckpoint, retranslate
 from drkit.core.consistency import TargetDivergence
 from drkit.core.offsets import SyncRange
 from drkit.core.ports import SyncProgress, TopicPartition
+from drkit.core.topology import TopicIssue
 from drkit.core.translate import SyncIndex
 
 
@@ -27,6 +28,8 @@ class Verdict(StrEnum):
     HEALTHY = "healthy"
     LAGGING = "lagging"
     STALE = "stale"
+    #: A selected topic is not mirrored at all: its target cannot hold its partitions (drkit.core.topology).
+    TOPIC_REFUSED = "topic refused"
     SOURCE_UNREACHABLE = "source unreachable"
     #: A target partition holds fewer records than its offset-syncs say (deleted or truncated): the lag
     #: and every translation onto it are wrong, whatever the source says.
@@ -44,6 +47,7 @@ _EXIT_CODES = {
     Verdict.STALE: 21,
     Verdict.SOURCE_UNREACHABLE: 22,
     Verdict.TARGET_DIVERGED: 23,
+    Verdict.TOPIC_REFUSED: 24,
 }
 _SEVERITY = list(Verdict)
 
@@ -108,6 +112,7 @@ def flow_verdict(
     anything_mirrored: bool,
     lags: Iterable[PartitionLag],
     diverged: bool = False,
+    refused: bool = False,
 ) -> Verdict:
     if diverged:
         return Verdict.TARGET_DIVERGED
@@ -115,6 +120,8 @@ def flow_verdict(
         return Verdict.SOURCE_UNREACHABLE
     if translator_run_age is None or translator_run_age > max_age_seconds or not anything_mirrored:
         return Verdict.STALE
+    if refused:
+        return Verdict.TOPIC_REFUSED
     if any(p.lag_records for p in lags):
         return Verdict.LAGGING
     return Verdict.HEALTHY
@@ -160,12 +167,17 @@ class FlowStatus:
     target_divergences: tuple[TargetDivergence, ...] = ()
     #: The operator's line for ``target_divergences`` (empty when there are none).
     target_problem: str = ""
+    #: Topics of the flow deleted on the source or refused, from the mirror's latest reconciliation ...
+    topic_issues: tuple[TopicIssue, ...] = ()
+    #: ... made this long ago (None: the mirror never reconciled this flow's topology).
+    topology_age_seconds: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["verdict"] = self.verdict.value
         for row in d["target_divergences"]:
             row["kind"] = row["kind"].value
+        d["topic_issues"] = [i.as_dict() for i in self.topic_issues]
         return d
 
 

@@ -22,12 +22,14 @@ from drkit.core.status import (
     overall_verdict,
     partition_lags,
 )
+from drkit.core.topology import TopicIssueKind
 from drkit.errors import ClusterError
 from drkit.layout import JobKind
 from drkit.operate.context import OperateContext
 from drkit.operate.lag import oldest_unmirrored, source_ends
 from drkit.operate.targets import target_check
 from drkit.runtime.process import running
+from drkit.store.runs import MirrorFiles
 
 
 def _divergences(
@@ -55,8 +57,15 @@ def flow_status(ctx: OperateContext, flow: FlowConfig) -> FlowStatus:
     confirmed = {} if last_run is None else {g: last_run.finished_at_ms for g in last_run.confirmed_groups}
     ages = group_ages(ctx.checkpoints.latest(flow.name), now, confirmed)
     last_run_age = None if last_run is None else round((now - last_run.finished_at_ms) / 1000, 1)
+    checked_at, issues = MirrorFiles(ctx.layout).findings(flow.name)
     verdict = flow_verdict(
-        ends is not None, last_run_age, flow.checkpoint.max_age_seconds, bool(progress), lags, bool(divergences)
+        ends is not None,
+        last_run_age,
+        flow.checkpoint.max_age_seconds,
+        bool(progress),
+        lags,
+        bool(divergences),
+        any(i.kind is TopicIssueKind.TARGET_TOO_SMALL for i in issues),
     )
     return FlowStatus(
         flow=flow.name,
@@ -72,6 +81,8 @@ def flow_status(ctx: OperateContext, flow: FlowConfig) -> FlowStatus:
         target_reachable=divergences is not None,
         target_divergences=divergences or (),
         target_problem=divergence_message(flow.name, flow.target, divergences or ()),
+        topic_issues=issues,
+        topology_age_seconds=None if checked_at is None else round((now - checked_at) / 1000, 1),
     )
 
 

@@ -1,0 +1,257 @@
+"""A running mirror follows the source's topology under steady load (real brokers, Spark, Delta).
+
+Partitions are added to a mirrored topic, a new matching topic is created and a config is changed while
+the mirror runs and a producer writes to every partition. Counted record by record: every acknowledged
+record is on the target, in the partition it came from; the new partitions, the new topic and the config
+reach the target within the refresh interval + 5 s; the mirror never stops; a group committed on a new
+partition fails over exactly. A source topic deleted while the mirror runs: the other topics keep flowing,
+``status`` names it, and a topic created again under its name is copied from its start.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
+from support.kafka_io import commit, committed_on, create_topic, produce, read_all, unique
+from support.mirror_checks import assert_exact_copy
+
+from drkit.config import DrkitConfig
+from drkit.core.topology import TopicIssueKind
+from drkit.mirror.job import MirrorRunner
+from drkit.service import Drkit
+
+REFRESH = 2.0
+DEADLINE = REFRESH + 5.0
+
+
+class SteadyProducer(threading.Thread):
+    """Writes to every partition of each topic it is given, round robin; keeps every acknowledged value."""
+
+    def __init__(self, bootstrap: str, topics: dict[str, int], rate: int = 300) -> None:
+        super().__init__(daemon=True)
+        self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
+        self.topics = dict(topics)
+        self.rate = rate
+        self.acked: dict[tuple[str, int], list[bytes]] = {}
+        self.errors: list[str] = []
+        self.halt = threading.Event()
+        self.lock = threading.Lock()
+
+    def add(self, topic: str, partitions: int) -> None:
+        with self.lock:
+            self.topics[topic] = partitions
+
+    def _ack(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self.errors.append(str(err))
+        else:
+            self.acked.setdefault((msg.topic(), msg.partition()), []).append(msg.value())
+
+    def run(self) -> None:
+        i = 0
+        while not self.halt.is_set():
+            with self.lock:
+                targets = [(t, p) for t, n in self.topics.items() for p in range(n)]
+            for topic, partition in targets:
+                self.producer.produce(topic, f"v{i}".encode(), partition=partition, on_delivery=self._ack)
+                i += 1
+            self.producer.poll(0)
+            time.sleep(len(targets) / self.rate)
+        self.producer.flush(30)
+
+
+def wait_until(check: Callable[[], bool], seconds: float, what: str) -> float:
+    began = time.monotonic()
+    while not check():
+        if time.monotonic() - began > seconds:
+            raise AssertionError(f"{what} not seen within {seconds:.0f}s")
+        time.sleep(0.25)
+    return time.monotonic() - began
+
+
+def partitions_of(bootstrap: str, topic: str) -> int:
+    meta = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10).topics.get(topic)
+    return 0 if meta is None or meta.error is not None else len(meta.partitions)
+
+
+def config_of(bootstrap: str, topic: str, name: str) -> str | None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    return admin.describe_configs([resource])[resource].result(10)[name].value
+
+
+def set_config(bootstrap: str, topic: str, name: str, value: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    entry = ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic, incremental_configs=[entry])
+    admin.incremental_alter_configs([resource])[resource].result(10)
+
+
+def assert_every_acked_record_on_target(clusters: dict[str, str], producer: SteadyProducer, topics: list[str]) -> None:
+    for topic in topics:
+        source, target = read_all(clusters["A"], topic), read_all(clusters["B"], f"A.{topic}")
+        assert_exact_copy(source, target)
+        on_target: dict[int, list[bytes | None]] = {}
+        for r in target:
+            on_target.setdefault(r.partition, []).append(r.value)
+        for (t, partition), values in producer.acked.items():
+            if t == topic:
+                missing = set(values) - set(on_target.get(partition, []))
+                assert not missing, f"{topic}/{partition}: {len(missing)} acknowledged records missing on the target"
+
+
+def test_partitions_topics_and_configs_are_followed_under_load(
+    clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig]
+) -> None:
+    tag = unique("live")
+    grown, fresh, group = f"{tag}.orders", f"{tag}.new", unique("g")
+    create_topic(clusters["A"], grown, 3, {"retention.ms": "86400000"})
+    config = make_config(
+        [
+            {
+                "source": "A",
+                "target": "B",
+                "topics": {"include": [f"{tag}\\..*"]},
+                "topology": {"refresh_interval_seconds": REFRESH},
+            }
+        ]
+    )
+    runner = MirrorRunner(config, config.flows, spark)
+    failure: list[BaseException] = []
+
+    def mirror() -> None:
+        try:
+            runner.run(False)
+        except BaseException as exc:  # the test fails on it below
+            failure.append(exc)
+
+    producer = SteadyProducer(clusters["A"], {grown: 3})
+    thread = threading.Thread(target=mirror, daemon=True)
+    thread.start()
+    producer.start()
+    try:
+        wait_until(lambda: partitions_of(clusters["B"], f"A.{grown}") == 3, 120, "the target topic")
+        assert config_of(clusters["B"], f"A.{grown}", "retention.ms") == "86400000", "created with the source's configs"
+        time.sleep(3)
+
+        AdminClient({"bootstrap.servers": clusters["A"]}).create_partitions([NewPartitions(grown, 6)])[grown].result(10)
+        producer.add(grown, 6)
+        create_topic(clusters["A"], fresh, 2, {"cleanup.policy": "compact,delete", "min.insync.replicas": "1"})
+        producer.add(fresh, 2)
+        set_config(clusters["A"], grown, "retention.ms", "3600000")
+
+        def has_records(topic: str, partitions: range) -> bool:
+            if partitions_of(clusters["B"], topic) < partitions.stop:
+                return False
+            counts: dict[int, int] = {}
+            for r in read_all(clusters["B"], topic):
+                counts[r.partition] = counts.get(r.partition, 0) + 1
+            return all(counts.get(p, 0) > 0 for p in partitions)
+
+        took = wait_until(lambda: has_records(f"A.{grown}", range(3, 6)), DEADLINE, "records of the new partitions")
+        took_topic = wait_until(lambda: has_records(f"A.{fresh}", range(2)), DEADLINE, "records of the new topic")
+        wait_until(
+            lambda: config_of(clusters["B"], f"A.{grown}", "retention.ms") == "3600000", DEADLINE, "the config change"
+        )
+        assert config_of(clusters["B"], f"A.{fresh}", "cleanup.policy") == "compact,delete"
+        time.sleep(2)
+        assert thread.is_alive() and not failure, f"the mirror stopped: {failure}"
+    finally:
+        producer.halt.set()
+        producer.join(60)
+
+    def caught_up() -> bool:
+        return all(
+            len(read_all(clusters["B"], f"A.{t}")) >= sum(len(v) for (tt, _), v in producer.acked.items() if tt == t)
+            for t in (grown, fresh)
+        )
+
+    wait_until(caught_up, 120, "the mirror catching up")
+    runner.stop()
+    thread.join(120)
+    assert not failure, f"the mirror stopped: {failure}"
+    assert not producer.errors
+    assert_every_acked_record_on_target(clusters, producer, [grown, fresh])
+    print(f"new partitions on the target after {took:.1f}s, new topic after {took_topic:.1f}s")
+
+    # A group committed on a new partition fails over exactly: it resumes at the copy of its committed record.
+    source = [r for r in read_all(clusters["A"], grown) if r.partition == 4]
+    target = [r for r in read_all(clusters["B"], f"A.{grown}") if r.partition == 4]
+    committed = source[len(source) // 2].offset
+    commit(clusters["A"], group, {(grown, 4): committed})
+    service = Drkit(config)
+    service.translate("A->B", once=True)
+    result = service.failover("A->B", [group], apply=True)
+    assert result.applied
+    expected = next(r.offset for r in target if r.origin("A") == committed)
+    assert committed_on(clusters["B"], group, f"A.{grown}") == {4: expected}
+
+
+def test_a_deleted_topic_leaves_the_others_flowing_and_comes_back_as_a_new_incarnation(
+    clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig]
+) -> None:
+    tag = unique("del")
+    doomed, kept = f"{tag}.doomed", f"{tag}.kept"
+    create_topic(clusters["A"], doomed, 2)
+    create_topic(clusters["A"], kept, 2)
+    produce(clusters["A"], doomed, [{"partition": i % 2, "value": f"old{i}".encode()} for i in range(400)])
+    config = make_config(
+        [
+            {
+                "source": "A",
+                "target": "B",
+                "topics": {"include": [f"{tag}\\..*"]},
+                "topology": {"refresh_interval_seconds": REFRESH},
+            }
+        ]
+    )
+    runner = MirrorRunner(config, config.flows, spark)
+    failure: list[BaseException] = []
+
+    def mirror() -> None:
+        try:
+            runner.run(False)
+        except BaseException as exc:
+            failure.append(exc)
+
+    producer = SteadyProducer(clusters["A"], {kept: 2})
+    thread = threading.Thread(target=mirror, daemon=True)
+    thread.start()
+    producer.start()
+    try:
+        wait_until(lambda: len(read_all(clusters["B"], f"A.{doomed}")) == 400, 120, "the first incarnation's copy")
+        AdminClient({"bootstrap.servers": clusters["A"]}).delete_topics([doomed])[doomed].result(30)
+        service = Drkit(config)
+
+        def deleted_named() -> bool:
+            [flow] = service.status("A->B").flows
+            return any(f.kind is TopicIssueKind.SOURCE_DELETED and f.source == doomed for f in flow.topic_issues)
+
+        wait_until(deleted_named, DEADLINE + 5, "status naming the deleted topic")
+        before = len(read_all(clusters["B"], f"A.{kept}"))
+        time.sleep(3)
+        assert len(read_all(clusters["B"], f"A.{kept}")) > before, "the other topics keep flowing"
+
+        # Created again: a new incarnation, copied from its start after the old one's copy.
+        wait_until(lambda: partitions_of(clusters["A"], doomed) == 0, 30, "the deletion")
+        create_topic(clusters["A"], doomed, 2)
+        produce(clusters["A"], doomed, [{"partition": i % 2, "value": f"new{i}".encode()} for i in range(100)])
+        wait_until(lambda: len(read_all(clusters["B"], f"A.{doomed}")) >= 500, 60, "the new incarnation's copy")
+        assert thread.is_alive() and not failure, f"the mirror stopped: {failure}"
+    finally:
+        producer.halt.set()
+        producer.join(60)
+    time.sleep(3)
+    runner.stop()
+    thread.join(120)
+    assert not failure, f"the mirror stopped: {failure}"
+    copy = read_all(clusters["B"], f"A.{doomed}")
+    for p in (0, 1):
+        values = [r.value for r in copy if r.partition == p]
+        assert values == [f"old{i}".encode() for i in range(p, 400, 2)] + [f"new{i}".encode() for i in range(p, 100, 2)]
+    assert_every_acked_record_on_target(clusters, producer, [kept])
