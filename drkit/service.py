@@ -28,6 +28,7 @@ from drkit.core.plan import Plan
 from drkit.core.ports import CheckpointLog, OperationLog, SyncLog
 from drkit.core.reports import MirrorSummary, TranslationRun
 from drkit.core.status import GroupOffsets, StatusReport
+from drkit.core.topology import TopologyPlan
 from drkit.layout import JobKind, StateLayout
 from drkit.operate.context import OperateContext
 from drkit.runtime.process import running_jobs
@@ -218,6 +219,33 @@ class TableVersions:
 
 
 @dataclass(frozen=True)
+class FlowTopology:
+    """One flow's reconciliation: the plan, and what was changed on the target (nothing on a dry run)."""
+
+    plan: TopologyPlan
+    dry_run: bool
+    created: tuple[str, ...] = ()
+    grown: tuple[str, ...] = ()
+    configured: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return self.plan.as_dict() | {
+            "dry_run": self.dry_run,
+            "applied": {"created": list(self.created), "grown": list(self.grown), "configured": list(self.configured)},
+        }
+
+
+@dataclass(frozen=True)
+class TopicsSyncReport:
+    """``drkit topics sync``: the reconciliation of each selected flow."""
+
+    flows: tuple[FlowTopology, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"flows": [f.as_dict() for f in self.flows]}
+
+
+@dataclass(frozen=True)
 class DrillHistory:
     drills: tuple[DrillRecord, ...]
 
@@ -352,6 +380,36 @@ class Drkit:
 
         name = self.config.flow(flow).name
         return plan_failover(self.context, FailoverRequest(name, groups, as_of, allow_stale))
+
+    def topics_sync(self, flow: str | None = None, dry_run: bool = False) -> TopicsSyncReport:
+        """Reconcile the flows' target topics with their sources once, as a running mirror does every
+        ``refresh_interval_seconds``: create missing topics, grow the ones drkit created, set changed configs;
+        ``dry_run``: describe both clusters and plan, change nothing."""
+        from drkit.kafka.admin import KafkaAdmin
+        from drkit.kafka.topology import TopologyReconciler
+        from drkit.store.runs import MirrorFiles
+
+        flows = self.config.flows_named(flow)
+        layout = self.layout if dry_run else self._writable_state()
+        files = MirrorFiles(layout)
+        out: list[FlowTopology] = []
+        for f in flows:
+            name = f.name
+            reconciler = TopologyReconciler(
+                f,
+                self.config.topic_selector(f),
+                KafkaAdmin(self.config.clusters[f.source], f.source),
+                KafkaAdmin(self.config.clusters[f.target], f.target),
+                owned=lambda name=name: files.created_topics(name),  # type: ignore[misc]
+                on_created=lambda names, name=name: files.add_created_topics(name, names),  # type: ignore[misc]
+            )
+            mirrored = {topic for topic, _ in self.context.syncs.progress(name)}
+            if dry_run:
+                out.append(FlowTopology(reconciler.plan(mirrored), True))
+                continue
+            applied = reconciler.reconcile(mirrored)
+            out.append(FlowTopology(applied.plan, False, applied.created, applied.grown, applied.configured))
+        return TopicsSyncReport(tuple(out))
 
     # -- inspection (notebooks): the Delta tables as written, through delta-rs ----------------------
 

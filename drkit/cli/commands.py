@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from drkit.cli import checkpoint_cmd, drill_cmd, failover_cmd, maintain_cmd, mirror_cmd, status_cmd
+from drkit.cli import checkpoint_cmd, drill_cmd, failover_cmd, maintain_cmd, mirror_cmd, status_cmd, topics_cmd
 
 
 def register(app: typer.Typer) -> None:
@@ -18,3 +18,4 @@ def register(app: typer.Typer) -> None:
     app.command("offsets")(status_cmd.offsets)
     app.command("maintain")(maintain_cmd.maintain)
     app.add_typer(drill_cmd.app, name="drill")
+    app.add_typer(topics_cmd.app, name="topics")

@@ -16,8 +16,6 @@ _ABSENT = (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.UNKNOWN_TOPIC_ID)
 _TOPIC_ALREADY_EXISTS = KafkaError.TOPIC_ALREADY_EXISTS
 _INVALID_PARTITIONS = KafkaError.INVALID_PARTITIONS
 
-#: Config sources that mean "set on this topic" (everything else is a broker or built-in default).
-_TOPIC_SET = ("DYNAMIC_TOPIC_CONFIG",)
 
 
 def partition_counts(admin: AdminClient, alias: str, timeout: float = 15.0) -> dict[str, int]:
@@ -78,13 +76,17 @@ def topic_configs(
         out[resource.name] = {
             n: e.value
             for n, e in entries.items()
-            if e.value is not None and not e.is_sensitive and _source_name(e.source) in _TOPIC_SET
+            if e.value is not None and not e.is_sensitive and _set_on_topic(e.source)
         }
     return out
 
 
-def _source_name(source: Any) -> str:
-    return str(getattr(source, "name", source))
+def _set_on_topic(source: Any) -> bool:
+    """Whether a config's source is the topic itself (not a broker or built-in default); confluent-kafka
+    gives the source as a ConfigSource or as its int value."""
+    from confluent_kafka.admin import ConfigSource
+
+    return bool(getattr(source, "value", source) == ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
 
 
 def create_topics(

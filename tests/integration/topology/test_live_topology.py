@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Producer
@@ -20,7 +21,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from support.kafka_io import commit, committed_on, create_topic, produce, read_all, unique
 from support.mirror_checks import assert_exact_copy
 
-from drkit.config import DrkitConfig
+from drkit.config import DrkitConfig, load_config
 from drkit.core.topology import TopicIssueKind
 from drkit.mirror.job import MirrorRunner
 from drkit.service import Drkit
@@ -79,10 +80,16 @@ def partitions_of(bootstrap: str, topic: str) -> int:
     return 0 if meta is None or meta.error is not None else len(meta.partitions)
 
 
+def grow(bootstrap: str, topic: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the result: the handle owns it
+    admin.create_partitions([NewPartitions(topic, partitions)])[topic].result(10)
+
+
 def config_of(bootstrap: str, topic: str, name: str) -> str | None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
-    return admin.describe_configs([resource])[resource].result(10)[name].value
+    value: str | None = admin.describe_configs([resource])[resource].result(10)[name].value
+    return value
 
 
 def set_config(bootstrap: str, topic: str, name: str, value: str) -> None:
@@ -139,7 +146,7 @@ def test_partitions_topics_and_configs_are_followed_under_load(
         assert config_of(clusters["B"], f"A.{grown}", "retention.ms") == "86400000", "created with the source's configs"
         time.sleep(3)
 
-        AdminClient({"bootstrap.servers": clusters["A"]}).create_partitions([NewPartitions(grown, 6)])[grown].result(10)
+        grow(clusters["A"], grown, 6)
         producer.add(grown, 6)
         create_topic(clusters["A"], fresh, 2, {"cleanup.policy": "compact,delete", "min.insync.replicas": "1"})
         producer.add(fresh, 2)
@@ -161,6 +168,10 @@ def test_partitions_topics_and_configs_are_followed_under_load(
         assert config_of(clusters["B"], f"A.{fresh}", "cleanup.policy") == "compact,delete"
         time.sleep(2)
         assert thread.is_alive() and not failure, f"the mirror stopped: {failure}"
+    except BaseException:
+        runner.stop()
+        thread.join(120)
+        raise
     finally:
         producer.halt.set()
         producer.join(60)
@@ -171,9 +182,11 @@ def test_partitions_topics_and_configs_are_followed_under_load(
             for t in (grown, fresh)
         )
 
-    wait_until(caught_up, 120, "the mirror catching up")
-    runner.stop()
-    thread.join(120)
+    try:
+        wait_until(caught_up, 120, "the mirror catching up")
+    finally:
+        runner.stop()
+        thread.join(120)
     assert not failure, f"the mirror stopped: {failure}"
     assert not producer.errors
     assert_every_acked_record_on_target(clusters, producer, [grown, fresh])
@@ -225,7 +238,8 @@ def test_a_deleted_topic_leaves_the_others_flowing_and_comes_back_as_a_new_incar
     producer.start()
     try:
         wait_until(lambda: len(read_all(clusters["B"], f"A.{doomed}")) == 400, 120, "the first incarnation's copy")
-        AdminClient({"bootstrap.servers": clusters["A"]}).delete_topics([doomed])[doomed].result(30)
+        admin = AdminClient({"bootstrap.servers": clusters["A"]})
+        admin.delete_topics([doomed])[doomed].result(30)
         service = Drkit(config)
 
         def deleted_named() -> bool:
@@ -243,6 +257,10 @@ def test_a_deleted_topic_leaves_the_others_flowing_and_comes_back_as_a_new_incar
         produce(clusters["A"], doomed, [{"partition": i % 2, "value": f"new{i}".encode()} for i in range(100)])
         wait_until(lambda: len(read_all(clusters["B"], f"A.{doomed}")) >= 500, 60, "the new incarnation's copy")
         assert thread.is_alive() and not failure, f"the mirror stopped: {failure}"
+    except BaseException:
+        runner.stop()
+        thread.join(120)
+        raise
     finally:
         producer.halt.set()
         producer.join(60)
@@ -255,3 +273,64 @@ def test_a_deleted_topic_leaves_the_others_flowing_and_comes_back_as_a_new_incar
         values = [r.value for r in copy if r.partition == p]
         assert values == [f"old{i}".encode() for i in range(p, 400, 2)] + [f"new{i}".encode() for i in range(p, 100, 2)]
     assert_every_acked_record_on_target(clusters, producer, [kept])
+
+
+def describe_target(bootstrap: str, topics: list[str]) -> dict[str, tuple[int, str | None]]:
+    out: dict[str, tuple[int, str | None]] = {}
+    for t in topics:
+        n = partitions_of(bootstrap, t)
+        out[t] = (n, config_of(bootstrap, t, "retention.ms") if n else None)
+    return out
+
+
+def test_topics_sync_dry_run_changes_nothing_and_the_run_applies_the_plan(
+    clusters: dict[str, str], tmp_path: Path
+) -> None:
+    """``drkit topics sync --dry-run -o json`` (the CLI, in a process) plans; the target is described before
+    and after and is the same; ``drkit topics sync`` then applies exactly that plan."""
+    import json
+    import subprocess
+    import sys
+
+    tag = unique("sync")
+    grown, fresh = f"{tag}.grown", f"{tag}.fresh"
+    create_topic(clusters["A"], grown, 2, {"retention.ms": "7200000"})
+    path = tmp_path / "drkit.toml"
+    path.write_text(
+        f'[clusters.A]\nbootstrap_servers = "{clusters["A"]}"\n[clusters.B]\nbootstrap_servers = "{clusters["B"]}"\n'
+        f'[state]\nroot = "{tmp_path / "state"}"\n[[flows]]\nsource = "A"\ntarget = "B"\n'
+        f'topics.include = ["{tag}\\\\..*"]\n'
+    )
+    config = load_config(path)
+    service = Drkit(config)
+    [first] = service.topics_sync("A->B").flows
+    assert [c.target for c in first.plan.creates] == [f"A.{grown}"] and first.created == (f"A.{grown}",)
+
+    grow(clusters["A"], grown, 4)
+    set_config(clusters["A"], grown, "retention.ms", "3600000")
+    create_topic(clusters["A"], fresh, 3)
+    names = [f"A.{grown}", f"A.{fresh}"]
+    before = describe_target(clusters["B"], names)
+    assert before == {f"A.{grown}": (2, "7200000"), f"A.{fresh}": (0, None)}
+
+    dry = subprocess.run(
+        [sys.executable, "-m", "drkit.cli.app", "topics", "sync", "-c", str(path), "--dry-run", "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert dry.returncode == 0, dry.stderr
+    [planned] = json.loads(dry.stdout)["flows"]
+    assert planned["dry_run"] is True
+    assert [(c["target"], c["partitions"]) for c in planned["create"]] == [(f"A.{fresh}", 3)]
+    assert [(g["target"], g["partitions_before"], g["partitions_after"]) for g in planned["grow"]] == [
+        (f"A.{grown}", 2, 4)
+    ]
+    assert [(c["target"], c["set"]) for c in planned["configs"]] == [(f"A.{grown}", {"retention.ms": "3600000"})]
+    assert describe_target(clusters["B"], names) == before, "a dry run changes nothing"
+
+    [applied] = service.topics_sync("A->B").flows
+    assert applied.created == (f"A.{fresh}",) and applied.grown == (f"A.{grown}",)
+    assert describe_target(clusters["B"], names) == {f"A.{grown}": (4, "3600000"), f"A.{fresh}": (3, "604800000")}
+    [again] = service.topics_sync("A->B", dry_run=True).flows
+    assert again.plan.empty
