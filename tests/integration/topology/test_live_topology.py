@@ -16,12 +16,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
 from support.kafka_io import commit, committed_on, create_topic, produce, read_all, unique
 from support.mirror_checks import assert_exact_copy
 
 from drkit.config import DrkitConfig, load_config
+from drkit.core.audit import OperationStatus
 from drkit.core.topology import TopicIssueKind
 from drkit.mirror.job import MirrorRunner
 from drkit.service import Drkit
@@ -44,6 +45,8 @@ class SteadyProducer(threading.Thread):
         self.lock = threading.Lock()
 
     def add(self, topic: str, partitions: int) -> None:
+        # librdkafka learns of new partitions at its next metadata refresh (5 min): ask for it now.
+        self.producer.list_topics(topic, timeout=10)
         with self.lock:
             self.topics[topic] = partitions
 
@@ -59,7 +62,13 @@ class SteadyProducer(threading.Thread):
             with self.lock:
                 targets = [(t, p) for t, n in self.topics.items() for p in range(n)]
             for topic, partition in targets:
-                self.producer.produce(topic, f"v{i}".encode(), partition=partition, on_delivery=self._ack)
+                try:
+                    self.producer.produce(
+                        topic, f"v{i}".encode(), f"k{i}".encode(), partition=partition, on_delivery=self._ack
+                    )
+                except KafkaException:  # a partition the producer's metadata does not know yet: not acked
+                    self.producer.list_topics(topic, timeout=5)
+                    continue
                 i += 1
             self.producer.poll(0)
             time.sleep(len(targets) / self.rate)
@@ -153,6 +162,7 @@ def test_partitions_topics_and_configs_are_followed_under_load(
         set_config(clusters["A"], grown, "retention.ms", "3600000")
 
         def has_records(topic: str, partitions: range) -> bool:
+            assert not failure, f"the mirror stopped: {failure}"
             if partitions_of(clusters["B"], topic) < partitions.stop:
                 return False
             counts: dict[int, int] = {}
@@ -160,8 +170,16 @@ def test_partitions_topics_and_configs_are_followed_under_load(
                 counts[r.partition] = counts.get(r.partition, 0) + 1
             return all(counts.get(p, 0) > 0 for p in partitions)
 
+        # The clock starts when the source holds records there (the test's producer learns of new
+        # partitions at its own pace).
+        wait_until(lambda: all((grown, p) in producer.acked for p in range(3, 6)), 30, "records on the new partitions")
         took = wait_until(lambda: has_records(f"A.{grown}", range(3, 6)), DEADLINE, "records of the new partitions")
-        took_topic = wait_until(lambda: has_records(f"A.{fresh}", range(2)), DEADLINE, "records of the new topic")
+        wait_until(lambda: all((fresh, p) in producer.acked for p in range(2)), 30, "records on the new topic")
+        took_topic = wait_until(
+            lambda: has_records(f"A.{fresh}", range(2)),
+            DEADLINE,
+            f"records of the new topic ({len(producer.acked.get((fresh, 0), []))} acknowledged on its partition 0)",
+        )
         wait_until(
             lambda: config_of(clusters["B"], f"A.{grown}", "retention.ms") == "3600000", DEADLINE, "the config change"
         )
@@ -200,7 +218,7 @@ def test_partitions_topics_and_configs_are_followed_under_load(
     service = Drkit(config)
     service.translate("A->B", once=True)
     result = service.failover("A->B", [group], apply=True)
-    assert result.applied
+    assert result.status is OperationStatus.APPLIED, result.as_dict()
     expected = next(r.offset for r in target if r.origin("A") == committed)
     assert committed_on(clusters["B"], group, f"A.{grown}") == {4: expected}
 
