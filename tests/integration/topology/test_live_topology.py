@@ -23,6 +23,7 @@ from support.mirror_checks import assert_exact_copy
 
 from drkit.config import DrkitConfig, load_config
 from drkit.core.audit import OperationStatus
+from drkit.core.status import Verdict
 from drkit.core.topology import TopicIssueKind
 from drkit.mirror.job import MirrorRunner
 from drkit.service import Drkit
@@ -352,3 +353,78 @@ def test_topics_sync_dry_run_changes_nothing_and_the_run_applies_the_plan(
     assert describe_target(clusters["B"], names) == {f"A.{grown}": (4, "3600000"), f"A.{fresh}": (3, "604800000")}
     [again] = service.topics_sync("A->B", dry_run=True).flows
     assert again.plan.empty
+
+
+def test_a_foreign_target_too_small_is_refused_alone_and_copied_from_where_it_stopped_once_grown(
+    clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig]
+) -> None:
+    """A target topic someone else made with too few partitions: that topic is refused (status names it,
+    verdict 'topic refused'), the other topics keep flowing; once the operator grows it, every record of the
+    refused topic is copied, in order, once: none was skipped while Spark moved on."""
+    tag = unique("refuse")
+    small, other = f"{tag}.small", f"{tag}.other"
+    create_topic(clusters["A"], small, 3)
+    create_topic(clusters["A"], other, 1)
+    create_topic(clusters["B"], f"A.{small}", 2)  # not drkit's: it never grows it
+    produce(clusters["A"], small, [{"partition": i % 3, "value": f"s{i}".encode(), "key": b"k"} for i in range(300)])
+    config = make_config(
+        [
+            {
+                "source": "A",
+                "target": "B",
+                "topics": {"include": [f"{tag}\\..*"]},
+                "topology": {"refresh_interval_seconds": REFRESH},
+            }
+        ]
+    )
+    runner = MirrorRunner(config, config.flows, spark)
+    failure: list[BaseException] = []
+
+    def mirror() -> None:
+        try:
+            runner.run(False)
+        except BaseException as exc:
+            failure.append(exc)
+
+    producer = SteadyProducer(clusters["A"], {other: 1, small: 3})
+    thread = threading.Thread(target=mirror, daemon=True)
+    thread.start()
+    producer.start()
+    service = Drkit(config)
+    try:
+
+        def refused() -> bool:
+            assert not failure, f"the mirror stopped: {failure}"
+            report = service.status("A->B")
+            return any(
+                i.kind is TopicIssueKind.TARGET_TOO_SMALL and i.source == small for i in report.flows[0].topic_issues
+            )
+
+        wait_until(refused, 120, "status naming the refused topic")
+        assert service.status("A->B").flows[0].verdict is not Verdict.HEALTHY
+        wait_until(lambda: len(read_all(clusters["B"], f"A.{other}")) > 50, 60, "the other topic flowing")
+        assert read_all(clusters["B"], f"A.{small}") == [], "nothing of the refused topic is copied"
+        time.sleep(3)  # Spark moves on past the refused topic's records meanwhile
+
+        grow(clusters["B"], f"A.{small}", 3)  # the operator's fix, as the refusal says
+        wait_until(lambda: len(read_all(clusters["B"], f"A.{small}")) >= 300, DEADLINE + 10, "the held records")
+        assert thread.is_alive() and not failure, f"the mirror stopped: {failure}"
+    except BaseException:
+        runner.stop()
+        thread.join(120)
+        raise
+    finally:
+        producer.halt.set()
+        producer.join(60)
+
+    def caught_up() -> bool:
+        return len(read_all(clusters["B"], f"A.{small}")) >= len(read_all(clusters["A"], small))
+
+    try:
+        wait_until(caught_up, 120, "the mirror catching up")
+    finally:
+        runner.stop()
+        thread.join(120)
+    assert not failure, f"the mirror stopped: {failure}"
+    assert_every_acked_record_on_target(clusters, producer, [small, other])
+    assert not any(i.source == small for i in service.status("A->B").flows[0].topic_issues)

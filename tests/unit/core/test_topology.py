@@ -114,3 +114,12 @@ def test_after_applying_a_plan_planning_again_changes_nothing(topics: dict[str, 
             assert after[prefixed(t.name)].partitions >= t.partitions
         else:
             assert t.name in again.refused()
+
+
+def test_a_refused_topic_is_its_own_verdict_between_stale_and_lagging() -> None:
+    from drkit.core.status import Verdict, flow_verdict
+
+    assert flow_verdict(True, 1.0, 300.0, True, [], refused=True) is Verdict.TOPIC_REFUSED
+    assert Verdict.TOPIC_REFUSED.exit_code == 24
+    assert flow_verdict(True, None, 300.0, True, [], refused=True) is Verdict.STALE
+    assert flow_verdict(False, 1.0, 300.0, True, [], refused=True) is Verdict.SOURCE_UNREACHABLE
