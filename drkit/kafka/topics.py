@@ -17,7 +17,6 @@ _TOPIC_ALREADY_EXISTS = KafkaError.TOPIC_ALREADY_EXISTS
 _INVALID_PARTITIONS = KafkaError.INVALID_PARTITIONS
 
 
-
 def partition_counts(admin: AdminClient, alias: str, timeout: float = 15.0) -> dict[str, int]:
     try:
         metadata = admin.list_topics(timeout=timeout)
