@@ -170,7 +170,9 @@ def _spawn(name: str, cmd: list[str], workdir: Path, env: dict[str, str] | None 
     return Running(name, proc, started, TreeMemory(proc.pid).start(), log)
 
 
-def start_drkit(workdir: Path, source: str, target: str, topic: str, mirror: dict[str, Any]) -> Running:
+def start_drkit(
+    workdir: Path, source: str, target: str, topic: str, mirror: dict[str, Any], topology: dict[str, Any] | None = None
+) -> Running:
     toml = workdir / "drkit.toml"
     workdir.mkdir(parents=True, exist_ok=True)
     lines = [
@@ -193,6 +195,8 @@ def start_drkit(workdir: Path, source: str, target: str, topic: str, mirror: dic
     ]
     for key, value in mirror.items():
         lines.append(f"mirror.{key} = {json.dumps(value)}")
+    for key, value in (topology or {}).items():
+        lines.append(f"topology.{key} = {json.dumps(value)}")
     toml.write_text("\n".join(lines) + "\n")
     return _spawn(
         "drkit", [sys.executable, "-c", DRKIT_CHILD, "mirror", "-c", str(toml)], workdir, {"PYTHONPATH": str(ROOT)}

@@ -179,7 +179,7 @@ def wait_for(consumer: Consumer, topic: str, records: int, timeout: float, proc:
 LIVE: list[Running] = []
 
 
-def drkit_mirror_settings(pairs: list[str]) -> dict[str, Any]:
+def drkit_mirror_settings(pairs: list[str], option: str = "--drkit-mirror") -> dict[str, Any]:
     """``--drkit-mirror KEY=VALUE`` options as [flows.mirror] settings (values parsed as TOML)."""
     import tomllib
 
@@ -187,7 +187,7 @@ def drkit_mirror_settings(pairs: list[str]) -> dict[str, Any]:
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep:
-            raise SystemExit(f"--drkit-mirror wants KEY=VALUE, got {pair!r}")
+            raise SystemExit(f"{option} wants KEY=VALUE, got {pair!r}")
         out[key.strip()] = tomllib.loads(f"v = {value}")["v"]
     return out
 
@@ -203,7 +203,14 @@ def start(
     records: int = 0,
 ) -> Running:
     if copier == "drkit":
-        running = start_drkit(workdir, a, b, topic, drkit_mirror_settings(args.drkit_mirror))
+        running = start_drkit(
+            workdir,
+            a,
+            b,
+            topic,
+            drkit_mirror_settings(args.drkit_mirror),
+            drkit_mirror_settings(getattr(args, "drkit_topology", []), "--drkit-topology"),
+        )
     elif copier == "mm2":
         running = start_mm2(workdir, a, b, topic, args.compression)
     else:
@@ -508,6 +515,13 @@ def main(argv: list[str] | None = None) -> int:
         default=[],
         metavar="KEY=VALUE",
         help="a [flows.mirror] setting for drkit (a TOML value), e.g. driver_copy_max_records=0; repeatable",
+    )
+    p.add_argument(
+        "--drkit-topology",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a [flows.topology] setting for drkit (a TOML value), e.g. refresh_interval_seconds=0; repeatable",
     )
     p.add_argument("--timeout", type=float, default=300.0, help="give up on one copy after this long")
     p.add_argument("--markdown", type=Path, help="also write the Markdown table here")
