@@ -7,12 +7,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewPartitions
 from support.kafka_io import create_topic, produce, read_all, unique
 from support.mirror_checks import assert_exact_copy, audit_syncs
 
 from drkit.config import DrkitConfig
-from drkit.errors import MirrorError
 from drkit.service import Drkit
 from drkit.store.offset_syncs import OffsetSyncStore
 
@@ -143,19 +142,31 @@ def test_reverse_flow_never_copies_back(
     assert len(read_all(clusters["A"], f"B.{tag}.b")) == 30
 
 
-def test_target_topic_with_fewer_partitions_is_refused(
+def test_target_topic_with_fewer_partitions_is_refused_and_held_until_grown(
     clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig]
 ) -> None:
+    """A target topic drkit did not create, with too few partitions: the mirror does not stop; that topic is
+    refused and held (nothing of it copied, status names it) while Spark commits past its records; once the
+    target is grown, the next batch copies every held record, in order, exactly."""
     topic = unique("fewer")
     create_topic(clusters["A"], topic, 3)
     create_topic(clusters["B"], f"A.{topic}", 1)
     produce(clusters["A"], topic, varied_records(9, 3))
     config = make_config([{"source": "A", "target": "B", "topics": {"include": [topic]}}])
-    with pytest.raises(MirrorError) as exc:
-        Drkit(config, spark).mirror(None, once=True)
-    assert str(exc.value) == (
-        f"mirror of flow A->B stopped: target topic A.{topic} on B has 1 partitions but source topic {topic} "
-        "has 3: records keep their partition, so add partitions to the target topic (at least 3) and restart "
-        "the mirror"
-    )
-    assert read_all(clusters["B"], f"A.{topic}") == []
+    [first] = Drkit(config, spark).mirror(None, once=True)
+    assert first.records == 0 and read_all(clusters["B"], f"A.{topic}") == []
+    [flow] = Drkit(config).status("A->B").flows
+    [issue] = flow.topic_issues
+    assert (issue.kind.value, issue.source, issue.target) == ("target_too_small", topic, f"A.{topic}")
+    assert "has 1 partitions and source topic" in issue.detail and "add partitions to it (at least 3)" in issue.detail
+
+    admin = AdminClient({"bootstrap.servers": clusters["B"]})
+    admin.create_partitions([NewPartitions(f"A.{topic}", 3)])[f"A.{topic}"].result(10)
+    produce(clusters["A"], topic, varied_records(3, 3))  # a batch runs when the source has new records
+    [second] = Drkit(config, spark).mirror(None, once=True)
+    assert second.records == 12
+    source, target = read_all(clusters["A"], topic), read_all(clusters["B"], f"A.{topic}")
+    assert_exact_copy(source, target)
+    audit = audit_syncs(syncs(spark, config, "A->B", topic), source, target)
+    assert audit.described == len(target) == 12 and audit.orphans == 0
+    assert Drkit(config).status("A->B").flows[0].topic_issues == ()
