@@ -349,6 +349,7 @@ _CONFIG_USERS = [
     ["mirror", "--once"],
     ["checkpoint", "--once"],
     ["maintain"],
+    ["topics", "sync", "--dry-run"],
 ]
 
 
@@ -565,6 +566,9 @@ STATE_CASES: list[Any] = [
         _fake, ["failback", "--flow", "B->C", "--all-groups"], 2, "unknown flow 'B->C'", id="failback-unknown-flow"
     ),
     pytest.param(_fake, ["status", "--flow", "X->Y"], 2, "unknown flow 'X->Y'", id="status-unknown-flow"),
+    pytest.param(
+        _fake, ["topics", "sync", "--flow", "X->Y", "--dry-run"], 2, "unknown flow 'X->Y'", id="topics-unknown-flow"
+    ),
     pytest.param(_fake, ["history", "--flow", "Q->R"], 2, "unknown flow 'Q->R'", id="history-unknown-flow"),
     pytest.param(_fake, ["mirror", "--flow", "A->C", "--once"], 2, "unknown flow 'A->C'", id="mirror-unknown-flow"),
     pytest.param(
