@@ -674,7 +674,9 @@ def topology_problem(flows: Sequence[FlowConfig], selectors: Sequence[NameSelect
 
     ``selectors[i]`` is the topic selection of ``flows[i]``. Loops: follow a topic around a cycle of
     flows. An identity flow keeps its name; a prefix flow X->Y renames it ``X.<name>`` and skips names
-    whose chain of prefixes already holds Y. So a copy stops coming around exactly when some cluster of
+    whose chain of prefixes already holds Y. A cycle of identity flows keeps every name, and the mirror never
+    copies a record whose ``drkit.origin`` headers name the flow's target, so records stop there. Otherwise
+    a copy stops coming around exactly when some cluster of
     the cycle both receives and sends with the prefix policy (its outgoing flow writes the prefix its
     incoming flow recognises) and every prefix flow of the cycle writes the same separator (the chain
     is read with one). Otherwise the name comes back unchanged, or longer, every lap. Fan-in: two
@@ -722,19 +724,25 @@ def _simple_cycles(flows: Sequence[FlowConfig]) -> list[list[int]]:
 def _loop_problem(flows: Sequence[FlowConfig], cycle: list[int]) -> tuple[str, str] | None:
     names = ", ".join(flows[i].name for i in cycle)
     prefix = [flows[i].replication_policy == "prefix" for i in cycle]
+    if not any(prefix):
+        # Names stay the same all the way round, and the mirror never copies a record whose drkit.origin
+        # headers name the flow's target (it has been there): nothing goes round twice.
+        return None
     if not any(prefix[j] and prefix[(j + 1) % len(cycle)] for j in range(len(cycle))):
         first = min(i for i in cycle if flows[i].replication_policy == "identity")
         if len(cycle) == 2:
             reverse = flows[cycle[0] if first == cycle[1] else cycle[1]].name
             return (
                 f"flows[{first}].replication_policy",
-                f"flow {flows[first].name} uses the identity policy while flow {reverse} also exists, so records "
-                "would be copied back and forth forever; use the prefix policy for two-way replication",
+                f"flow {flows[first].name} uses the identity policy while flow {reverse} uses the prefix policy, so "
+                "copies of copies would be created forever under ever longer names; use the same policy both ways "
+                "(prefix, or identity: records that came from a flow's target are never copied back)",
             )
         return (
             f"flows[{first}].replication_policy",
             f"flows {names} form a loop in which no cluster both receives and sends with the prefix policy, so "
-            "records would be copied around it forever; use the prefix policy on two flows in a row of the loop",
+            "copies of copies would be created around it forever under ever longer names; use the prefix policy on "
+            "two flows in a row of the loop, or the identity policy on all of them",
         )
     prefixed = sorted(i for i in cycle if flows[i].replication_policy == "prefix")
     if len({flows[i].separator for i in prefixed}) > 1:

@@ -26,6 +26,11 @@ from prometheus_client import Counter, Gauge, Histogram, start_http_server
 _BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120)
 
 MIRROR_RECORDS = Counter("drkit_mirror_records", "Records delivered to the target", ["flow"])
+MIRROR_SKIPPED = Counter(
+    "drkit_mirror_skipped_records",
+    "Records not copied because they came from the flow's target (an origin header names it): loops stopped",
+    ["flow"],
+)
 MIRROR_BYTES = Counter("drkit_mirror_bytes", "Key and value bytes delivered to the target", ["flow"])
 MIRROR_BATCH_SECONDS = Histogram(
     "drkit_mirror_batch_seconds", "Duration of a mirror micro-batch", ["flow"], buckets=_BUCKETS

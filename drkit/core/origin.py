@@ -54,6 +54,22 @@ def origin_of(headers: Sequence[tuple[str, bytes | str | None]] | None, alias: s
     return int(offset)
 
 
+def has_been_on(headers: Sequence[tuple[str, bytes | str | None]], alias: str) -> bool:
+    """Whether a record was on cluster ``alias`` before: one of its origin headers (one per hop) names it.
+
+    The mirror never copies such a record to ``alias``: that is what keeps flows both ways (and rings of
+    flows) with the identity policy from copying records around forever. Aliases hold no ':' (config), so
+    the header's text up to its ':' is the alias exactly."""
+    wanted = origin_prefix(alias)
+    for key, value in headers:
+        if key != ORIGIN_HEADER or value is None:
+            continue
+        raw = value if isinstance(value, bytes) else value.encode("ascii", "replace")
+        if raw.startswith(wanted):
+            return True
+    return False
+
+
 @dataclass(frozen=True)
 class TailRecord:
     downstream: int

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from drkit.core.origin import ORIGIN_HEADER, origin_prefix
+from drkit.core.origin import ORIGIN_HEADER, has_been_on, origin_prefix
 from drkit.store.tables import RANGE_COLUMNS, ColumnSpec, arrow_schema, column_names, ddl
 
 #: Output rows of a task: one per contiguous range, with the bytes (keys and values) of the partition
@@ -114,8 +114,13 @@ class Copier:
     and drops the producer, so a retry starts with a fresh one.
     """
 
-    def __init__(self, producer_conf: dict[str, Any], topic_map: dict[str, str], source_alias: str) -> None:
+    def __init__(
+        self, producer_conf: dict[str, Any], topic_map: dict[str, str], source_alias: str, target_alias: str = ""
+    ) -> None:
         self.began = time.monotonic()
+        #: Records that were on the target cluster before (an origin header names it) are never copied back.
+        self._target_alias = target_alias
+        self.skipped = 0
         self._cache_key, self._producer = _producer(producer_conf)
         self._topic_map = topic_map
         self._source_of = {target: source for source, target in topic_map.items()}
@@ -167,12 +172,16 @@ class Copier:
         failures = self.failures
         produced = self.produced
         nbytes = 0
+        back_to = self._target_alias
         for i, offset in enumerate(offsets):
             if failures:
                 break
+            hdrs = headers[i] if headers is not None else None
+            if hdrs and back_to and has_been_on(hdrs, back_to):
+                self.skipped += 1  # an upstream gap in the syncs, like a compaction hole
+                continue
             ups.append(offset)
             key, value = keys[i], values[i]
-            hdrs = headers[i] if headers is not None else None
             mark = (ORIGIN_HEADER, origin + b"%d" % offset)
             while True:
                 try:
@@ -279,6 +288,7 @@ def deliver_batches(
     producer_conf: dict[str, Any],
     topic_map: dict[str, str],
     source_alias: str,
+    target_alias: str = "",
     flush_timeout: float = 300.0,
 ) -> Callable[[Iterator[Any]], Iterator[Any]]:
     """Build the ``mapInArrow`` function for one micro-batch.
@@ -291,7 +301,7 @@ def deliver_batches(
     def run(batches: Iterator[Any]) -> Iterator[Any]:
         import pyarrow as pa
 
-        copier = Copier(producer_conf, topic_map, source_alias)
+        copier = Copier(producer_conf, topic_map, source_alias, target_alias)
         try:
             batches = iter(batches)
             while not copier.failures:

@@ -347,7 +347,7 @@ class MirrorJob:
                 # One task per core, not one per source partition: a task's fixed cost (scheduling, the
                 # plan, the Python worker hand-off) is paid per task, and a batch has many small partitions.
                 # coalesce without a shuffle concatenates whole source partitions, each still in offset order.
-                task: Any = deliver_batches(producer_conf, topic_map, self.flow.source)
+                task: Any = deliver_batches(producer_conf, topic_map, self.flow.source, self.flow.target)
                 collected = batch.coalesce(self._tasks()).mapInArrow(task, RANGE_SCHEMA).collect()
                 ranges = [r.asDict() for r in collected]
         except Exception as exc:
@@ -396,10 +396,19 @@ class MirrorJob:
     ) -> list[dict[str, Any]]:
         """The batch read by the driver's own consumer (drkit.mirror.reader) and copied by the same
         ``Copier`` the tasks use: no Spark job, whose fixed cost is most of a steady-state batch's time."""
-        copier = Copier(producer_conf, topic_map, self.flow.source)
+        copier = Copier(producer_conf, topic_map, self.flow.source, self.flow.target)
         try:
             self.reader.read(ranges, copier.copy, self._stopping)
-            return copier.finish()
+            rows = copier.finish()
+            if copier.skipped:
+                metrics.MIRROR_SKIPPED.labels(self.flow.name).inc(copier.skipped)
+                log.info(
+                    "flow %s: %d records not copied: they came from %s (their origin header names it)",
+                    self.flow.name,
+                    copier.skipped,
+                    self.flow.target,
+                )
+            return rows
         except SourceStalled as exc:
             copier.abort()
             raise ClusterError(source_unreachable(self.flow, self.source.bootstrap_servers, str(exc))) from None

@@ -161,9 +161,9 @@ CONFIG_CASES: list[Any] = [
         id="include-not-a-list",
     ),
     pytest.param(
-        _identity(BASE) + '\n[[flows]]\nsource = "B"\ntarget = "A"\nreplication_policy = "identity"\n',
-        "flows[0].replication_policy: flow A->B uses the identity policy while flow B->A also exists",
-        id="identity-loop-A-B-A",
+        _identity(BASE) + '\n[[flows]]\nsource = "B"\ntarget = "A"\nreplication_policy = "prefix"\n',
+        "flows[0].replication_policy: flow A->B uses the identity policy while flow B->A uses the prefix policy",
+        id="identity-prefix-loop-A-B-A",
     ),
     pytest.param(
         _identity(BASE.replace("[[flows]]", _C))

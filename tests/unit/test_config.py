@@ -254,17 +254,11 @@ BAD_CONFIGS = [
         id="empty-separator",
     ),
     pytest.param(
-        TWO_CLUSTERS + '\n[[flows]]\nsource = "A"\ntarget = "B"\nreplication_policy = "identity"\n'
-        '\n[[flows]]\nsource = "B"\ntarget = "A"\nreplication_policy = "identity"\n',
-        "flows[0].replication_policy: flow A->B uses the identity policy while flow B->A also exists, so "
-        "records would be copied back and forth forever; use the prefix policy for two-way replication",
-        id="identity-both-ways",
-    ),
-    pytest.param(
         TWO_CLUSTERS + '\n[[flows]]\nsource = "A"\ntarget = "B"\n'
         '\n[[flows]]\nsource = "B"\ntarget = "A"\nreplication_policy = "identity"\n',
-        "flows[1].replication_policy: flow B->A uses the identity policy while flow A->B also exists, so "
-        "records would be copied back and forth forever; use the prefix policy for two-way replication",
+        "flows[1].replication_policy: flow B->A uses the identity policy while flow A->B uses the prefix policy, so "
+        "copies of copies would be created forever under ever longer names; use the same policy both ways "
+        "(prefix, or identity: records that came from a flow's target are never copied back)",
         id="identity-one-way-of-two",
     ),
     pytest.param(

@@ -10,6 +10,7 @@ from drkit.core.origin import (
     ORIGIN_HEADER,
     TailRecord,
     TargetTail,
+    has_been_on,
     origin_of,
     origin_prefix,
     resolve_tail,
@@ -97,3 +98,19 @@ def test_never_skips_a_copy_the_group_has_not_processed_nor_one_it_cannot_place(
         assert at[0].upstream is None or at[0].upstream >= committed
     else:
         assert t.offset == tail.end and t.position is Position.PAST_END
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["drkit.origin", "other"]), st.sampled_from(["A", "B", "AB", "C"]), st.integers(0, 9)
+        ),
+        max_size=5,
+    ),
+    st.sampled_from(["A", "B", "AB", "C"]),
+)
+def test_a_record_has_been_on_a_cluster_exactly_when_an_origin_header_names_it(
+    hops: list[tuple[str, str, int]], alias: str
+) -> None:
+    headers = [(key, f"{a}:{o}".encode()) for key, a, o in hops]
+    assert has_been_on(headers, alias) == any(key == "drkit.origin" and a == alias for key, a, _ in hops)

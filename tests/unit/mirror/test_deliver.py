@@ -415,3 +415,23 @@ def test_the_task_ships_to_spark_workers_after_the_driver_ran_it(install: Any) -
     shipped = cloudpickle.loads(cloudpickle.dumps(task))
     assert callable(shipped)
     assert b"FakeProducer" not in cloudpickle.dumps(task)
+
+
+def test_records_that_were_on_the_target_before_are_never_copied_back(install: Any) -> None:
+    """Flows both ways with the identity policy: a record copied from B (its origin header names B, on any
+    hop) is not copied back to B; the records around it are, and the syncs skip it like a compaction hole."""
+    fake = FakeProducer()
+    install(fake)
+    headers: list[list[dict[str, Any]] | None] = [
+        None,
+        [{"key": "drkit.origin", "value": b"B:7"}],  # came from B
+        [{"key": "drkit.origin", "value": b"C:1"}, {"key": "drkit.origin", "value": b"B:9"}],  # via B, 2 hops
+        [{"key": "drkit.origin", "value": b"BB:3"}],  # another cluster whose alias starts with B
+        [{"key": "trace", "value": b"B:1"}],  # not an origin header
+    ]
+    out = list(deliver_batches(CONF, TOPIC_MAP, "A", "B")(iter([batch(contiguous("orders", 0, range(5)), headers)])))
+    rows = out[0].to_pylist()
+    assert [origin_of(p["headers"], "A") for p in fake.produced] == [0, 3, 4]
+    assert ranges(rows) == {("orders", 0): [(0, 0, 0, 0), (3, 4, 1, 2)]}
+    everything = list(deliver_batches(CONF, TOPIC_MAP, "A")(iter([batch(contiguous("orders", 0, range(5)), headers)])))
+    assert sum(r["record_count"] for r in everything[0].to_pylist()) == 5  # no target alias: nothing skipped
