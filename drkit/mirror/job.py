@@ -722,7 +722,8 @@ class MirrorRunner:
                 if error is not None:
                     metrics.ERRORS.labels(job.flow.name, "mirror").inc()
                     kind = ClusterError if job.source_lost(error) else MirrorError
-                    raise kind(f"mirror of flow {job.flow.name} stopped: {job.describe_failure(error)}")
+                    # The query's own trace (Java and Py4J) is the cause: shown by `drkit --debug` only.
+                    raise kind(f"mirror of flow {job.flow.name} stopped: {job.describe_failure(error)}") from error
         finally:
             for q in queries:
                 if q.isActive:

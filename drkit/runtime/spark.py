@@ -81,8 +81,28 @@ def build_session(config: SparkConfig, app_name: str = "drkit") -> SparkSession:
     for key, value in {**secret, **launch}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel(os.environ.get("DRKIT_SPARK_LOG_LEVEL", "ERROR"))
+    level = os.environ.get("DRKIT_SPARK_LOG_LEVEL")
+    session.sparkContext.setLogLevel(level or "ERROR")
+    if level is None:
+        _quiet_query_errors(session)
     return session
+
+
+#: Spark loggers that print a failed streaming query's whole Java and Py4J trace to stderr. drkit reads the
+#: query's exception itself and reports it in one line (``drkit --debug`` logs the trace); the lines Spark
+#: printed first buried it. ``DRKIT_SPARK_LOG_LEVEL`` set: Spark's logs are left as they are.
+QUERY_ERROR_LOGGERS = (
+    "org.apache.spark.sql.execution.streaming.MicroBatchExecution",
+    "org.apache.spark.sql.execution.streaming.StreamExecution",
+)
+
+
+def _quiet_query_errors(session: SparkSession) -> None:
+    jvm = session.sparkContext._jvm
+    assert jvm is not None
+    off = jvm.org.apache.logging.log4j.Level.OFF
+    for name in QUERY_ERROR_LOGGERS:
+        jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, off)
 
 
 _DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"

@@ -77,6 +77,38 @@ def test_record_too_large_for_target_stops_before_the_checkpoint(
     print(f"too-large restart: {audit.duplicates} duplicates on the target")
 
 
+def test_a_mirror_that_stops_on_an_error_says_why_in_one_line_without_a_trace(
+    clusters: dict[str, str], tmp_path: Path
+) -> None:
+    """``drkit mirror`` (the CLI, a process of its own) stopping on a delivery error: exit 5, and its stderr
+    holds the one line that says why, not Spark's Java and Py4J trace of the failed query."""
+    topic = unique("oneline")
+    create_topic(clusters["A"], topic, 1)
+    create_topic(clusters["B"], f"A.{topic}", 1, {"max.message.bytes": "2000"})
+    produce(clusters["A"], topic, [{"key": b"big", "value": os.urandom(8000)}])
+    toml = tmp_path / "drkit.toml"
+    _write_toml(toml, clusters, tmp_path / "state", topic, 1000)
+    done = subprocess.run(
+        [sys.executable, "-m", "drkit.cli.app", "mirror", "-c", str(toml), "--once"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 5, done.stderr[-3000:]
+    lines = [ln for ln in done.stderr.splitlines() if ln.strip() and not ln.startswith("%")]
+    errors = [ln for ln in lines if ln.startswith("error: ")]
+    assert len(errors) == 1 and "too large" in errors[0].lower() and f"A.{topic}" in errors[0], lines
+    trace = [
+        ln
+        for ln in lines
+        if ln.startswith(("\tat ", "Traceback", "  File ", "Caused by"))
+        or "Exception" in ln
+        or "py4j" in ln.lower()
+        or " ERROR " in ln
+    ]
+    assert trace == [], "\n".join(trace[:20])
+
+
 def _write_toml(path: Path, clusters: dict[str, str], state: Path, topic: str, per_trigger: int) -> None:
     path.write_text(
         f'[state]\nroot = {json.dumps(str(state))}\n\n[spark]\nmaster = "local[2]"\n'
