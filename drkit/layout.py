@@ -80,6 +80,10 @@ class StateLayout:
         """The target topics the flow's mirror created (the only ones it ever grows)."""
         return self.job_dir(JobKind.MIRROR, flow) / "created_topics.json"
 
+    def renewals(self, flow: str) -> Path:
+        """Source topics deleted and created again (drkit.core.incarnation): where their new copies start."""
+        return self.job_dir(JobKind.MIRROR, flow) / "renewals.json"
+
     def topology_report(self, flow: str) -> Path:
         """The flow's latest topology reconciliation: its findings (deleted or refused topics) and when."""
         return self.job_dir(JobKind.MIRROR, flow) / "topology.json"

@@ -23,6 +23,7 @@ from drkit.core.audit import Action
 from drkit.core.checkpoints import CommittedOffset
 from drkit.core.consistency import TargetDivergence
 from drkit.core.groups import GroupState
+from drkit.core.incarnation import EraIndexes
 from drkit.core.origin import TargetTail, resolve_tail
 from drkit.core.policy import ReplicationPolicy
 from drkit.core.selection import NameSelector
@@ -174,6 +175,8 @@ class CheckpointFact:
     #: target partition's start) with the source gone. None: not known (treated as unmirrored).
     position: Position | None = None
     downstream_offset: int | None = None
+    #: When the checkpoint was written: which incarnation of a re-created topic it is of (core.incarnation).
+    checkpointed_at_ms: float | None = None
 
     def recorded(self) -> Translation:
         """The checkpoint's own answer when the syncs have none: only "nothing to mirror" stands."""
@@ -222,8 +225,14 @@ def failover_plan(
     allow_stale: bool = False,
     tails: Mapping[tuple[str, int], TargetTail] | None = None,
     diverged: Mapping[tuple[str, int], TargetDivergence] | None = None,
+    eras: Mapping[tuple[str, int], EraIndexes] | None = None,
 ) -> Plan:
     """Move ``groups`` to the flow's target from their checkpoints, re-translated with the syncs now.
+
+    ``eras``: per partition of a topic deleted and created again, the syncs of each incarnation
+    (drkit.core.incarnation): a checkpoint is translated with those of its own incarnation only, and one of
+    an older incarnation is never placed among a newer one's copies (its unsynced tail is not read: the
+    records past its end are the next incarnation's).
 
     ``tails``: per (source topic, partition), the target's records past the synced end (read where
     :func:`drkit.core.origin.tail_reads` says a committed offset lies past it); they place a group
@@ -236,9 +245,14 @@ def failover_plan(
     _group_refusals(draft, groups, facts, {c.group for c in rows})
     for c in rows:
         index = indexes.get((c.source_topic, c.partition))
+        era = (eras or {}).get((c.source_topic, c.partition))
+        newest = True
+        if era is not None:
+            index = era.at(c.checkpointed_at_ms)
+            newest = index is era.at(None)
         # The syncs now win: records the mirror copied since the checkpoint are translated exactly.
         t = index.translate(c.upstream_offset) if index is not None else c.recorded()
-        if tails:
+        if tails and newest:
             t = resolve_tail(c.upstream_offset, t, tails.get((c.source_topic, c.partition)))
         move = Move(
             c.group,

@@ -40,6 +40,7 @@ from drkit import metrics
 from drkit.config import DrkitConfig, FlowConfig
 from drkit.core.batch import BatchPlan, MirrorState, plan_batch, renewed_topics, state_before
 from drkit.core.consistency import divergence_message, synced_partitions, target_divergences, topics_to_read
+from drkit.core.incarnation import Renewal
 from drkit.core.offsets import BatchRanges, SourceOffsets, SyncRange, copy_in_driver
 from drkit.core.reports import MirrorSummary
 from drkit.core.selection import NameSelector
@@ -486,6 +487,8 @@ class MirrorJob:
                 current[topic],
                 before.topic_ids[topic],
             )
+        if renewed:
+            self._record_renewals(renewed, current, end)
         plan = plan_batch(start, end, before.held, self.topology.refused, renewed)
         for lost in plan.lost:
             message = (
@@ -498,6 +501,20 @@ class MirrorJob:
             log.warning("%s; going on from offset %d", message, lost.until)
         ids = {**before.topic_ids, **{t: i for t, i in current.items() if t in end}}
         return plan, MirrorState(stream_id, batch_id, ids, plan.held)
+
+    def _record_renewals(self, renewed: frozenset[str], ids: dict[str, str], end: SourceOffsets) -> None:
+        """Where each renewed topic's new copies start on the target (its partitions' ends now): the
+        translation of a group's offsets never crosses it (drkit.core.incarnation). Recorded before anything
+        of the new incarnation is copied."""
+        routes = self.topology.routes
+        partitions = {routes[t]: len(end[t]) for t in renewed if t in routes and t in end}
+        ends = self.target_admin.end_offsets(partitions)
+        at = int(time.time() * 1000)
+        back = {target: source for source, target in routes.items()}
+        self.files.add_renewals(
+            self.flow.name,
+            [Renewal(back[t], p, ids[back[t]], at, offset) for (t, p), offset in sorted(ends.items())],
+        )
 
     def _producer_conf(self) -> dict[str, Any]:
         conf = clients.client_config(self.target, self.flow.target)

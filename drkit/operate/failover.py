@@ -19,6 +19,7 @@ from drkit.config import FlowConfig
 from drkit.core.audit import OperationRecord, OperationStatus
 from drkit.core.checkpoints import CommittedOffset
 from drkit.core.consistency import TargetDivergence
+from drkit.core.incarnation import era_indexes
 from drkit.core.origin import TargetTail, tail_reads, tail_spans
 from drkit.core.outcome import OperationResult, decide_status
 from drkit.core.plan import (
@@ -38,6 +39,7 @@ from drkit.layout import JobKind
 from drkit.operate.context import OperateContext
 from drkit.operate.lag import source_ends
 from drkit.operate.targets import target_check
+from drkit.store.runs import MirrorFiles
 
 #: Asked with the plan before an apply; False declines (nothing changes).
 Confirm = Callable[[Plan], bool]
@@ -117,13 +119,17 @@ def _failover_plan(
             r.checkpoint.upstream_offset,
             r.age_at(reference_ms, None if last_run is None else last_run.confirmed_at(r.checkpoint.group)),
             r.checkpoint.position,
-            r.checkpoint.downstream_offset,
-        )  # a partition with nothing to mirror
+            r.checkpoint.downstream_offset,  # a partition with nothing to mirror
+            r.checkpointed_at_ms,
+        )
         for r in recorded
     ]
     admin = ctx.clusters.admin(flow.target)
     topics = sorted({c.source_topic for c in checkpoints})  # only the syncs this failover translates with
-    indexes = _indexes(ctx, flow.name, topics)
+    ranges = ctx.syncs.ranges(flow.name, topics)
+    eras = era_indexes(ranges, MirrorFiles(ctx.layout).renewals(flow.name))
+    # The newest incarnation's syncs stand for a renewed partition wherever one index is asked for.
+    indexes = {key: eras[key].at(None) if key in eras else SyncIndex(rs) for key, rs in ranges.items()}
     plan = failover_plan(
         flow.name,
         flow.target,
@@ -135,6 +141,7 @@ def _failover_plan(
         request.allow_stale,
         _tails(admin, flow, checkpoints, indexes),
         _diverged(ctx, admin, flow, set(topics)),
+        eras,
     )
     return flow, names, plan, admin
 

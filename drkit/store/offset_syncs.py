@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from drkit.core.incarnation import Renewal, by_partition, era_ranges
 from drkit.core.offsets import SyncRange, coalesce
 from drkit.core.ports import SyncLog, SyncProgress
 from drkit.core.translate import SyncIndex
@@ -318,9 +319,12 @@ class SyncIndexCache:
     batch high-water mark are read, at a pinned table version.
     """
 
-    def __init__(self, store: SyncLog, flow: str) -> None:
+    def __init__(self, store: SyncLog, flow: str, renewals: Callable[[], Sequence[Renewal]] | None = None) -> None:
         self.store = store
         self.flow = flow
+        #: Re-created topics (drkit.core.incarnation): their partitions are indexed with the newest
+        #: incarnation's syncs only, the one a committed offset read now belongs to.
+        self._renewals = renewals or (lambda: ())
         self.version: int | None = None
         self._seen: dict[str, int] = {}
         self._ranges: dict[tuple[str, int], list[SyncRange]] = {}
@@ -331,8 +335,11 @@ class SyncIndexCache:
         if version is None or version == self.version:
             return self._indexes
         new, self._seen = self.store.ranges_since(self.flow, self._seen, version)
+        renewed = by_partition(self._renewals())
         for key, ranges in new.items():
             self._ranges[key] = coalesce(set(self._ranges.get(key, [])) | set(ranges))
-            self._indexes[key] = SyncIndex(self._ranges[key])
+        for key in set(new) | set(renewed):
+            if key in self._ranges:
+                self._indexes[key] = SyncIndex(era_ranges(self._ranges[key], renewed.get(key, []), None))
         self.version = version
         return self._indexes

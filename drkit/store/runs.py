@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from drkit.core.batch import MirrorState
+from drkit.core.incarnation import Renewal
 from drkit.core.status import EndsObservation
 from drkit.core.topology import TopicIssue, TopicIssueKind
 from drkit.layout import JobKind, StateLayout
@@ -125,6 +126,26 @@ class MirrorFiles:
                 ]
             },
         )
+
+    def renewals(self, flow: str) -> tuple[Renewal, ...]:
+        data = _read(self.layout.renewals(flow)) or {}
+        out: list[Renewal] = []
+        for r in data.get("renewals", []):
+            try:
+                out.append(Renewal(str(r[0]), int(r[1]), str(r[2]), int(r[3]), int(r[4])))
+            except (IndexError, TypeError, ValueError):
+                continue
+        return tuple(out)
+
+    def add_renewals(self, flow: str, renewals: list[Renewal]) -> None:
+        """Keep the first record of each (topic, partition, topic id): a batch replayed after a crash sees the
+        same renewal later, with a boundary at least as high; the first one is the safe one."""
+        known = list(self.renewals(flow))
+        seen = {(r.topic, r.partition, r.topic_id) for r in known}
+        new = [r for r in renewals if (r.topic, r.partition, r.topic_id) not in seen]
+        if new:
+            rows = [[r.topic, r.partition, r.topic_id, r.at_ms, r.boundary] for r in [*known, *new]]
+            _write(self.layout.renewals(flow), {"renewals": rows})
 
     def created_topics(self, flow: str) -> frozenset[str]:
         data = _read(self.layout.created_topics(flow)) or {}

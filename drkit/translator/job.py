@@ -31,7 +31,7 @@ from drkit.errors import ClusterError
 from drkit.kafka.admin import KafkaAdmin
 from drkit.layout import JobKind, StateLayout
 from drkit.store.offset_syncs import SyncIndexCache
-from drkit.store.runs import RunFiles, TranslatorRun
+from drkit.store.runs import MirrorFiles, RunFiles, TranslatorRun
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,8 @@ class TranslatorJob:
         self.source = KafkaAdmin(config.clusters[flow.source], flow.source)
         self.target = KafkaAdmin(config.clusters[flow.target], flow.target)
         self.policy = flow.policy()
-        self.sync_cache = SyncIndexCache(self.syncs, flow.name)
+        files = MirrorFiles(StateLayout(config.state_root()))
+        self.sync_cache = SyncIndexCache(self.syncs, flow.name, lambda: files.renewals(flow.name))
         self._previous: dict[tuple[str, str, int], Checkpoint] | None = None
 
     def indexes(self) -> dict[tuple[str, int], SyncIndex]:

@@ -228,7 +228,7 @@ def test_a_deleted_topic_leaves_the_others_flowing_and_comes_back_as_a_new_incar
     clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig]
 ) -> None:
     tag = unique("del")
-    doomed, kept = f"{tag}.doomed", f"{tag}.kept"
+    doomed, kept, group = f"{tag}.doomed", f"{tag}.kept", unique("g")
     create_topic(clusters["A"], doomed, 2)
     create_topic(clusters["A"], kept, 2)
     produce(clusters["A"], doomed, [{"partition": i % 2, "value": f"old{i}".encode()} for i in range(400)])
@@ -257,6 +257,9 @@ def test_a_deleted_topic_leaves_the_others_flowing_and_comes_back_as_a_new_incar
     producer.start()
     try:
         wait_until(lambda: len(read_all(clusters["B"], f"A.{doomed}")) == 400, 120, "the first incarnation's copy")
+        # A group that read the whole first incarnation: its checkpoint is of that incarnation.
+        commit(clusters["A"], group, {(doomed, 0): 200, (doomed, 1): 200})
+        Drkit(config).translate("A->B", once=True)
         admin = AdminClient({"bootstrap.servers": clusters["A"]})
         admin.delete_topics([doomed])[doomed].result(30)
         service = Drkit(config)
@@ -273,8 +276,9 @@ def test_a_deleted_topic_leaves_the_others_flowing_and_comes_back_as_a_new_incar
         # Created again: a new incarnation, copied from its start after the old one's copy.
         wait_until(lambda: partitions_of(clusters["A"], doomed) == 0, 30, "the deletion")
         create_topic(clusters["A"], doomed, 2)
-        produce(clusters["A"], doomed, [{"partition": i % 2, "value": f"new{i}".encode()} for i in range(100)])
-        wait_until(lambda: len(read_all(clusters["B"], f"A.{doomed}")) >= 500, 60, "the new incarnation's copy")
+        # More records than the first incarnation had: its offsets 200+ exist again, as other records.
+        produce(clusters["A"], doomed, [{"partition": i % 2, "value": f"new{i}".encode()} for i in range(600)])
+        wait_until(lambda: len(read_all(clusters["B"], f"A.{doomed}")) >= 1000, 60, "the new incarnation's copy")
         assert thread.is_alive() and not failure, f"the mirror stopped: {failure}"
     except BaseException:
         runner.stop()
@@ -290,8 +294,18 @@ def test_a_deleted_topic_leaves_the_others_flowing_and_comes_back_as_a_new_incar
     copy = read_all(clusters["B"], f"A.{doomed}")
     for p in (0, 1):
         values = [r.value for r in copy if r.partition == p]
-        assert values == [f"old{i}".encode() for i in range(p, 400, 2)] + [f"new{i}".encode() for i in range(p, 100, 2)]
+        assert values == [f"old{i}".encode() for i in range(p, 400, 2)] + [f"new{i}".encode() for i in range(p, 600, 2)]
     assert_every_acked_record_on_target(clusters, producer, [kept])
+
+    # Failed over, the group of the first incarnation is never placed among the new incarnation's copies
+    # (whose upstream offsets 0..299 hold an offset 200 of other records): it resumes before
+    # them and reads every record of the new incarnation, none skipped.
+    result = Drkit(config).failover("A->B", [group], apply=True)
+    assert result.status is OperationStatus.APPLIED, result.as_dict()
+    placed = committed_on(clusters["B"], group, f"A.{doomed}")
+    for p in (0, 1):
+        first_new = min(r.offset for r in copy if r.partition == p and r.value.startswith(b"new"))
+        assert placed[p] <= first_new, (p, placed[p], first_new)
 
 
 def describe_target(bootstrap: str, topics: list[str]) -> dict[str, tuple[int, str | None]]:
