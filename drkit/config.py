@@ -57,6 +57,7 @@ from pydantic import (
     model_validator,
 )
 
+from drkit.core.heartbeat import HEARTBEAT_TOPIC
 from drkit.core.policy import ReplicationPolicy, policy_for
 from drkit.core.selection import NameSelector, group_selector, topic_selector
 from drkit.core.topology import CONFIG_EXCLUDE_DEFAULT
@@ -610,7 +611,8 @@ class DrkitConfig(_Model):
                 raise _KeyedError(f"flows[{i}]", f"flow {flow.name} is defined twice")
             seen.add(flow.name)
             self._check_joined_patterns(i, flow)
-        problem = topology_problem(self.flows, [self.topic_selector(f) for f in self.flows])
+        # Without the heartbeat topic: heartbeats of many sources share one topic safely (keyed by flow).
+        problem = topology_problem(self.flows, [self.topic_selector(f, heartbeats=False) for f in self.flows])
         if problem:
             raise _KeyedError(*problem)
         return self
@@ -640,11 +642,13 @@ class DrkitConfig(_Model):
         """All flows, or the one named."""
         return list(self.flows) if name is None else [self.flow(name)]
 
-    def topic_selector(self, flow: FlowConfig) -> NameSelector:
-        """The source topics ``flow`` mirrors: never internal topics, never copies of its target's."""
-        return topic_selector(
-            flow.topics.include, flow.topics.exclude, flow.policy(), flow.target, frozenset(self.clusters)
-        )
+    def topic_selector(self, flow: FlowConfig, heartbeats: bool = True) -> NameSelector:
+        """The source topics ``flow`` mirrors: never internal topics, never copies of its target's; with
+        heartbeats on, the heartbeat topic too (its copy is how the target measures replication)."""
+        include = list(flow.topics.include)
+        if heartbeats and flow.heartbeats.interval_seconds > 0:
+            include.append(re.escape(HEARTBEAT_TOPIC))
+        return topic_selector(include, flow.topics.exclude, flow.policy(), flow.target, frozenset(self.clusters))
 
     def reverse_of(self, flow: FlowConfig) -> FlowConfig | None:
         """The flow that copies ``flow``'s target back to its source, if one is configured."""

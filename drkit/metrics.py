@@ -41,6 +41,16 @@ SYNC_WRITE_SECONDS = Histogram(
 MIRROR_LAG = Gauge(
     "drkit_mirror_lag_records", "Source end offset minus the next offset to mirror", ["flow", "topic", "partition"]
 )
+HEARTBEAT_LATENCY = Gauge(
+    "drkit_heartbeat_latency_seconds",
+    "The newest heartbeat's trip from the source to the target (its append time there minus its creation)",
+    ["flow"],
+)
+HEARTBEAT_AGE = Gauge(
+    "drkit_heartbeat_age_seconds",
+    "How old the newest heartbeat copied to the target is (grows while nothing is replicated)",
+    ["flow"],
+)
 MIRROR_LAG_SECONDS = Gauge(
     "drkit_mirror_lag_seconds",
     "Upper bound of the age of the oldest record not yet mirrored (0 when caught up)",

@@ -29,6 +29,10 @@ def _ago(seconds: float | None) -> str:
     return "never" if seconds is None else f"{seconds}s ago"
 
 
+def _latency(seconds: float | None) -> str:
+    return "unknown" if seconds is None else f"{seconds}s"
+
+
 def _running(flag: bool) -> str:
     return "running" if flag else "not running"
 
@@ -37,7 +41,8 @@ def _render_status(report: StatusReport) -> Iterable[RenderableType]:
     for f in report.flows:
         yield table(
             f"{f.flow}: {f.verdict} (mirror {_running(f.mirror_running)}, checkpoint {_running(f.checkpoint_running)}, "
-            f"last checkpoint run {_ago(f.checkpoint_last_run_age_seconds)})",
+            f"last checkpoint run {_ago(f.checkpoint_last_run_age_seconds)}, heartbeat latency "
+            f"{_latency(f.heartbeat_latency_seconds)}, newest heartbeat {_ago(f.heartbeat_age_seconds)})",
             ["topic", "partition", "mirrored up to", "source end", "lag records", "lag s", "last sync s ago"],
             [
                 [

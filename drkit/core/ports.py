@@ -15,6 +15,7 @@ from typing import Protocol
 from drkit.core.audit import OperationRecord
 from drkit.core.checkpoints import Checkpoint, CommittedOffset, RecordedCheckpoint
 from drkit.core.groups import GroupState
+from drkit.core.heartbeat import HeartbeatCopy
 from drkit.core.offsets import SyncRange
 from drkit.core.origin import TargetTail
 
@@ -58,6 +59,10 @@ class ClusterAdmin(Protocol):
     def read_tail(self, topic: str, partition: int, start: int, end: int, origin_alias: str) -> TargetTail:
         """The records of ``topic/partition`` in ``[start, end)`` with their origins on ``origin_alias``
         (drkit.core.origin); the result's ``end`` says where reading stopped."""
+        ...
+
+    def newest_heartbeat(self, topic: str, key: bytes) -> HeartbeatCopy | None:
+        """The newest heartbeat with ``key`` in ``topic`` (drkit.core.heartbeat); None when there is none."""
         ...
 
     def list_groups(self) -> list[str]: ...

@@ -162,6 +162,8 @@ class FlowStatus:
     groups: tuple[GroupAge, ...]
     partitions: tuple[PartitionLag, ...]
     heartbeat_latency_seconds: float | None = None  # no heartbeats yet: unknown, not zero
+    #: How old the newest heartbeat copied to the target is (drkit.core.heartbeat); None: none seen.
+    heartbeat_age_seconds: float | None = None
     #: False: the target did not answer, so whether it still holds what the syncs say is unknown.
     target_reachable: bool = True
     target_divergences: tuple[TargetDivergence, ...] = ()

@@ -158,6 +158,10 @@ class TopologyPlan:
         }
 
 
+def _none(_topic: str) -> Mapping[str, str]:
+    return {}
+
+
 def config_filter(exclude: Iterable[str]) -> Callable[[str], bool]:
     """Whether a topic property is copied: it matches none of the ``exclude`` full-match regexes."""
     compiled = [re.compile(p) for p in exclude]
@@ -178,13 +182,15 @@ def plan_topology(
     copied: Callable[[str], bool],
     sync_configs: bool = True,
     mirrored_before: Iterable[str] = (),
+    pinned: Callable[[str], Mapping[str, str]] | None = None,
 ) -> TopologyPlan:
     """The reconciliation of one flow.
 
     ``selected``: the source topics the flow selects, as described now; ``target_topics``: every topic of
     the target; ``owned``: target topics drkit created (it grows only those); ``copied``: the config
     filter; ``mirrored_before``: source topics the flow has copied (a missing one was deleted on the
-    source: an issue of its own, never a deletion on the target).
+    source: an issue of its own, never a deletion on the target); ``pinned``: configs a source topic's target
+    gets whatever the source and the filter say (the heartbeat copy's LogAppendTime).
     """
     creates: list[TopicCreate] = []
     growths: list[PartitionGrowth] = []
@@ -195,7 +201,7 @@ def plan_topology(
     for topic in sorted(selected, key=lambda t: t.name):
         present.add(topic.name)
         target = target_name(topic.name)
-        wanted = copied_configs(topic.configs, copied)
+        wanted = copied_configs(topic.configs, copied) | dict((pinned or _none)(topic.name))
         existing = target_topics.get(target)
         if existing is None:
             creates.append(TopicCreate(topic.name, target, topic.partitions, wanted))

@@ -17,6 +17,7 @@ from confluent_kafka.admin import AdminClient
 from drkit.config import ClusterConfig, DrkitConfig
 from drkit.core.checkpoints import CommittedOffset
 from drkit.core.groups import GroupState, Member
+from drkit.core.heartbeat import HeartbeatCopy, created_ms_of
 from drkit.core.origin import TAIL_READ_LIMIT, TailRecord, TargetTail, origin_of
 from drkit.errors import ClusterError
 from drkit.kafka import clients, topics
@@ -140,6 +141,50 @@ class KafkaAdmin:
         finally:
             consumer.close()
         return TargetTail(start, stop, tuple(records))
+
+    def newest_heartbeat(self, topic: str, key: bytes, scan: int = 200) -> HeartbeatCopy | None:
+        """The newest heartbeat with ``key`` among the last ``scan`` records of each partition of ``topic``
+        (None: the topic does not exist or holds none)."""
+        from confluent_kafka import TIMESTAMP_LOG_APPEND_TIME
+
+        consumer = clients.consumer(
+            self._cluster,
+            self._alias,
+            "_drkit-heartbeats",
+            **{"isolation.level": "read_uncommitted", "enable.partition.eof": True},
+        )
+        newest: HeartbeatCopy | None = None
+        try:
+            meta = consumer.list_topics(topic, timeout=self.timeout).topics.get(topic)
+            if meta is None or meta.error is not None:
+                return None
+            starts = []
+            for p in meta.partitions:
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=self.timeout)
+                if high > low:
+                    starts.append(TopicPartition(topic, p, max(low, high - scan)))
+            if not starts:
+                return None
+            consumer.assign(starts)
+            pending = {tp.partition for tp in starts}
+            deadline = time.monotonic() + self.timeout
+            while pending and time.monotonic() < deadline:
+                for message in consumer.consume(scan, timeout=0.5):
+                    error = message.error()
+                    if error is not None:
+                        if error.code() == KafkaError._PARTITION_EOF:
+                            pending.discard(message.partition())
+                        continue
+                    created = created_ms_of(message.value()) if message.key() == key else None
+                    if created is None or (newest is not None and created <= newest.created_ms):
+                        continue
+                    kind, stamp = message.timestamp()
+                    newest = HeartbeatCopy(created, stamp if kind == TIMESTAMP_LOG_APPEND_TIME else None)
+        except KafkaException as exc:
+            raise self._fail(f"cannot read heartbeats of {topic}", exc) from None
+        finally:
+            consumer.close()
+        return newest
 
     # -- consumer groups ------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from drkit.config import FlowConfig
+from drkit.core.heartbeat import HEARTBEAT_TARGET_CONFIGS, HEARTBEAT_TOPIC
 from drkit.core.selection import NameSelector
 from drkit.core.topology import SourceTopic, TargetTopic, TopologyPlan, config_filter, plan_topology
 from drkit.kafka import topics
@@ -28,6 +29,11 @@ class AppliedTopology:
     source_topics: tuple[SourceTopic, ...]  # the selected source topics as described (partitions, ids)
 
 
+def _pinned(topic: str) -> dict[str, str]:
+    """The heartbeat topic's copy keeps the target's append time: how the target measures latency alone."""
+    return dict(HEARTBEAT_TARGET_CONFIGS) if topic == HEARTBEAT_TOPIC else {}
+
+
 class TopologyReconciler:
     """Describes, plans and applies one flow's topology; knows its clusters by alias."""
 
@@ -39,7 +45,6 @@ class TopologyReconciler:
         target: KafkaAdmin,
         owned: Callable[[], frozenset[str]],
         on_created: Callable[[list[str]], None],
-        extra_configs: Callable[[str], dict[str, str]] | None = None,
     ) -> None:
         self.flow = flow
         self.selector = selector
@@ -49,8 +54,6 @@ class TopologyReconciler:
         self._owned = owned
         self._on_created = on_created
         self._copied = config_filter(flow.topology.config_exclude)
-        #: Configs a target topic gets on top of the source's (the heartbeat copy's timestamp type).
-        self._extra = extra_configs or (lambda _topic: {})
 
     def target_name(self, topic: str) -> str:
         return self.policy.target_topic(self.flow.source, topic)
@@ -66,10 +69,7 @@ class TopologyReconciler:
         sync_configs = self.flow.topology.sync_configs and only is None
         names = self.selector.select(self.source.partition_counts()) if only is None else sorted(set(only))
         described = topics.describe_topics(self.source.client, self.source.alias, names, configs=sync_configs)
-        selected = tuple(
-            SourceTopic(t.name, t.partitions, t.topic_id, {**t.configs, **self._extra(t.name)})
-            for t in described.values()
-        )
+        selected = tuple(described.values())
         counts = self.target.partition_counts()
         wanted = [self.target_name(t.name) for t in selected]
         existing = [n for n in wanted if n in counts]
@@ -87,6 +87,7 @@ class TopologyReconciler:
             self._copied,
             sync_configs,
             mirrored_before if only is None else (),
+            _pinned,
         )
         return plan, selected
 

@@ -51,6 +51,7 @@ from drkit.kafka.admin import KafkaAdmin
 from drkit.kafka.topology import TopologyReconciler
 from drkit.layout import JobKind, StateLayout, flow_dir_name
 from drkit.mirror.deliver import FAILURE_MARKER, RANGE_SCHEMA, Copier, deliver_batches
+from drkit.mirror.heartbeat import HeartbeatWriter
 from drkit.mirror.reader import ABANDONED_MARKER, BatchReader, ReadFallback, RecordsRemoved, SourceStalled
 from drkit.mirror.topology import TopologyFollower
 from drkit.store.offset_syncs import OffsetSyncStore, SyncRow
@@ -183,6 +184,7 @@ class MirrorJob:
         self.topology = TopologyFollower(
             flow.name, reconciler, self.files, flow.topology.refresh_interval_seconds, self.source_admin
         )
+        self.heartbeats = HeartbeatWriter(flow, self.source, KafkaAdmin(self.source, flow.source), self.target_admin)
 
     def summary(self) -> MirrorSummary:
         reports = list(self.reports)
@@ -256,6 +258,7 @@ class MirrorJob:
         except DrkitError as exc:  # the batches report an unreachable cluster, with what to do
             log.warning("flow %s: topology not reconciled at start: %s", self.flow.name, exc)
         self.topology.start()
+        self.heartbeats.start()
         self.stream_checkpoint.parent.mkdir(parents=True, exist_ok=True)
         writer = (
             self.source_stream()
@@ -749,6 +752,7 @@ class MirrorRunner:
                 # A source that cannot be read will not answer the last observation either.
                 job.observer.close(0.0 if job.flow.name in self._unreachable else 5.0)
                 job.topology.close()
+                job.heartbeats.close()
                 job.reader.close()
             if threading.current_thread() is threading.main_thread():
                 for s, handler in previous.items():

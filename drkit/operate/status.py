@@ -10,6 +10,7 @@ from datetime import datetime
 
 from drkit.config import FlowConfig
 from drkit.core.consistency import TargetDivergence, divergence_message
+from drkit.core.heartbeat import HEARTBEAT_TOPIC, HeartbeatReading, heartbeat_key, reading
 from drkit.core.ports import SyncProgress, TopicPartition
 from drkit.core.status import (
     FlowStatus,
@@ -45,6 +46,20 @@ def _divergences(
         return None
 
 
+def _heartbeat(ctx: OperateContext, flow: FlowConfig, now_ms: float) -> HeartbeatReading:
+    """The flow's replication latency and liveness, read on the target alone (the source may be gone)."""
+    if flow.heartbeats.interval_seconds <= 0:
+        return reading(None, now_ms)
+    topic = flow.policy().target_topic(flow.source, HEARTBEAT_TOPIC)
+    try:
+        newest = ctx.clusters.admin(flow.target, probe=True).newest_heartbeat(
+            topic, heartbeat_key(flow.source, flow.target)
+        )
+    except ClusterError:
+        newest = None
+    return reading(newest, now_ms)
+
+
 def flow_status(ctx: OperateContext, flow: FlowConfig) -> FlowStatus:
     progress = ctx.syncs.progress(flow.name)
     divergences = _divergences(ctx, flow, progress)
@@ -58,12 +73,14 @@ def flow_status(ctx: OperateContext, flow: FlowConfig) -> FlowStatus:
     ages = group_ages(ctx.checkpoints.latest(flow.name), now, confirmed)
     last_run_age = None if last_run is None else round((now - last_run.finished_at_ms) / 1000, 1)
     checked_at, issues = MirrorFiles(ctx.layout).findings(flow.name)
+    beat = _heartbeat(ctx, flow, now)
+    # The heartbeat topic's lag is told by the heartbeat's age, not by the verdict: it gets a record a second.
     verdict = flow_verdict(
         ends is not None,
         last_run_age,
         flow.checkpoint.max_age_seconds,
         bool(progress),
-        lags,
+        [p for p in lags if p.topic != HEARTBEAT_TOPIC],
         bool(divergences),
         any(i.kind is TopicIssueKind.TARGET_TOO_SMALL for i in issues),
     )
@@ -81,6 +98,8 @@ def flow_status(ctx: OperateContext, flow: FlowConfig) -> FlowStatus:
         target_reachable=divergences is not None,
         target_divergences=divergences or (),
         target_problem=divergence_message(flow.name, flow.target, divergences or ()),
+        heartbeat_latency_seconds=beat.latency_seconds,
+        heartbeat_age_seconds=beat.age_seconds,
         topic_issues=issues,
         topology_age_seconds=None if checked_at is None else round((now - checked_at) / 1000, 1),
     )

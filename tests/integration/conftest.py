@@ -117,7 +117,11 @@ def make_config(clusters: dict[str, str], tmp_path: Path) -> Callable[..., Drkit
     def build(flows: list[dict[str, Any]] | None = None, **extra: Any) -> DrkitConfig:
         data: dict[str, Any] = {
             "clusters": {alias: {"bootstrap_servers": bs} for alias, bs in clusters.items()},
-            "flows": flows if flows is not None else [{"source": "A", "target": "B"}],
+            # Heartbeats off unless a test asks: they add records to every flow's copy, and tests count records.
+            "flows": [
+                {"heartbeats": {"interval_seconds": 0}, **f}
+                for f in (flows if flows is not None else [{"source": "A", "target": "B"}])
+            ],
             "state": {"root": str(tmp_path / "state")},
         }
         data.update(extra)

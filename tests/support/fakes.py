@@ -17,6 +17,7 @@ from drkit.config import DrkitConfig, parse_config
 from drkit.core.audit import OperationRecord
 from drkit.core.checkpoints import Checkpoint, CommittedOffset, RecordedCheckpoint
 from drkit.core.groups import GroupState, Member
+from drkit.core.heartbeat import HeartbeatCopy
 from drkit.core.offsets import SyncRange
 from drkit.core.origin import TailRecord, TargetTail
 from drkit.core.ports import SyncProgress, TopicPartition
@@ -47,6 +48,8 @@ class FakeCluster:
     #: Records with their origins (drkit.core.origin), by partition, in offset order.
     records: dict[TopicPartition, list[TailRecord]] = field(default_factory=dict)
     tail_reads: list[tuple[str, int, int, int]] = field(default_factory=list)
+    #: The newest heartbeat copy per (topic, key) (drkit.core.heartbeat).
+    heartbeats: dict[tuple[str, bytes], HeartbeatCopy] = field(default_factory=dict)
 
     def _check(self) -> None:
         if not self.reachable:
@@ -70,6 +73,10 @@ class FakeCluster:
     def first_timestamps(self, positions: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         self._check()
         return {k: self.timestamps[k] for k in positions if k in self.timestamps}
+
+    def newest_heartbeat(self, topic: str, key: bytes) -> HeartbeatCopy | None:
+        self._check()
+        return self.heartbeats.get((topic, key))
 
     def read_tail(self, topic: str, partition: int, start: int, end: int, origin_alias: str) -> TargetTail:
         self._check()

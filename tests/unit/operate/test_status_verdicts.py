@@ -135,3 +135,23 @@ def test_an_idle_groups_checkpoint_is_as_fresh_as_the_last_translator_run_that_r
     ages = {g.group: g.checkpoint_age_seconds for g in status(w.context, None).flows[0].groups}
     assert ages == {"billing": 2.0, "idle-gone": 400.0}
     assert [r.checkpoint_age_seconds for r in group_offsets(w.context, "A->B", "billing").partitions] == [2.0]
+
+
+def test_heartbeat_latency_and_age_are_read_on_the_target_even_with_the_source_gone(w: World) -> None:
+    from drkit.core.heartbeat import HeartbeatCopy
+
+    w.b.heartbeats[("A.drkit-heartbeats", b"A->B")] = HeartbeatCopy(NOW_MS - 9_000, NOW_MS - 8_980)
+    w.a.reachable = False
+    [flow] = status(w.context, "A->B").flows
+    assert flow.verdict is Verdict.SOURCE_UNREACHABLE
+    assert (flow.heartbeat_latency_seconds, flow.heartbeat_age_seconds) == (0.02, 9.0)
+    as_json = status(w.context, "A->B").as_dict()["flows"][0]
+    assert (as_json["heartbeat_latency_seconds"], as_json["heartbeat_age_seconds"]) == (0.02, 9.0)
+
+
+def test_the_heartbeat_topic_s_lag_does_not_make_a_flow_lagging(w: World) -> None:
+    w.syncs.add("A->B", "drkit-heartbeats", "A.drkit-heartbeats", 0, SyncRange(0, 9, 0, 9))
+    w.a.ends[("drkit-heartbeats", 0)] = 11  # one heartbeat not copied yet: normal, a second's worth
+    [flow] = status(w.context, "A->B").flows
+    assert flow.verdict is Verdict.HEALTHY
+    assert [(p.topic, p.lag_records) for p in flow.partitions if p.lag_records] == [("drkit-heartbeats", 1)]
