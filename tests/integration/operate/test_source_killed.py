@@ -119,6 +119,16 @@ def test_rpo_with_the_source_killed_under_load(
     mirror.join(120)
     translator.join(120)
 
+    # The heartbeats (on by default, every second) were copied while A lived: with A dead, status still
+    # reads the newest copy on B alone, and its age grows with the clock.
+    [first] = service.status("A->B").flows
+    assert first.verdict.value == "source unreachable"
+    assert first.heartbeat_age_seconds is not None and first.heartbeat_latency_seconds is not None
+    time.sleep(2)
+    [later] = service.status("A->B").flows
+    assert later.heartbeat_age_seconds is not None and later.heartbeat_age_seconds >= first.heartbeat_age_seconds + 1.5
+    print(f"with A dead: newest heartbeat {first.heartbeat_age_seconds}s then {later.heartbeat_age_seconds}s old")
+
     on_target = {r.value for r in read_all(clusters["B"], f"A.{TOPIC}")}
     lost = producer.acked - on_target
     assert on_target <= producer.acked | {None}, "the target holds records the source never acknowledged"
