@@ -227,12 +227,11 @@ class FlowTopology:
     created: tuple[str, ...] = ()
     grown: tuple[str, ...] = ()
     configured: tuple[str, ...] = ()
+    acls_created: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        return self.plan.as_dict() | {
-            "dry_run": self.dry_run,
-            "applied": {"created": list(self.created), "grown": list(self.grown), "configured": list(self.configured)},
-        }
+        applied = {"created": list(self.created), "grown": list(self.grown), "configured": list(self.configured)}
+        return self.plan.as_dict() | {"dry_run": self.dry_run, "applied": applied | {"acls": self.acls_created}}
 
 
 @dataclass(frozen=True)
@@ -408,7 +407,11 @@ class Drkit:
                 out.append(FlowTopology(reconciler.plan(mirrored), True))
                 continue
             applied = reconciler.reconcile(mirrored)
-            out.append(FlowTopology(applied.plan, False, applied.created, applied.grown, applied.configured))
+            out.append(
+                FlowTopology(
+                    applied.plan, False, applied.created, applied.grown, applied.configured, applied.acls_created
+                )
+            )
         return TopicsSyncReport(tuple(out))
 
     # -- inspection (notebooks): the Delta tables as written, through delta-rs ----------------------

@@ -110,7 +110,7 @@ def timed(owner, name, phase):
 timed(drkit.runtime.spark, "build_session", "spark_session")
 timed(OffsetSyncStore, "ensure", "syncs_table_ensure")
 timed(OffsetSyncStore, "batch_written", "batch_recorded_check")
-timed(MirrorJob, "_prepare_targets", "prepare_targets")
+timed(MirrorJob, "_plan", "plan_batch")
 timed(OffsetSyncStore, "write", "syncs_append")
 from drkit.cli.app import main
 main()
@@ -398,7 +398,7 @@ def run_mirror(config: Path, workdir: Path, interval: float, timeout: float) -> 
     if batches:
         # What is left of the batches' time once their timed steps are taken out: delivery, which
         # includes Spark reading the source partitions and the Python workers producing them.
-        steps = sum(phases.get(k, 0.0) for k in ("batch_recorded_check", "prepare_targets", "syncs_append"))
+        steps = sum(phases.get(k, 0.0) for k in ("batch_recorded_check", "plan_batch", "syncs_append"))
         phases["delivery_incl_source_read"] = round(sum(b["seconds"] for b in batches) - steps, 3)
     return MirrorRun(seconds, started_ms, json.loads(stdout), batches, phases, memory.summary())
 

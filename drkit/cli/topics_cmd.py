@@ -41,6 +41,15 @@ def sync(
                 for g in f["grow"]
             ]
             rows += [["configure", c["target"], "", _configs(c["set"], c["previous"])] for c in f["configs"]]
+            rows += [
+                [
+                    f"acl {a['target']['permission'].lower()} {a['target']['operation']}",
+                    f"{a['target']['name']} ({a['target']['pattern'].lower()})",
+                    "",
+                    f"{a['target']['principal']} from {a['target']['host']}",
+                ]
+                for a in f["acls"]
+            ]
             if rows:
                 yield table(
                     f"{f['flow']}: what drkit {verb} change", ["action", "target topic", "partitions", "configs"], rows

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from drkit.core.acls import AclCopy
+
 #: Topic properties never copied to the target unless the flow's ``config_exclude`` says otherwise:
 #: (full-match regex, why). Following MirrorMaker 2's ``config.properties.exclude``, plus the remote
 #: storage settings.
@@ -130,10 +132,12 @@ class TopologyPlan:
     issues: tuple[TopicIssue, ...] = ()
     #: source topic -> target topic of every selected topic that may be copied once the plan is applied.
     routes: Mapping[str, str] = field(default_factory=dict)
+    #: Topic ACLs to create on the target (``sync_acls``; drkit.core.acls).
+    acls: tuple[AclCopy, ...] = ()
 
     @property
     def empty(self) -> bool:
-        return not (self.creates or self.growths or self.config_changes)
+        return not (self.creates or self.growths or self.config_changes or self.acls)
 
     def refused(self) -> frozenset[str]:
         """Source topics whose records cannot be copied now (the others keep flowing)."""
@@ -155,6 +159,7 @@ class TopologyPlan:
                 for c in self.config_changes
             ],
             "issues": [i.as_dict() for i in self.issues],
+            "acls": [a.as_dict() for a in self.acls],
         }
 
 

@@ -8,13 +8,15 @@ the target does not have yet; ``drkit topics sync`` runs it once (``--dry-run``:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from drkit.config import FlowConfig
+from drkit.core.acls import plan_acls
 from drkit.core.heartbeat import HEARTBEAT_TARGET_CONFIGS, HEARTBEAT_TOPIC
 from drkit.core.selection import NameSelector
 from drkit.core.topology import SourceTopic, TargetTopic, TopologyPlan, config_filter, plan_topology
 from drkit.kafka import topics
+from drkit.kafka.acls import create_acls, topic_acls
 from drkit.kafka.admin import KafkaAdmin
 
 
@@ -26,7 +28,8 @@ class AppliedTopology:
     created: tuple[str, ...]
     grown: tuple[str, ...]
     configured: tuple[str, ...]
-    source_topics: tuple[SourceTopic, ...]  # the selected source topics as described (partitions, ids)
+    source_topics: tuple[SourceTopic, ...]
+    acls_created: int = 0  # the selected source topics as described (partitions, ids)
 
 
 def _pinned(topic: str) -> dict[str, str]:
@@ -89,6 +92,14 @@ class TopologyReconciler:
             mirrored_before if only is None else (),
             _pinned,
         )
+        if self.flow.topology.sync_acls and only is None:
+            acls = plan_acls(
+                topic_acls(self.source.client, self.source.alias),
+                topic_acls(self.target.client, self.target.alias),
+                [t.name for t in selected if t.name in plan.routes],
+                self.target_name,
+            )
+            plan = replace(plan, acls=acls)
         return plan, selected
 
     def reconcile(self, mirrored_before: Iterable[str] = (), only: Iterable[str] | None = None) -> AppliedTopology:
@@ -102,4 +113,5 @@ class TopologyReconciler:
             self._on_created(created)
         grown = topics.create_partitions(self.target.client, self.target.alias, plan.growths)
         configured = topics.alter_configs(self.target.client, self.target.alias, plan.config_changes)
-        return AppliedTopology(plan, tuple(created), tuple(grown), tuple(configured), selected)
+        granted = create_acls(self.target.client, self.target.alias, plan.acls)
+        return AppliedTopology(plan, tuple(created), tuple(grown), tuple(configured), selected, granted)

@@ -46,7 +46,7 @@ def timed(owner, name, phase):
 timed(drkit.runtime.spark, "build_session", "spark_session")
 timed(OffsetSyncStore, "ensure", "syncs_table_ensure")
 timed(OffsetSyncStore, "batch_written", "batch_recorded_check")
-timed(MirrorJob, "_prepare_targets", "prepare_targets")
+timed(MirrorJob, "_plan", "plan_batch")
 timed(OffsetSyncStore, "write", "syncs_append")
 timed(MirrorJob, "start", "query_start")
 from drkit.cli.app import main
