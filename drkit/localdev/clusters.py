@@ -89,10 +89,18 @@ def _alive(pid: int) -> bool:
 class LocalKafka:
     """A set of local clusters under one state folder."""
 
-    def __init__(self, state_dir: Path = DEFAULT_STATE, base_port: int = DEFAULT_BASE_PORT, heap: str = "512m") -> None:
+    def __init__(
+        self,
+        state_dir: Path = DEFAULT_STATE,
+        base_port: int = DEFAULT_BASE_PORT,
+        heap: str = "512m",
+        extra_properties: dict[str, str] | None = None,
+    ) -> None:
         self.state_dir = state_dir.resolve()
         self.base_port = base_port
         self.heap = heap
+        #: Broker properties added to every cluster's server.properties (e.g. an authorizer, for tests).
+        self.extra_properties = dict(extra_properties or {})
 
     def _home(self, alias: str) -> Path:
         return self.state_dir / alias
@@ -174,7 +182,10 @@ class LocalKafka:
             return  # running with these ports: leave its files alone
         home.mkdir(parents=True, exist_ok=True)
         (home / "cluster.index").write_text(str(index))
-        (home / "server.properties").write_text(_BROKER_PROPERTIES.format(port=port, cport=cport, data=home / "data"))
+        extra = "".join(f"{k}={v}\n" for k, v in sorted(self.extra_properties.items()))
+        (home / "server.properties").write_text(
+            _BROKER_PROPERTIES.format(port=port, cport=cport, data=home / "data") + extra
+        )
         log4j = resources.files("drkit.localdev").joinpath("log4j2.yaml").read_text()
         (home / "log4j2.yaml").write_text(log4j)
 
