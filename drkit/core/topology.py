@@ -245,3 +245,25 @@ def plan_topology(
             )
         )
     return TopologyPlan(flow, tuple(creates), tuple(growths), tuple(changes), tuple(issues), routes)
+
+
+def topics_to_prepare(
+    needed: Mapping[str, int],
+    source_partitions: Mapping[str, int],
+    routes: Mapping[str, str],
+    target_partitions: Mapping[str, int],
+    refused: frozenset[str],
+) -> list[str]:
+    """The topics a batch needs reconciled before it copies: ``needed`` maps each of its topics to the partitions
+    it reads (highest + 1); a topic without a route, whose target holds fewer partitions than the batch or the
+    source has, or that is refused (its target may have been grown since), is reconciled at once. A topic the
+    source no longer lists is left out (deleted meanwhile: nothing to create)."""
+    out: list[str] = []
+    for topic, count in sorted(needed.items()):
+        if topic not in source_partitions:
+            continue
+        target = routes.get(topic)
+        wanted = max(count, source_partitions[topic])
+        if topic in refused or target is None or target_partitions.get(target, 0) < wanted:
+            out.append(topic)
+    return out

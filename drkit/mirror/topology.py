@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Iterable
 
-from drkit.core.topology import TopicIssue, TopicIssueKind, TopologyPlan
+from drkit.core.topology import TopicIssue, TopicIssueKind, TopologyPlan, topics_to_prepare
 from drkit.errors import DrkitError
 from drkit.kafka import topics
 from drkit.kafka.admin import KafkaAdmin
@@ -125,13 +125,13 @@ class TopologyFollower:
             wanted[topic] = max(wanted.get(topic, 0), partition + 1)
         with self._lock:
             described = topics.describe_topics(self.source.client, self.source.alias, wanted, configs=False)
-            missing = [
-                t
-                for t, d in described.items()
-                if t in self.refused
-                or t not in self.routes
-                or self.target_partitions.get(self.routes[t], 0) < max(wanted[t], d.partitions)
-            ]
+            missing = topics_to_prepare(
+                wanted,
+                {t: d.partitions for t, d in described.items()},
+                self.routes,
+                self.target_partitions,
+                self.refused,
+            )
             if missing:
                 applied = self.reconciler.reconcile(only=missing)
                 self._learn(applied.plan, full=False)

@@ -123,3 +123,15 @@ def test_a_refused_topic_is_its_own_verdict_between_stale_and_lagging() -> None:
     assert Verdict.TOPIC_REFUSED.exit_code == 24
     assert flow_verdict(True, None, 300.0, True, [], refused=True) is Verdict.STALE
     assert flow_verdict(False, 1.0, 300.0, True, [], refused=True) is Verdict.SOURCE_UNREACHABLE
+
+
+def test_a_batch_reconciles_only_the_topics_whose_targets_are_not_ready() -> None:
+    from drkit.core.topology import topics_to_prepare
+
+    routes = {"ready": "A.ready", "short": "A.short", "refused": "A.refused"}
+    targets = {"A.ready": 3, "A.short": 3, "A.refused": 1}
+    needed = {"ready": 3, "short": 6, "new": 1, "refused": 2, "gone": 1}
+    source = {"ready": 3, "short": 6, "new": 1, "refused": 2}
+    assert topics_to_prepare(needed, source, routes, targets, frozenset({"refused"})) == ["new", "refused", "short"]
+    # The source grew a topic the batch does not read beyond yet: its target is grown now all the same.
+    assert topics_to_prepare({"ready": 1}, {"ready": 4}, routes, targets, frozenset()) == ["ready"]
