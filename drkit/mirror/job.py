@@ -676,9 +676,19 @@ def source_unreachable(flow: FlowConfig, bootstrap: str, cause: str) -> str:
     )
 
 
+#: Spark's AvailableNow trigger (``--once``) refuses a run whose topic partitions differ from the last batch's.
+_AVAILABLE_NOW_CHANGED = "should provide the same topic partitions in pre-fetched offset to end offset"
+
+
 def failure_message(exc: BaseException) -> str:
     """The operator-facing reason inside a Spark/Py4J exception chain."""
     text = str(exc)
+    if _AVAILABLE_NOW_CHANGED in text:
+        return (
+            "the flow's topic partitions changed since its last batch (a topic deleted, created or no longer "
+            "selected), and --once cannot plan across such a change (Spark's AvailableNow trigger): run "
+            "`drkit mirror` without --once until one batch has passed; nothing was copied or lost"
+        )
     match = re.search(re.escape(FAILURE_MARKER) + r"([^\n]*)", text)
     if match:
         return match.group(1).strip()

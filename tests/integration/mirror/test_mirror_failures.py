@@ -116,6 +116,8 @@ def _write_toml(path: Path, clusters: dict[str, str], state: Path, topic: str, p
         + "".join(f'[clusters.{a}]\nbootstrap_servers = "{bs}"\n\n' for a, bs in clusters.items())
         + f'[[flows]]\nsource = "A"\ntarget = "B"\ntopics = {{ include = [{json.dumps(topic)}] }}\n'
         f"[flows.mirror]\ntrigger_interval_seconds = 0.5\nmax_offsets_per_trigger = {per_trigger}\n"
+        # As make_config's flows: the same selection for the CLI's run and the test's own run on this state.
+        "[flows.heartbeats]\ninterval_seconds = 0\n"
     )
 
 

@@ -30,3 +30,14 @@ def test_a_running_query_and_a_stopped_unreleased_one_are_told_apart() -> None:
     assert "was stopped but Spark has not released it yet" in stopped
     assert "source cluster A" in stopped
     assert "new process" in stopped
+
+
+def test_a_once_run_across_a_topology_change_says_what_to_do() -> None:
+    from drkit.mirror.job import failure_message
+
+    spark_text = (
+        "Kafka data source in Trigger.AvailableNow should provide the same topic partitions in pre-fetched "
+        "offset to end offset for each microbatch. The error could be transient - restart your query"
+    )
+    line = failure_message(RuntimeError(spark_text))
+    assert "--once cannot plan across such a change" in line and "without --once" in line
