@@ -16,6 +16,7 @@ from typing import Any
 
 from drkit.core.checkpoints import RecordedCheckpoint, retranslate
 from drkit.core.consistency import TargetDivergence
+from drkit.core.heartbeat import HEARTBEAT_TOPIC
 from drkit.core.offsets import SyncRange
 from drkit.core.ports import SyncProgress, TopicPartition
 from drkit.core.topology import TopicIssue
@@ -260,7 +261,9 @@ def produce_rate(latest: EndsObservation, previous: EndsObservation | None) -> f
     """Records per second the source grew by between two observations (None without two)."""
     if previous is None or latest.at_ms <= previous.at_ms:
         return None
-    grown = sum(max(0, end - previous.ends.get(key, end)) for key, end in latest.ends.items())
+    grown = sum(
+        max(0, end - previous.ends.get(key, end)) for key, end in latest.ends.items() if key[0] != HEARTBEAT_TOPIC
+    )
     return grown / ((latest.at_ms - previous.at_ms) / 1000)
 
 
@@ -280,7 +283,8 @@ def rpo_report(
     else:
         ends, source, at_ms = None, EndsSource.UNKNOWN, None
     partitions = []
-    for key in sorted(set(progress) | set(ends or {})):
+    # Heartbeats are not the operator's data: losing some says nothing of the RPO (their age says how live).
+    for key in sorted(k for k in set(progress) | set(ends or {}) if k[0] != HEARTBEAT_TOPIC):
         p = progress.get(key)
         next_offset = p.next_upstream if p is not None else 0
         end = None if ends is None else ends.get(key)

@@ -90,7 +90,7 @@ def flow_status(ctx: OperateContext, flow: FlowConfig) -> FlowStatus:
         source_reachable=ends is not None,
         mirror_running=running(ctx.layout.pid_file(JobKind.MIRROR, flow.name)),
         checkpoint_running=running(ctx.layout.pid_file(JobKind.TRANSLATOR, flow.name)),
-        lag_records=None if ends is None else sum(p.lag_records or 0 for p in lags),
+        lag_records=None if ends is None else sum(p.lag_records or 0 for p in lags if p.topic != HEARTBEAT_TOPIC),
         checkpoint_last_run_age_seconds=last_run_age,
         checkpoint_last_run_seconds=None if last_run is None else round(last_run.seconds, 3),
         groups=tuple(GroupAge(g, a) for g, a in sorted(ages.items())),

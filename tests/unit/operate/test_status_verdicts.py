@@ -155,3 +155,16 @@ def test_the_heartbeat_topic_s_lag_does_not_make_a_flow_lagging(w: World) -> Non
     [flow] = status(w.context, "A->B").flows
     assert flow.verdict is Verdict.HEALTHY
     assert [(p.topic, p.lag_records) for p in flow.partitions if p.lag_records] == [("drkit-heartbeats", 1)]
+
+
+def test_heartbeats_are_not_counted_in_the_lag_total_nor_the_rpo(w: World) -> None:
+    from drkit.core.ports import SyncProgress
+    from drkit.core.status import EndsObservation, rpo_report
+
+    w.syncs.add("A->B", "drkit-heartbeats", "A.drkit-heartbeats", 0, SyncRange(0, 9, 0, 9))
+    w.a.ends[("drkit-heartbeats", 0)] = 15
+    assert status(w.context, "A->B").flows[0].lag_records == 0
+    progress = {("orders", 0): SyncProgress(99, 99, None), ("drkit-heartbeats", 0): SyncProgress(9, 9, None)}
+    seen = EndsObservation(NOW_MS - 1_000, {("orders", 0): 103, ("drkit-heartbeats", 0): 40})
+    report = rpo_report(progress, None, seen, None, NOW_MS)
+    assert report.unmirrored_offsets == 3 and [p.topic for p in report.partitions] == ["orders"]
