@@ -26,8 +26,11 @@ HEARTBEAT_TOPIC = "drkit-heartbeats"
 #: Configs of the target's copy of the heartbeat topic: the broker's append time, for the latency.
 HEARTBEAT_TARGET_CONFIGS = {"message.timestamp.type": "LogAppendTime"}
 
-#: Configs of the source's heartbeat topic: a day of heartbeats is plenty.
-HEARTBEAT_SOURCE_CONFIGS = {"retention.ms": str(24 * 3600 * 1000), "cleanup.policy": "delete"}
+#: Configs of the source's heartbeat topic: compacted (one key per flow), as MirrorMaker 2's. Compaction never
+#: moves the log start, so a heartbeat is never removed before the mirror copied it, however long the mirror
+#: was down (retention would, and ``fail_on_data_loss`` would then stop the mirror for a heartbeat); the
+#: target's copy gets the same policy, and keeps the newest heartbeat however long the source is gone.
+HEARTBEAT_SOURCE_CONFIGS = {"cleanup.policy": "compact"}
 
 
 def heartbeat_key(source: str, target: str) -> bytes:
