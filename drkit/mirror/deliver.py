@@ -42,6 +42,9 @@ FAILURE_MARKER = "DRKIT-DELIVERY-FAILED: "
 
 INPUT_COLUMNS = ("topic", "partition", "offset", "key", "value", "ts", "headers")
 
+#: How long a copy waits for the producer to learn of partitions just added to a target topic.
+UNKNOWN_PARTITION_SECONDS = 30.0
+
 #: Serve delivery reports (``poll(0)``) once per this many produced records: a failure reported by the
 #: target stops the task at most this many records later (they are part of the failed attempt).
 POLL_EVERY = 32
@@ -130,6 +133,7 @@ class Copier:
         self._sizes: dict[tuple[str, int], int] = {}
         self._newest: dict[tuple[str, int], int] = {}
         self.failures: list[str] = []
+        self._unknown_since: float | None = None
         self.produced = 0
         self.waited = 0.0  # time spent waiting for input (the task's profile)
 
@@ -200,6 +204,8 @@ class Copier:
                 except BufferError:
                     poll(0.1)
                 except KafkaException as exc:
+                    if self._learn_partitions(exc, target):
+                        continue
                     ups.pop()
                     failures.append(
                         f"record {topic}/{partition}@{offset} could not be delivered to "
@@ -218,6 +224,23 @@ class Copier:
         top = max(stamps)
         self._newest[source_key] = max(self._newest.get(source_key, top), top)
         poll(0)
+
+    def _learn_partitions(self, exc: Exception, target: str) -> bool:
+        """Whether to produce again after ``exc``: a partition the producer does not know yet (just added to the
+        target topic: librdkafka refreshes its metadata every 5 minutes) is looked up, for up to
+        ``UNKNOWN_PARTITION_SECONDS``; anything else fails the copy."""
+        from confluent_kafka import KafkaError
+
+        if exc.args[0].code() != KafkaError._UNKNOWN_PARTITION:
+            return False
+        now = time.monotonic()
+        if self._unknown_since is None:
+            self._unknown_since = now
+        if now - self._unknown_since > UNKNOWN_PARTITION_SECONDS:
+            return False
+        self._producer.list_topics(target, timeout=5)
+        self._producer.poll(0.1)
+        return True
 
     def abort(self) -> None:
         """Forget this copy: the producer is dropped (a retry gets a fresh one) after a short flush."""

@@ -77,6 +77,13 @@ class FakeProducer:
         self.pending: list[tuple[Callable[[Any, Any], None], Any, Any]] = []
         self.polls = 0
         self.flushes: list[float] = []
+        #: Partitions (target topic, partition) the producer does not know until ``list_topics`` is called.
+        self.unknown: set[tuple[str, int]] = set()
+        self.lookups: list[str] = []
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> None:
+        self.lookups.append(topic or "")
+        self.unknown = {u for u in self.unknown if u[0] != topic}
 
     def produce(
         self,
@@ -93,6 +100,10 @@ class FakeProducer:
         if self.buffer_full:
             self.buffer_full -= 1
             raise BufferError("Local: Queue full")
+        if (topic, partition) in self.unknown:
+            raise confluent_kafka.KafkaException(
+                confluent_kafka.KafkaError(confluent_kafka.KafkaError._UNKNOWN_PARTITION)
+            )
         self.produced.append(
             {
                 "topic": topic,
@@ -435,3 +446,13 @@ def test_records_that_were_on_the_target_before_are_never_copied_back(install: A
     assert ranges(rows) == {("orders", 0): [(0, 0, 0, 0), (3, 4, 1, 2)]}
     everything = list(deliver_batches(CONF, TOPIC_MAP, "A")(iter([batch(contiguous("orders", 0, range(5)), headers)])))
     assert sum(r["record_count"] for r in everything[0].to_pylist()) == 5  # no target alias: nothing skipped
+
+
+def test_a_partition_just_added_to_the_target_is_looked_up_not_a_failure(install: Any) -> None:
+    """The mirror grew the target topic a moment ago: the cached producer learns the new partition and the
+    copy goes on (librdkafka's own metadata refresh comes every 5 minutes)."""
+    fake = FakeProducer()
+    fake.unknown = {("A.orders", 5)}
+    install(fake)
+    rows = run([batch(contiguous("orders", 5, range(3)))])
+    assert fake.lookups == ["A.orders"] and ranges(rows) == {("orders", 5): [(0, 2, 0, 2)]}
