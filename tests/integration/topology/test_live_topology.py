@@ -154,7 +154,8 @@ def test_partitions_topics_and_configs_are_followed_under_load(
     try:
         wait_until(lambda: partitions_of(clusters["B"], f"A.{grown}") == 3, 120, "the target topic")
         assert config_of(clusters["B"], f"A.{grown}", "retention.ms") == "86400000", "created with the source's configs"
-        time.sleep(3)
+        # Steady state first: the target topic is made before the query's first batch, which takes a while.
+        wait_until(lambda: len(read_all(clusters["B"], f"A.{grown}")) > 300, 120, "the mirror copying")
 
         grow(clusters["A"], grown, 6)
         producer.add(grown, 6)
