@@ -6,8 +6,8 @@ says so):
 * only ACLs on TOPIC resources, LITERAL (a selected topic: bound to its target name) and PREFIXED (a prefix
   some selected topic starts with: bound to the prefix's target name, so it covers those topics' copies;
   MirrorMaker 2 copies LITERAL ones only);
-* only what reading needs: READ and DESCRIBE. ALLOW ALL becomes ALLOW READ and ALLOW DESCRIBE (MirrorMaker 2
-  makes it READ alone, which a consumer cannot use without DESCRIBE); ALLOW WRITE and every other operation
+* only what reading needs: READ and DESCRIBE. ALLOW ALL becomes ALLOW READ, as in MirrorMaker 2 (Kafka's
+  authorizers grant DESCRIBE with READ); ALLOW WRITE and every other operation
   are never copied (nothing but the mirror writes to a copy);
 * DENY READ / DENY DESCRIBE are copied (DENY ALL as both): a principal denied a topic on the source is not
   let read its copy (MirrorMaker 2 copies DENY bindings of every operation);
@@ -71,9 +71,10 @@ class AclCopy:
         return {"target": self.target.as_dict(), "from": self.source.as_dict()}
 
 
-def _operations(operation: str) -> tuple[str, ...]:
+def _operations(operation: str, permission: Permission) -> tuple[str, ...]:
     if operation == "ALL":
-        return COPIED_OPERATIONS
+        # Kafka's authorizers grant DESCRIBE with READ: ALLOW READ is all a consumer needs. A denial must cover both.
+        return ("READ",) if permission is Permission.ALLOW else COPIED_OPERATIONS
     return (operation,) if operation in COPIED_OPERATIONS else ()
 
 
@@ -93,7 +94,7 @@ def plan_acls(
                 continue
         elif not any(t.startswith(acl.name) for t in topics):
             continue
-        for operation in _operations(acl.operation):
+        for operation in _operations(acl.operation, acl.permission):
             copy = TopicAcl(acl.pattern, target_name(acl.name), acl.principal, acl.host, operation, acl.permission)
             if copy not in existing and copy not in out:
                 out[copy] = AclCopy(copy, acl)
