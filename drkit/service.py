@@ -10,7 +10,6 @@ context of in-memory fakes instead. Nothing here renders output.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -36,11 +35,8 @@ from drkit.runtime.process import running_jobs
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from drkit.store.fast import SyncRow, TableVersion
-
-#: Environment variable that makes the operator commands and the translator use Spark for the
-#: Delta tables instead of delta-rs (``spark``); anything else, or unset, is delta-rs.
-STATE_READER_ENV = "DRKIT_STATE_READER"
+    from drkit.store.delta import TableVersion
+    from drkit.store.offset_syncs import SyncRow
 
 
 @dataclass(frozen=True)
@@ -290,22 +286,13 @@ class Drkit:
         return layout
 
     def _stores(self) -> tuple[SyncLog, CheckpointLog, OperationLog]:
-        """The Delta stores: read and written through delta-rs (no JVM), or through Spark when
-        ``DRKIT_STATE_READER=spark`` (kept to compare the two, e.g. in scripts/bench_operator.py)."""
+        """The Delta tables, read and written through delta-rs (no JVM)."""
+        from drkit.store.checkpoints import CheckpointTable
+        from drkit.store.offset_syncs import SyncTable
+        from drkit.store.operations import OperationTable
+
         layout = self.layout
-        if os.environ.get(STATE_READER_ENV, "fast") == "spark":
-            from drkit.store.checkpoints import CheckpointStore
-            from drkit.store.offset_syncs import OffsetSyncStore
-            from drkit.store.operations import OperationStore
-
-            return (
-                OffsetSyncStore(self.spark, layout),
-                CheckpointStore(self.spark, layout),
-                OperationStore(self.spark, layout),
-            )
-        from drkit.store.fast import FastCheckpoints, FastOffsetSyncs, FastOperations
-
-        return FastOffsetSyncs(layout), FastCheckpoints(layout), FastOperations(layout)
+        return SyncTable(layout), CheckpointTable(layout), OperationTable(layout)
 
     @property
     def context(self) -> OperateContext:
@@ -421,20 +408,20 @@ class Drkit:
     ) -> SyncHistory:
         """The ``offset_syncs`` rows of a source topic's partition (None: all partitions) as the mirror wrote
         them (write time, batch, stream), at Delta ``version`` (None: now), with their gaps (``gaps()``)."""
-        from drkit.store.fast import FastOffsetSyncs
+        from drkit.store.offset_syncs import SyncTable
 
         name = self.config.flow(flow).name
-        rows = FastOffsetSyncs(self.layout).history(name, topic, partition, version)
+        rows = SyncTable(self.layout).history(name, topic, partition, version)
         return SyncHistory(name, topic, partition, version, tuple(rows))
 
     def checkpoint_history(
         self, flow: str, group: str, as_of: datetime | None = None, version: int | None = None
     ) -> CheckpointHistory:
         """Every checkpoint of ``group`` in ``flow``, oldest first: up to ``as_of``, at Delta ``version``."""
-        from drkit.store.fast import FastCheckpoints
+        from drkit.store.checkpoints import CheckpointTable
 
         name = self.config.flow(flow).name
-        recorded = FastCheckpoints(self.layout).history(name, group, as_of, version)
+        recorded = CheckpointTable(self.layout).history(name, group, as_of, version)
         rows = tuple(
             CheckpointRow(
                 r.checkpoint.group,
@@ -453,7 +440,7 @@ class Drkit:
     def table_versions(self, table: str) -> TableVersions:
         """The commits of a drkit Delta table (``offset_syncs``, ``checkpoints``, ``operations``): what time
         travel (``version``, ``as_of``) can go back to."""
-        from drkit.store.fast import table_versions
+        from drkit.store.delta import table_versions
 
         paths = {
             "offset_syncs": self.layout.offset_syncs,
@@ -474,7 +461,7 @@ class Drkit:
     ) -> list[MirrorSummary]:
         """Run the mirror of one flow (or all) until caught up (``once``) or stopped."""
         from drkit.mirror.job import MirrorRunner
-        from drkit.store.fast import check_readable
+        from drkit.store.delta import check_readable
 
         flows = self.config.flows_named(flow)
         layout = self._writable_state()
@@ -502,7 +489,7 @@ class Drkit:
         Settings, the state root and the tables are checked before the Spark session starts, so a refused
         run costs nothing and changes nothing.
         """
-        from drkit.store.fast import check_readable
+        from drkit.store.delta import check_readable
         from drkit.store.maintenance import check_settings, maintain
 
         check_settings(keep_recent_batches, vacuum_retention_hours)

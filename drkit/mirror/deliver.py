@@ -27,15 +27,23 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
-from drkit.core.origin import ORIGIN_HEADER, has_been_on, origin_prefix
-from drkit.store.tables import RANGE_COLUMNS, ColumnSpec, arrow_schema, column_names, ddl
+import pyarrow as pa
+import pyarrow.compute as pc
 
-#: Output rows of a task: one per contiguous range, with the bytes (keys and values) of the partition
-#: and the newest source timestamp it delivered on its first range (0 on the others).
-OUTPUT_COLUMNS: tuple[ColumnSpec, ...] = (*RANGE_COLUMNS, ("bytes", "BIGINT"), ("max_timestamp", "BIGINT"))
-RANGE_SCHEMA = ddl(OUTPUT_COLUMNS, not_null=False)
+from drkit.core.origin import ORIGIN_HEADER, has_been_on, origin_prefix
+from drkit.core.ports import TopicPartition
+from drkit.store.delta import spark_ddl
+from drkit.store.offset_syncs import RANGE_SCHEMA
+
+#: What a copy returns: one row per contiguous range (the ``offset_syncs`` range columns, the shape the
+#: ranges keep up to Delta), with the bytes (keys and values) of the partition and the newest source
+#: timestamp it delivered on its first range (0 on the others).
+COPY_SCHEMA = pa.schema([*RANGE_SCHEMA, pa.field("bytes", pa.int64()), pa.field("max_timestamp", pa.int64())])
+#: The same as Spark's ``mapInArrow`` output type (nullable: Spark's Arrow batches carry no constraints).
+COPY_DDL = spark_ddl(pa.schema([f.with_nullable(True) for f in COPY_SCHEMA]))
 
 #: Prefix of the message of a delivery failure, so the driver can find it in a Spark stack trace.
 FAILURE_MARKER = "DRKIT-DELIVERY-FAILED: "
@@ -247,7 +255,7 @@ class Copier:
         _drop(self._cache_key)
         self._producer.flush(5)
 
-    def finish(self, flush_timeout: float = 300.0) -> list[dict[str, Any]]:
+    def finish(self, flush_timeout: float = 300.0) -> pa.Table:
         """Wait for every delivery report; the batch's exact ranges, or ``DeliveryFailed``."""
         import numpy as np
 
@@ -269,7 +277,7 @@ class Copier:
             self.abort()
             raise DeliveryFailed(FAILURE_MARKER + self.failures[0])
 
-        rows: list[dict[str, Any]] = []
+        rows: list[dict[str, Any]] = []  # one per range: few (a partition's gaps), built once
         for (topic, partition), ups in sorted(self._upstream.items()):
             if not ups:
                 continue
@@ -304,7 +312,7 @@ class Copier:
                         "max_timestamp": self._newest.get((topic, partition), 0) if n == 0 else 0,
                     }
                 )
-        return rows
+        return pa.Table.from_pylist(rows, schema=COPY_SCHEMA)
 
 
 def deliver_batches(
@@ -322,8 +330,6 @@ def deliver_batches(
     """
 
     def run(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
         copier = Copier(producer_conf, topic_map, source_alias, target_alias)
         try:
             batches = iter(batches)
@@ -357,11 +363,40 @@ def deliver_batches(
                         stamps[start:end],
                         headers[start:end] if headers is not None else None,
                     )
-            rows = copier.finish(flush_timeout)
+            copied = copier.finish(flush_timeout)
         except BaseException:
             copier.abort()
             raise
-        out: dict[str, list[Any]] = {name: [r[name] for r in rows] for name in column_names(OUTPUT_COLUMNS)}
-        yield pa.RecordBatch.from_pydict(out, schema=arrow_schema(RANGE_SCHEMA))
+        out = copied.cast(pa.schema([f.with_nullable(True) for f in COPY_SCHEMA]))
+        yield from out.to_batches() or [pa.RecordBatch.from_pylist([], schema=out.schema)]
 
     return run
+
+
+@dataclass(frozen=True)
+class CopyTotals:
+    """What a batch's copy did, summed from its ranges (:data:`COPY_SCHEMA`)."""
+
+    records: int
+    bytes: int
+    #: per source partition: the offset after the last one copied
+    next_offsets: dict[TopicPartition, int]
+    #: per source partition: the newest source timestamp copied (epoch ms)
+    newest_ms: dict[TopicPartition, int]
+
+
+def totals(copied: pa.Table) -> CopyTotals:
+    rows = copied.select(["source_topic", "partition", "upstream_last", "record_count", "bytes", "max_timestamp"])
+    next_offsets: dict[TopicPartition, int] = {}
+    newest: dict[TopicPartition, int] = {}
+    for r in rows.to_pylist():
+        key = (r["source_topic"], r["partition"])
+        next_offsets[key] = max(next_offsets.get(key, 0), r["upstream_last"] + 1)
+        if r["max_timestamp"]:
+            newest[key] = max(newest.get(key, 0), r["max_timestamp"])
+    return CopyTotals(
+        int(pc.sum(copied.column("record_count")).as_py() or 0),
+        int(pc.sum(copied.column("bytes")).as_py() or 0),
+        next_offsets,
+        newest,
+    )

@@ -36,12 +36,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from drkit import metrics
 from drkit.config import DrkitConfig, FlowConfig
 from drkit.core.batch import BatchPlan, MirrorState, plan_batch, renewed_topics, state_before
 from drkit.core.consistency import divergence_message, synced_partitions, target_divergences, topics_to_read
 from drkit.core.incarnation import Renewal
-from drkit.core.offsets import BatchRanges, SourceOffsets, SyncRange, copy_in_driver
+from drkit.core.offsets import BatchRanges, SourceOffsets, copy_in_driver
 from drkit.core.reports import MirrorSummary
 from drkit.core.selection import NameSelector
 from drkit.core.status import EndsObservation
@@ -50,11 +52,11 @@ from drkit.kafka import clients
 from drkit.kafka.admin import KafkaAdmin
 from drkit.kafka.topology import TopologyReconciler
 from drkit.layout import JobKind, StateLayout, flow_dir_name
-from drkit.mirror.deliver import FAILURE_MARKER, RANGE_SCHEMA, Copier, deliver_batches
+from drkit.mirror.deliver import COPY_DDL, FAILURE_MARKER, Copier, deliver_batches, totals
 from drkit.mirror.heartbeat import HeartbeatWriter
 from drkit.mirror.reader import ABANDONED_MARKER, BatchReader, ReadFallback, RecordsRemoved, SourceStalled
 from drkit.mirror.topology import TopologyFollower
-from drkit.store.offset_syncs import OffsetSyncStore, SyncRow
+from drkit.store.offset_syncs import RANGE_SCHEMA, SyncTable
 from drkit.store.runs import MirrorFiles, RunFiles
 
 if TYPE_CHECKING:
@@ -158,7 +160,7 @@ class MirrorJob:
         self.policy = flow.policy()
         self.selector: NameSelector = config.topic_selector(flow)
         self.layout = StateLayout(config.state_root())
-        self.syncs = OffsetSyncStore(spark, self.layout)
+        self.syncs = SyncTable(self.layout)
         self.stream_checkpoint = self.layout.stream_checkpoint(flow.name)
         self.query_name = query_name(flow.name, self.stream_checkpoint)
         self.runs = RunFiles(self.layout)
@@ -320,10 +322,10 @@ class MirrorJob:
         spark_plan = plan.ranges == plan_batch(start, end, {}).ranges and not plan.held
         report.in_driver = not spark_plan or copy_in_driver(plan.ranges, self.flow.mirror.driver_copy_max_records)
         try:
-            ranges: list[dict[str, Any]] = []
+            copied: pa.Table | None = None
             if report.in_driver:
                 try:
-                    ranges = self._copy_in_driver(plan.ranges, producer_conf, topic_map)
+                    copied = self._copy_in_driver(plan.ranges, producer_conf, topic_map)
                 except RecordsRemoved as exc:
                     if self.flow.mirror.fail_on_data_loss or not spark_plan:
                         raise MirrorError(
@@ -352,26 +354,17 @@ class MirrorJob:
                 # plan, the Python worker hand-off) is paid per task, and a batch has many small partitions.
                 # coalesce without a shuffle concatenates whole source partitions, each still in offset order.
                 task: Any = deliver_batches(producer_conf, topic_map, self.flow.source, self.flow.target)
-                collected = batch.coalesce(self._tasks()).mapInArrow(task, RANGE_SCHEMA).collect()
-                ranges = [r.asDict() for r in collected]
+                copied = batch.coalesce(self._tasks()).mapInArrow(task, COPY_DDL).toArrow()
         except Exception as exc:
             raise self.explain(exc) from None
         # What the mirror knows after this batch, recorded before its syncs: a batch replayed after a crash
         # decides again from the state before it (drkit.core.batch.state_before).
         self.files.record_state(self.flow.name, state)
-        rows = [
-            SyncRow(
-                r["source_topic"],
-                r["target_topic"],
-                r["partition"],
-                SyncRange(r["upstream_first"], r["upstream_last"], r["downstream_first"], r["downstream_last"]),
-            )
-            for r in ranges
-        ]
-        report.records = sum(r["record_count"] for r in ranges)
-        report.bytes = sum(r["bytes"] for r in ranges)
+        assert copied is not None  # set by one of the two copy paths, or an exception left the batch
+        copy = totals(copied)
+        report.records, report.bytes = copy.records, copy.bytes
         write_started = time.monotonic()
-        report.ranges = self.syncs.write(self.flow.name, stream_id, batch_id, rows)
+        report.ranges = self.syncs.write(self.flow.name, stream_id, batch_id, copied.select(RANGE_SCHEMA.names))
         report.syncs_seconds = time.monotonic() - write_started
         metrics.SYNC_WRITE_SECONDS.labels(self.flow.name).observe(report.syncs_seconds)
         report.seconds = time.monotonic() - started
@@ -379,10 +372,9 @@ class MirrorJob:
         metrics.MIRROR_BYTES.labels(self.flow.name).inc(report.bytes)
         metrics.MIRROR_BATCH_SECONDS.labels(self.flow.name).observe(report.seconds)
         metrics.MIRROR_LAST_BATCH.labels(self.flow.name).set_to_current_time()
-        newest = {(r["source_topic"], r["partition"]): r["max_timestamp"] for r in ranges if r["max_timestamp"]}
         # The syncs of this batch are durable: observe the source's ends now, in the background (a
         # round trip to the source must not hold the next batch back).
-        self.observer.after_batch(topic_map, rows, newest, report.records)
+        self.observer.after_batch(topic_map, copy.next_offsets, copy.newest_ms, report.records)
         self.reports.append(report)
         log.info(
             "flow %s: batch %d mirrored %d records in %d ranges (%.2fs, syncs %.2fs, %s)",
@@ -397,7 +389,7 @@ class MirrorJob:
 
     def _copy_in_driver(
         self, ranges: BatchRanges, producer_conf: dict[str, Any], topic_map: dict[str, str]
-    ) -> list[dict[str, Any]]:
+    ) -> pa.Table:
         """The batch read by the driver's own consumer (drkit.mirror.reader) and copied by the same
         ``Copier`` the tasks use: no Spark job, whose fixed cost is most of a steady-state batch's time."""
         copier = Copier(producer_conf, topic_map, self.flow.source, self.flow.target)
@@ -568,14 +560,17 @@ class SourceObserver:
             self._thread.start()
 
     def after_batch(
-        self, topic_map: dict[str, str], rows: list[SyncRow], newest_ms: dict[tuple[str, int], int], records: int
+        self,
+        topic_map: dict[str, str],
+        next_offsets: dict[tuple[str, int], int],
+        newest_ms: dict[tuple[str, int], int],
+        records: int,
     ) -> None:
         now = time.time()
         with self._lock:
             self._topics |= set(topic_map)
-            for r in rows:
-                key = (r.source_topic, r.partition)
-                self._next[key] = max(self._next.get(key, 0), r.range.upstream_last + 1)
+            for key, offset in next_offsets.items():
+                self._next[key] = max(self._next.get(key, 0), offset)
             for key, ms in newest_ms.items():
                 self._newest_ms[key] = max(self._newest_ms.get(key, 0), ms)
             self._batches.append((now, records))

@@ -1,130 +1,147 @@
 """The ``checkpoints`` Delta table: the append-only history of translated group offsets.
 
-Each row is one (flow, group, source topic, partition) at one time. Only changes are appended,
-so the latest state per key is the row with the greatest ``checkpointed_at``. Two ways back in
-time: ``as_of`` (a wall-clock time: the latest row per key written at or before it, read from the
-history itself, so it survives VACUUM) and ``version`` (Delta time travel to a table version).
+Each row is one (flow, group, source topic, partition) at one time. Only changes are appended, so the
+latest state per key is the row with the greatest ``checkpointed_at`` (then the greatest offset). Two
+ways back in time: ``as_of`` (a wall-clock time: the latest row per key written at or before it, read
+from the history itself, so it survives VACUUM) and ``version`` (Delta time travel to a table version).
+Every read names the columns it needs and pushes the flow (and group) predicate into the scan.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from drkit.core.checkpoints import Checkpoint, RecordedCheckpoint
 from drkit.core.translate import Position
-from drkit.errors import StoreError
 from drkit.layout import StateLayout
-from drkit.store.tables import CHECKPOINTS_DDL, ensure_table, table_exists
+from drkit.store import delta
+from drkit.store.delta import TableSpec, TableVersion
+from drkit.store.offset_syncs import same_key_as_next
 
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+SPEC = TableSpec(
+    "checkpoints",
+    pa.schema(
+        [
+            pa.field("flow", pa.string(), nullable=False),
+            pa.field("group", pa.string(), nullable=False),
+            pa.field("source_topic", pa.string(), nullable=False),
+            pa.field("target_topic", pa.string(), nullable=False),
+            pa.field("partition", pa.int32(), nullable=False),
+            pa.field("upstream_offset", pa.int64(), nullable=False),
+            pa.field("downstream_offset", pa.int64()),
+            pa.field("position", pa.string(), nullable=False),
+            pa.field("metadata", pa.string()),
+            pa.field("checkpointed_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        ]
+    ),
+)
+
+_KEYS = ["group", "source_topic", "partition"]
 
 
-class CheckpointStore:
-    def __init__(self, spark: SparkSession, tables: StateLayout) -> None:
-        self.spark = spark
-        self.path = tables.checkpoints
+def _to_table(rows: list[Checkpoint], at: datetime) -> pa.Table:
+    """The one mapping of checkpoints to table rows."""
+    return pa.Table.from_pylist(
+        [
+            {
+                "flow": c.flow,
+                "group": c.group,
+                "source_topic": c.source_topic,
+                "target_topic": c.target_topic,
+                "partition": c.partition,
+                "upstream_offset": c.upstream_offset,
+                "downstream_offset": c.downstream_offset,
+                "position": c.position.value,
+                "metadata": c.metadata,
+                "checkpointed_at": at,
+            }
+            for c in rows
+        ],
+        schema=SPEC.schema,
+    )
+
+
+def _from_row(r: dict[str, Any]) -> RecordedCheckpoint:
+    """The one mapping of a table row back to a recorded checkpoint."""
+    return RecordedCheckpoint(
+        Checkpoint(
+            r["flow"],
+            r["group"],
+            r["source_topic"],
+            r["target_topic"],
+            r["partition"],
+            r["upstream_offset"],
+            r["downstream_offset"],
+            Position(r["position"]),
+            r["metadata"],
+        ),
+        delta.ms(r["checkpointed_at"]) or 0,
+    )
+
+
+class CheckpointTable:
+    """``checkpoints``: implements ``CheckpointLog`` (appends for the translator, reads for the operations)."""
+
+    def __init__(self, layout: StateLayout) -> None:
+        self.path = layout.checkpoints
 
     def ensure(self) -> None:
-        ensure_table(self.spark, self.path, CHECKPOINTS_DDL, "checkpoints")
+        delta.ensure(self.path, SPEC)
 
     def append(self, rows: list[Checkpoint], at: datetime | None = None) -> int:
         if not rows:
             return 0
-        when = at or datetime.now(UTC)
-        data = [
-            (
-                c.flow,
-                c.group,
-                c.source_topic,
-                c.target_topic,
-                c.partition,
-                c.upstream_offset,
-                c.downstream_offset,
-                c.position.value,
-                c.metadata,
-                when,
-            )
-            for c in rows
-        ]
-        self.spark.createDataFrame(data, CHECKPOINTS_DDL).write.format("delta").mode("append").save(self.path)
-        return len(data)
+        delta.write(self.path, SPEC, _to_table(rows, (at or datetime.now(UTC)).astimezone(UTC)))
+        return len(rows)
 
-    def _frame(self, version: int | None) -> DataFrame:
-        reader = self.spark.read.format("delta")
-        if version is not None:
-            reader = reader.option("versionAsOf", version)
-        try:
-            return reader.load(self.path)
-        except Exception as exc:  # Delta raises AnalysisException subclasses for a bad version
-            if version is not None and "version" in str(exc).lower():
-                raise StoreError(f"checkpoints table has no version {version}: {str(exc).splitlines()[0]}") from None
-            raise
+    def _rows(self, flow: str, where: pc.Expression, as_of: datetime | None, version: int | None) -> pa.Table | None:
+        table = delta.open_table(self.path, SPEC.name, version)
+        if table is None:
+            return None
+        where = (pc.field("flow") == flow) & where
+        if as_of is not None:
+            where = where & (
+                pc.field("checkpointed_at") <= pa.scalar(as_of.astimezone(UTC), pa.timestamp("us", tz="UTC"))
+            )
+        return delta.read(table, SPEC.columns, where)
 
     def latest(
         self, flow: str, groups: list[str] | None = None, as_of: datetime | None = None, version: int | None = None
     ) -> list[RecordedCheckpoint]:
-        """The latest checkpoint per (group, topic, partition) of ``flow``, now or back in time."""
-        from pyspark.sql import functions as F
-
-        if not table_exists(self.spark, self.path):
+        """The latest checkpoint per (group, topic, partition) of ``flow``, now or back in time, by key."""
+        where = pc.scalar(True) if groups is None else pc.field("group").isin(pa.array(groups, pa.string()))
+        rows = self._rows(flow, where, as_of, version)
+        if rows is None or not rows.num_rows:
             return []
-        df = self._frame(version).where(F.col("flow") == flow)
-        if groups is not None:
-            df = df.where(F.col("group").isin(groups))
-        if as_of is not None:
-            df = df.where(F.col("checkpointed_at") <= F.lit(as_of.astimezone(UTC)))
-        keys = ["group", "source_topic", "partition"]
-        cols = ["target_topic", "upstream_offset", "downstream_offset", "position", "metadata"]
-        latest = (
-            df.withColumn("_ms", F.expr("unix_millis(checkpointed_at)"))
-            .groupBy(*keys)
-            .agg(F.max_by(F.struct("_ms", *cols), F.struct("_ms", "upstream_offset")).alias("r"))
-            .select(*keys, "r.*")
+        # Greatest time, then greatest offset, per key; vectorised: a group's history can be long.
+        rows = rows.sort_by(
+            [*((k, "ascending") for k in _KEYS), ("checkpointed_at", "ascending"), ("upstream_offset", "ascending")]
         )
-        out = []
-        for row in latest.collect():
-            out.append(
-                RecordedCheckpoint(
-                    Checkpoint(
-                        flow,
-                        row["group"],
-                        row["source_topic"],
-                        row["target_topic"],
-                        row["partition"],
-                        row["upstream_offset"],
-                        row["downstream_offset"],
-                        Position(row["position"]),
-                        row["metadata"],
-                    ),
-                    row["_ms"],
-                )
-            )
-        return sorted(out, key=lambda r: r.checkpoint.key)
+        rows = rows.take(pa.array(np.flatnonzero(~same_key_as_next(rows, _KEYS))))
+        return [_from_row(r) for r in rows.to_pylist()]
 
-    def history(self, flow: str, group: str) -> list[RecordedCheckpoint]:
-        """Every recorded row of one group, oldest first (for notebooks and audits)."""
-        from pyspark.sql import functions as F
-
-        if not table_exists(self.spark, self.path):
+    def history(
+        self, flow: str, group: str, as_of: datetime | None = None, version: int | None = None
+    ) -> list[RecordedCheckpoint]:
+        """Every checkpoint row of ``group`` in ``flow`` (up to ``as_of``, at ``version``), oldest first,
+        then by topic and partition."""
+        rows = self._rows(flow, pc.field("group") == group, as_of, version)
+        if rows is None:
             return []
-        df = self._frame(None).where((F.col("flow") == flow) & (F.col("group") == group))
-        rows = df.withColumn("_ms", F.expr("unix_millis(checkpointed_at)")).orderBy("_ms").collect()
-        return [
-            RecordedCheckpoint(
-                Checkpoint(
-                    flow,
-                    r["group"],
-                    r["source_topic"],
-                    r["target_topic"],
-                    r["partition"],
-                    r["upstream_offset"],
-                    r["downstream_offset"],
-                    Position(r["position"]),
-                    r["metadata"],
-                ),
-                r["_ms"],
-            )
-            for r in rows
-        ]
+        rows = rows.sort_by(
+            [
+                ("checkpointed_at", "ascending"),
+                ("source_topic", "ascending"),
+                ("partition", "ascending"),
+                ("upstream_offset", "ascending"),
+            ]
+        )
+        return [_from_row(r) for r in rows.to_pylist()]
+
+    def versions(self) -> list[TableVersion]:
+        return delta.table_versions(self.path, SPEC.name)

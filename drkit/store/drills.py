@@ -1,20 +1,90 @@
-"""The ``drills`` Delta table: one row per drill run, through delta-rs (no JVM needed to list them)."""
+"""The ``drills`` Delta table: one row per drill run (no JVM needed to list them)."""
 
 from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import Any
 
 import pyarrow as pa
 
 from drkit.core.drill import DrillRecord, DrillReport
 from drkit.layout import StateLayout
-from drkit.store.fast import _append, _read, open_table
-from drkit.store.tables import DRILLS_DDL, arrow_schema
+from drkit.store import delta
+from drkit.store.delta import TableSpec
+
+SPEC = TableSpec(
+    "drills",
+    pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("name", pa.string(), nullable=False),
+            pa.field("flow", pa.string(), nullable=False),
+            pa.field("disaster", pa.string(), nullable=False),
+            pa.field("verdict", pa.string(), nullable=False),
+            pa.field("reasons", pa.list_(pa.string())),
+            pa.field("acked", pa.int64(), nullable=False),
+            pa.field("lost", pa.int64(), nullable=False),
+            pa.field("redelivered", pa.int64(), nullable=False),
+            pa.field("rpo_records", pa.int64(), nullable=False),
+            pa.field("rpo_ms", pa.int64(), nullable=False),
+            pa.field("rto_ms", pa.int64()),
+            pa.field("report", pa.string(), nullable=False),
+            pa.field("spec", pa.string(), nullable=False),
+            pa.field("drkit_version", pa.string(), nullable=False),
+            pa.field("started_at", pa.timestamp("us", tz="UTC"), nullable=False),
+            pa.field("finished_at", pa.timestamp("us", tz="UTC"), nullable=False),
+        ]
+    ),
+)
 
 
 def _ms(at: datetime) -> int:
     return int(at.timestamp() * 1000)
+
+
+def _to_row(report: DrillReport) -> dict[str, Any]:
+    t, oldest = report.timeline, report.accounting.oldest_unmirrored_ms
+    return {
+        "id": report.id,
+        "name": report.name,
+        "flow": report.flow,
+        "disaster": report.disaster.value,
+        "verdict": report.verdict.value,
+        "reasons": [f"{r.value}: {d}" for r, d in report.judgement.reasons],
+        "acked": report.accounting.acked,
+        "lost": report.accounting.lost,
+        "redelivered": report.accounting.redelivered,
+        "rpo_records": report.accounting.not_mirrored,
+        "rpo_ms": 0 if oldest is None else max(0, t.disaster_ms - oldest),
+        "rto_ms": None if t.first_read_on_target_ms is None else t.first_read_on_target_ms - t.disaster_ms,
+        "report": json.dumps(report.as_dict(), default=str),
+        "spec": json.dumps(report.spec, default=str),
+        "drkit_version": report.drkit_version,
+        "started_at": datetime.fromtimestamp(report.started_ms / 1000, UTC),
+        "finished_at": datetime.fromtimestamp(report.finished_ms / 1000, UTC),
+    }
+
+
+def _from_row(r: dict[str, Any]) -> DrillRecord:
+    return DrillRecord(
+        id=r["id"],
+        name=r["name"],
+        flow=r["flow"],
+        disaster=r["disaster"],
+        verdict=r["verdict"],
+        reasons=tuple(r["reasons"] or ()),
+        acked=r["acked"],
+        lost=r["lost"],
+        redelivered=r["redelivered"],
+        rpo_records=r["rpo_records"],
+        rpo_ms=r["rpo_ms"],
+        rto_ms=r["rto_ms"],
+        report=r["report"],
+        drkit_version=r["drkit_version"],
+        started_ms=_ms(r["started_at"]),
+        finished_ms=_ms(r["finished_at"]),
+    )
 
 
 class DrillLog:
@@ -22,52 +92,12 @@ class DrillLog:
         self.path = layout.drills
 
     def append(self, report: DrillReport) -> None:
-        t, oldest = report.timeline, report.accounting.oldest_unmirrored_ms
-        row = {
-            "id": report.id,
-            "name": report.name,
-            "flow": report.flow,
-            "disaster": report.disaster.value,
-            "verdict": report.verdict.value,
-            "reasons": [f"{r.value}: {d}" for r, d in report.judgement.reasons],
-            "acked": report.accounting.acked,
-            "lost": report.accounting.lost,
-            "redelivered": report.accounting.redelivered,
-            "rpo_records": report.accounting.not_mirrored,
-            "rpo_ms": 0 if oldest is None else max(0, t.disaster_ms - oldest),
-            "rto_ms": None if t.first_read_on_target_ms is None else t.first_read_on_target_ms - t.disaster_ms,
-            "report": json.dumps(report.as_dict(), default=str),
-            "spec": json.dumps(report.spec, default=str),
-            "drkit_version": report.drkit_version,
-            "started_at": datetime.fromtimestamp(report.started_ms / 1000, UTC),
-            "finished_at": datetime.fromtimestamp(report.finished_ms / 1000, UTC),
-        }
-        _append(self.path, "drills", DRILLS_DDL, pa.Table.from_pylist([row], schema=arrow_schema(DRILLS_DDL)))
+        delta.write(self.path, SPEC, pa.Table.from_pylist([_to_row(report)], schema=SPEC.schema))
 
     def list(self, limit: int = 20) -> list[DrillRecord]:
-        table = open_table(self.path, "drills")
+        table = delta.open_table(self.path, SPEC.name)
         if table is None:
             return []
-        names = [n for n in arrow_schema(DRILLS_DDL).names if n != "spec"]
-        rows = _read(table, names, None).sort_by([("started_at", "descending")]).slice(0, limit)
-        return [
-            DrillRecord(
-                id=r["id"],
-                name=r["name"],
-                flow=r["flow"],
-                disaster=r["disaster"],
-                verdict=r["verdict"],
-                reasons=tuple(r["reasons"] or ()),
-                acked=r["acked"],
-                lost=r["lost"],
-                redelivered=r["redelivered"],
-                rpo_records=r["rpo_records"],
-                rpo_ms=r["rpo_ms"],
-                rto_ms=r["rto_ms"],
-                report=r["report"],
-                drkit_version=r["drkit_version"],
-                started_ms=_ms(r["started_at"]),
-                finished_ms=_ms(r["finished_at"]),
-            )
-            for r in rows.to_pylist()
-        ]
+        names = [n for n in SPEC.columns if n != "spec"]
+        rows = delta.read(table, names).sort_by([("started_at", "descending")]).slice(0, limit)
+        return [_from_row(r) for r in rows.to_pylist()]

@@ -50,8 +50,9 @@ from typing import TYPE_CHECKING, Any
 
 from drkit.errors import ConfigError, DrkitError, StoreError
 from drkit.layout import StateLayout
-from drkit.store.offset_syncs import merge_islands
-from drkit.store.tables import OFFSET_SYNCS_COLUMNS, check_version, column_names, table_exists
+from drkit.store import checkpoints as checkpoints_table
+from drkit.store import offset_syncs
+from drkit.store.delta import open_table
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -69,7 +70,7 @@ log = logging.getLogger(__name__)
 _STREAM = ["flow", "stream_id"]
 #: Rows are merged only within one stream, one source partition and one target topic.
 _RANGE_KEYS = ["flow", "stream_id", "source_topic", "partition", "target_topic", "sync_date"]
-_COLUMNS = column_names(OFFSET_SYNCS_COLUMNS)
+_COLUMNS = offset_syncs.SPEC.columns
 
 
 @dataclass
@@ -139,15 +140,13 @@ def maintain(
     coalesce = CoalesceFigures()
     checkpoints = TableFigures()
     with _as_store_error("offset_syncs", tables.offset_syncs):
-        if table_exists(spark, tables.offset_syncs):
-            check_version(spark, tables.offset_syncs, "offset_syncs")
+        if open_table(tables.offset_syncs, offset_syncs.SPEC.name) is not None:  # with its version guard
             syncs.files_before = _num_files(spark, tables.offset_syncs)
             coalesce, syncs.rows_before = coalesce_syncs(spark, tables.offset_syncs, keep_recent_batches)
             _compact_and_vacuum(spark, tables.offset_syncs, syncs, vacuum_retention_hours, config)
             syncs.rows_after = _count(spark, tables.offset_syncs)
     with _as_store_error("checkpoints", tables.checkpoints):
-        if table_exists(spark, tables.checkpoints):
-            check_version(spark, tables.checkpoints, "checkpoints")
+        if open_table(tables.checkpoints, checkpoints_table.SPEC.name) is not None:
             checkpoints.rows_before = _count(spark, tables.checkpoints)
             checkpoints.files_before = _num_files(spark, tables.checkpoints)
             _compact_and_vacuum(spark, tables.checkpoints, checkpoints, vacuum_retention_hours, config)
@@ -166,7 +165,7 @@ def maintain(
 def _as_store_error(name: str, path: str) -> Iterator[None]:
     """A Spark/Delta failure on one table as one line (exit 6) instead of a Java trace.
 
-    The tables are checked with delta-rs before Spark starts (drkit.store.fast.check_readable), so this
+    The tables are checked with delta-rs before Spark starts (drkit.store.delta.check_readable), so this
     is the fallback for damage that appears while maintenance runs or that only Spark notices. Every
     step is one Delta commit: what was committed before the failure is consistent.
     """
@@ -312,7 +311,7 @@ def _cutoffs(df: DataFrame, keep_recent_batches: int) -> list[tuple[str, str, in
 
 
 def _merge_islands(old: DataFrame) -> DataFrame:
-    """Gaps-and-islands per :data:`_RANGE_KEYS` (drkit.store.offset_syncs.merge_islands).
+    """Gaps-and-islands per :data:`_RANGE_KEYS`, in Spark (the rule of drkit.store.offset_syncs.merge_rows).
 
     Rows with the same start on both sides are ordered by batch id. A merged row carries the
     greatest batch id and ``written_at`` of its rows; ``_rows`` counts the rows of an island (1: the
@@ -321,7 +320,7 @@ def _merge_islands(old: DataFrame) -> DataFrame:
     """
     from pyspark.sql import functions as F
 
-    return merge_islands(
+    return _islands(
         old,
         _RANGE_KEYS,
         tiebreak=["batch_id"],
@@ -386,3 +385,37 @@ def _num_files(spark: SparkSession, path: str) -> int:
 def _sql_str(value: str) -> str:
     """A SQL string literal (the predicate of replaceWhere is SQL text)."""
     return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _islands(df: DataFrame, keys: list[str], tiebreak: list[str], aggregates: dict[str, Any]) -> DataFrame:
+    """Gaps-and-islands: merge the rows of ``df`` that continue each other on both sides, per ``keys``.
+
+    Within a key, rows are ordered by upstream then downstream start (then ``tiebreak``); an island is
+    a chain of rows each starting right after the previous one ends, on both sides, so its merged range
+    stands for exactly the union of their pairs. Returns ``keys``, the four offsets, ``record_count``
+    (recomputed from the merged range) and one column per ``aggregates`` entry, in that order.
+    """
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    offsets = list(offset_syncs.OFFSETS)
+    w = Window.partitionBy(*keys).orderBy("upstream_first", "downstream_first", *tiebreak)
+    continues = (F.lag("upstream_last").over(w) + 1 == F.col("upstream_first")) & (
+        F.lag("downstream_last").over(w) + 1 == F.col("downstream_first")
+    )
+    islands = df.withColumn("_new", F.when(continues, 0).otherwise(1)).withColumn(
+        "_island", F.sum("_new").over(w.rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    )
+    return (
+        islands.groupBy(*keys, "_island")
+        .agg(
+            F.min("upstream_first").alias("upstream_first"),
+            F.max("upstream_last").alias("upstream_last"),
+            F.min("downstream_first").alias("downstream_first"),
+            F.max("downstream_last").alias("downstream_last"),
+            *(agg.alias(name) for name, agg in aggregates.items()),
+        )
+        .select(
+            *keys, *offsets, (F.col("upstream_last") - F.col("upstream_first") + 1).alias("record_count"), *aggregates
+        )
+    )

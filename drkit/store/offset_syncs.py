@@ -1,322 +1,407 @@
 """The ``offset_syncs`` Delta table: which upstream offsets became which downstream offsets.
 
-Written once per mirror micro-batch, idempotently: each write carries Delta's application transaction
-(``txnAppId = drkit-mirror-<stream id>`` / ``txnVersion = <batch id>``), so a replayed batch is never
-recorded twice. The write path (``ensure``, ``batch_written``, ``write``) goes through delta-rs, without
-a Spark job; the readers below use Spark. The stream id is the Spark streaming query id, which lives
-in the query's checkpoint: a deleted checkpoint is a new stream, whose batch ids start again at 0
-under a new id.
+Invariants:
+
+* **Idempotent per batch.** Each mirror batch is one commit carrying Delta's application transaction
+  (``txnAppId = drkit-mirror-<stream id>``, ``txnVersion = <batch id>``), so a replayed batch is never
+  recorded twice. The stream id is the Spark streaming query id: a deleted checkpoint is a new stream.
+* **Kept coalesced as written.** Every ``compact_every`` batches of a stream, its commit replaces the
+  stream's rows of the current UTC day with the same pairs, coalesced (ranges that continue each other
+  on both sides merged), in the same commit as the new batch. So a day of one-second batches costs one
+  row per real gap plus at most ``compact_every`` batches of rows, at any time of day, without
+  ``drkit maintain``. A merged row carries the greatest batch id and ``written_at`` of its rows; the set
+  of (upstream, downstream) pairs never changes, and rows of different streams, partitions, target
+  topics or days are never merged. The replacement's predicate names the flow, the stream and the day
+  (the partition), so it conflicts neither with another flow's appends nor with maintenance, which
+  rewrites completed days only.
+* **One shape.** A batch's ranges travel as an Arrow table of :data:`RANGE_SCHEMA` columns from the
+  copier (drkit.mirror.deliver) to this table, where the batch's columns are added.
 """
 
 from __future__ import annotations
 
-import time
-from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, date, datetime
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from drkit.core.incarnation import Renewal, by_partition, era_ranges
 from drkit.core.offsets import SyncRange, coalesce
-from drkit.core.ports import SyncLog, SyncProgress
+from drkit.core.ports import SyncLog, SyncProgress, TopicPartition
 from drkit.core.translate import SyncIndex
 from drkit.errors import StoreError
 from drkit.layout import StateLayout
-from drkit.store.tables import OFFSET_SYNCS_DDL, OFFSET_SYNCS_PARTITIONS, SCHEMA_VERSION, arrow_schema, table_exists
+from drkit.store import delta
+from drkit.store.delta import TableSpec, TableVersion
 
-if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+#: The offset columns of a range.
+OFFSETS = ("upstream_first", "upstream_last", "downstream_first", "downstream_last")
+
+#: One contiguous range of one partition's copies: what a copy returns and the middle of a table row.
+RANGE_SCHEMA = pa.schema(
+    [
+        pa.field("source_topic", pa.string(), nullable=False),
+        pa.field("target_topic", pa.string(), nullable=False),
+        pa.field("partition", pa.int32(), nullable=False),
+        *(pa.field(name, pa.int64(), nullable=False) for name in OFFSETS),
+        pa.field("record_count", pa.int64(), nullable=False),
+    ]
+)
+
+#: ``offset_syncs`` is partitioned by the UTC date of ``written_at``. Why: open-source Delta checks a
+#: concurrent append against a rewrite's *partition* predicates; with the date as partition, maintenance
+#: rewrites completed days while the mirror appends to today.
+SPEC = TableSpec(
+    "offset_syncs",
+    pa.schema(
+        [
+            pa.field("flow", pa.string(), nullable=False),
+            *RANGE_SCHEMA,
+            pa.field("batch_id", pa.int64(), nullable=False),
+            pa.field("stream_id", pa.string(), nullable=False),
+            pa.field("written_at", pa.timestamp("us", tz="UTC"), nullable=False),
+            pa.field("sync_date", pa.date32(), nullable=False),
+        ]
+    ),
+    partitions=("sync_date",),
+)
+
+#: A stream's rows of the day are coalesced every this many batches (see the module docstring).
+COMPACT_EVERY = 60
+
+
+def range_table(ranges: Iterable[tuple[str, str, int, SyncRange]]) -> pa.Table:
+    """Ranges given as (source topic, target topic, partition, range) in the one shape (tests, benchmarks)."""
+    items = list(ranges)
+    return pa.Table.from_pydict(
+        {
+            "source_topic": [i[0] for i in items],
+            "target_topic": [i[1] for i in items],
+            "partition": [i[2] for i in items],
+            **{name: [getattr(i[3], name) for i in items] for name in OFFSETS},
+            "record_count": [i[3].record_count for i in items],
+        },
+        schema=RANGE_SCHEMA,
+    )
 
 
 @dataclass(frozen=True)
 class SyncRow:
-    """One range of one partition, as delivered by a mirror task."""
+    """One ``offset_syncs`` row as stored (one range of one batch, or of several merged), for inspection."""
 
+    flow: str
     source_topic: str
     target_topic: str
     partition: int
-    range: SyncRange
+    upstream_first: int
+    upstream_last: int
+    downstream_first: int
+    downstream_last: int
+    record_count: int
+    batch_id: int
+    stream_id: str
+    written_at: datetime
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
-class OffsetSyncStore:
-    def __init__(self, spark: SparkSession, tables: StateLayout) -> None:
-        self.spark = spark
-        self.path = tables.offset_syncs
+_ROW_COLUMNS = [name for name in SPEC.columns if name != "sync_date"]
+
+
+def _flow_is(flow: str) -> pc.Expression:
+    return pc.field("flow") == flow
+
+
+def _one_of(column: str, values: Sequence[str]) -> pc.Expression:
+    # Typed, so that an empty list is "no row" rather than a type error in the scan.
+    return pc.field(column).isin(pa.array(list(values), pa.string()))
+
+
+def _app_id(stream_id: str) -> str:
+    """Delta's application id of a mirror stream's commits (the same one Spark's ``txnAppId`` writes)."""
+    return f"drkit-mirror-{stream_id}"
+
+
+class SyncTable:
+    """``offset_syncs``: implements ``SyncLog`` (the readers of the operations and the translator) and the
+    mirror's idempotent, self-coalescing writes."""
+
+    def __init__(self, layout: StateLayout, compact_every: int = COMPACT_EVERY) -> None:
+        self.path = layout.offset_syncs
+        #: 0: never coalesce on write (tests of maintenance, which need rows as batches wrote them).
+        self.compact_every = compact_every
+        self._since_compaction: dict[tuple[str, str], int] = {}
+        self._writer = delta.Writer(self.path, SPEC)
+
+    def _table(self, version: int | None = None) -> Any:
+        return delta.open_table(self.path, SPEC.name, version)
+
+    # -- the mirror's writes ----------------------------------------------------------------------
 
     def ensure(self) -> None:
-        """Create the table if missing (partitioned by ``sync_date``), check its schema version if present.
-
-        Through delta-rs: reading the log takes milliseconds, where a Spark Delta round trip costs seconds
-        of planning (tens of seconds on a busy machine) before the mirror can move its first record.
-        """
-        from deltalake import DeltaTable
-        from deltalake.exceptions import TableNotFoundError
-
-        from drkit.store.fast import open_table
-
-        if open_table(self.path, "offset_syncs") is not None:
-            return
-        try:
-            DeltaTable.create(
-                self.path,
-                schema=arrow_schema(OFFSET_SYNCS_DDL),
-                partition_by=list(OFFSET_SYNCS_PARTITIONS),
-                configuration={"delta.appendOnly": "false"},
-                mode="ignore",
-            )
-            # delta-rs refuses unknown keys at creation, not in a later property change.
-            DeltaTable(self.path).alter.set_table_properties(
-                {"drkit.schema.version": SCHEMA_VERSION}, raise_if_not_exists=False
-            )
-        except TableNotFoundError as exc:  # pragma: no cover - a path that cannot hold a table
-            raise StoreError(f"Delta table offset_syncs at {self.path} cannot be created: {exc}") from None
-        open_table(self.path, "offset_syncs")  # the version check, also when another writer created it
+        """Create the table if missing, check its schema version if present (milliseconds: delta-rs)."""
+        self._writer.table()
 
     def batch_written(self, stream_id: str, batch_id: int) -> bool:
         """True when this stream's batch was recorded already (its records are on the target).
 
-        Every append of a stream carries Delta's application transaction (``txnAppId`` =
-        ``drkit-mirror-<stream>``, ``txnVersion`` = batch id), and a stream records its batches in
-        order, so the answer is in the table's log: no data file is read. Maintenance rewrites rows
-        but keeps the log's transaction records, so the answer survives it.
+        Every commit of a stream carries its application transaction and a stream records its batches
+        in order, so the answer is in the table's log: no data file is read. Rewrites (coalescing,
+        maintenance) keep the log's transaction records, so the answer survives them.
         """
-        from drkit.store.fast import open_table
-
-        table = open_table(self.path, "offset_syncs")
-        if table is None:
-            return False
-        recorded = table.transaction_version(_app_id(stream_id))
+        recorded = self._writer.table().transaction_version(_app_id(stream_id))
         return recorded is not None and recorded >= batch_id
 
-    def write(self, flow: str, stream_id: str, batch_id: int, rows: list[SyncRow], at: datetime | None = None) -> int:
-        """Append the batch's ranges; a second write of the same (stream, batch) is skipped.
+    def write(self, flow: str, stream_id: str, batch_id: int, ranges: pa.Table, at: datetime | None = None) -> int:
+        """Record the batch's ``ranges`` (:data:`RANGE_SCHEMA`); a second write of a (stream, batch) is skipped.
 
-        ``at`` (default: now) is the ``written_at`` time; its UTC date is the row's partition. The
-        append goes through delta-rs (milliseconds, no Spark job) with the same application
-        transaction Spark would write (``txnAppId``/``txnVersion``), so Spark's readers, maintenance and
-        idempotence checks see exactly what a Spark append would have left. Returns the rows appended
-        (0 when the batch was recorded before).
+        ``at`` (default: now) is the ``written_at`` time; its UTC date is the row's partition. Every
+        ``compact_every`` batches of the stream (and on its first write in this process), the commit also
+        coalesces the stream's rows of that day. Returns the rows of the batch (0 when recorded before).
         """
-        if not rows:
+        if not ranges.num_rows:
             return 0
-        import pyarrow as pa
-        from deltalake import CommitProperties, Transaction, write_deltalake
-        from deltalake.exceptions import CommitFailedError
-
         if self.batch_written(stream_id, batch_id):
             return 0
         now = (at or datetime.now(UTC)).astimezone(UTC)
-        columns = {
-            "flow": [flow] * len(rows),
-            "source_topic": [r.source_topic for r in rows],
-            "target_topic": [r.target_topic for r in rows],
-            "partition": [r.partition for r in rows],
-            "upstream_first": [r.range.upstream_first for r in rows],
-            "upstream_last": [r.range.upstream_last for r in rows],
-            "downstream_first": [r.range.downstream_first for r in rows],
-            "downstream_last": [r.range.downstream_last for r in rows],
-            "record_count": [r.range.record_count for r in rows],
-            "batch_id": [batch_id] * len(rows),
-            "stream_id": [stream_id] * len(rows),
-            "written_at": [now] * len(rows),
-            "sync_date": [now.date()] * len(rows),
-        }
-        table = pa.Table.from_pydict(columns, schema=arrow_schema(OFFSET_SYNCS_DDL))
-        commit = CommitProperties(app_transactions=[Transaction(_app_id(stream_id), batch_id)])
-        for attempt in range(COMMIT_ATTEMPTS):
-            try:
-                write_deltalake(
-                    self.path,
-                    table,
-                    mode="append",
-                    partition_by=list(OFFSET_SYNCS_PARTITIONS),
-                    commit_properties=commit,
-                )
-                break
-            except CommitFailedError as exc:
-                # delta-rs treats a concurrent rewrite of other rows (drkit maintain, Spark) as a conflict with
-                # this append, which reads nothing: try again on the new snapshot, unless the batch got recorded.
-                if self.batch_written(stream_id, batch_id):
-                    return 0
-                if attempt + 1 == COMMIT_ATTEMPTS:
-                    raise StoreError(
-                        f"offset_syncs at {self.path}: appending batch {batch_id} of stream {stream_id} "
-                        f"failed {COMMIT_ATTEMPTS} times: {_first_line(exc)}"
-                    ) from None
-                time.sleep(0.1 * (attempt + 1))
-            except Exception as exc:  # delta-rs raises its own error types; the operator needs one line
-                raise StoreError(
-                    f"offset_syncs at {self.path}: appending batch {batch_id} of stream {stream_id} "
-                    f"failed: {_first_line(exc)}"
-                ) from None
-        return len(rows)
+        rows = _with_batch(ranges, flow, stream_id, batch_id, now)
+        key = (flow, stream_id)
+        # Plain appends since the stream's last coalescing write (the first write of a process coalesces).
+        since = self._since_compaction.get(key, self.compact_every - 1)
+        replace = None
+        if self.compact_every and since + 1 >= self.compact_every:
+            rows, replace = self._coalesced_day(flow, stream_id, now.date(), rows)
+        written = self._writer.write(
+            rows,
+            app=(_app_id(stream_id), batch_id),
+            replace=replace,
+            done=lambda: self.batch_written(stream_id, batch_id),
+            what=f"recording batch {batch_id} of stream {stream_id}",
+        )
+        self._since_compaction[key] = 0 if replace is not None else since + 1
+        return ranges.num_rows if written else 0
 
-    def ranges(
-        self, flow: str, topics: list[str] | None = None, version: int | None = None, as_of: str | None = None
-    ) -> dict[tuple[str, int], list[SyncRange]]:
-        """All ranges of a flow per (source topic, partition), coalesced, optionally at a past version/time.
+    def _coalesced_day(self, flow: str, stream_id: str, day: date, new: pa.Table) -> tuple[pa.Table, str]:
+        """The stream's rows of ``day`` and ``new``, coalesced, and the predicate of the rows they replace."""
+        flow_sql, stream_sql = delta.sql_str(flow), delta.sql_str(stream_id)
+        predicate = f"sync_date = '{day.isoformat()}' AND flow = {flow_sql} AND stream_id = {stream_sql}"
+        old = delta.read(
+            self._writer.table(),
+            SPEC.columns,
+            (pc.field("sync_date") == pa.scalar(day, pa.date32()))
+            & _flow_is(flow)
+            & (pc.field("stream_id") == stream_id),
+        )
+        return merge_rows(pa.concat_tables([old.cast(SPEC.schema), new])), predicate
 
-        Adjacent ranges that continue each other on both sides are merged in Spark before they
-        reach the driver (gaps-and-islands over a window), so a day of one-second batches costs
-        one range per real gap, not one per batch. The mapping is unchanged by the merge.
-        """
-        if not table_exists(self.spark, self.path):
+    # -- readers ----------------------------------------------------------------------------------
+
+    def version(self) -> int | None:
+        table = self._table()
+        return None if table is None else int(table.version())
+
+    def ranges(self, flow: str, topics: list[str] | None = None) -> dict[TopicPartition, list[SyncRange]]:
+        table = self._table()
+        if table is None:
             return {}
-        reader = self.spark.read.format("delta")
-        if version is not None:
-            reader = reader.option("versionAsOf", version)
-        elif as_of is not None:
-            reader = reader.option("timestampAsOf", as_of)
-        df = reader.load(self.path).where(f"flow = '{_quote(flow)}'")
+        where = _flow_is(flow)
         if topics is not None:
-            df = df.where(df.source_topic.isin(topics))
-        return _collect_ranges(df)
+            where = where & _one_of("source_topic", topics)
+        return _coalesced(delta.read(table, ["source_topic", "partition", *OFFSETS], where))
 
     def ranges_since(
         self, flow: str, seen: dict[str, int], version: int
-    ) -> tuple[dict[tuple[str, int], list[SyncRange]], dict[str, int]]:
+    ) -> tuple[dict[TopicPartition, list[SyncRange]], dict[str, int]]:
         """The flow's ranges in rows newer than ``seen`` (stream id -> highest batch id read), at ``version``.
 
         Returns the new ranges (coalesced) and the updated high-water marks. Why this is complete: a
-        stream's batch ids only grow, and a row merged by maintenance carries the greatest batch id
-        it holds, so any pair not yet read is in a row above its stream's mark. A merged row may
-        repeat pairs already read; repeats do not change a translation.
+        stream's batch ids only grow, and a merged row carries the greatest batch id it holds, so any
+        pair not yet read is in a row above its stream's mark. A merged row may repeat pairs already
+        read; repeats do not change a translation.
         """
-        from pyspark.sql import functions as F
-
-        df = self.spark.read.format("delta").option("versionAsOf", version).load(self.path)
-        df = df.where(F.col("flow") == flow)
+        table = self._table(version)
+        if table is None:
+            return {}, dict(seen)
+        where = _flow_is(flow)
         if seen:
-            newer = ~F.col("stream_id").isin(list(seen))
+            newer = ~_one_of("stream_id", list(seen))
             for stream_id, batch_id in seen.items():
-                newer = newer | ((F.col("stream_id") == stream_id) & (F.col("batch_id") > batch_id))
-            df = df.where(newer)
+                newer = newer | ((pc.field("stream_id") == stream_id) & (pc.field("batch_id") > batch_id))
+            where = where & newer
+        rows = delta.read(table, ["stream_id", "batch_id", "source_topic", "partition", *OFFSETS], where)
         marks = dict(seen)
-        for row in df.groupBy("stream_id").agg(F.max("batch_id")).collect():
-            marks[row[0]] = max(marks.get(row[0], -1), int(row[1]))
-        return (_collect_ranges(df) if marks != seen else {}), marks
+        if rows.num_rows:
+            for r in rows.group_by("stream_id").aggregate([("batch_id", "max")]).to_pylist():
+                marks[r["stream_id"]] = max(marks.get(r["stream_id"], -1), int(r["batch_id_max"]))
+        return (_coalesced(rows) if marks != seen else {}), marks
 
-    def progress(self, flow: str) -> dict[tuple[str, int], SyncProgress]:
+    def progress(self, flow: str) -> dict[TopicPartition, SyncProgress]:
         """Per (source topic, partition): the last mirrored upstream offset, its downstream offset and
         when the last sync was written. What the mirror had done when it last recorded."""
-        from pyspark.sql import functions as F
-
-        if not table_exists(self.spark, self.path):
+        table = self._table()
+        if table is None:
             return {}
-        df = self.spark.read.format("delta").load(self.path).where(F.col("flow") == flow)
-        rows = (
-            df.groupBy("source_topic", "partition")
-            .agg(
-                F.max_by(F.struct("upstream_last", "downstream_last"), "upstream_last").alias("last"),
-                F.max(F.expr("unix_millis(written_at)")).alias("at"),
-            )
-            .collect()
+        rows = delta.read(
+            table, ["source_topic", "partition", "upstream_last", "downstream_last", "written_at"], _flow_is(flow)
         )
-        return {(r[0], r[1]): SyncProgress(r["last"][0], r["last"][1], r["at"]) for r in rows}
-
-    def version(self) -> int | None:
-        """The table's current Delta version (None when it does not exist): a cheap change check."""
-        if not table_exists(self.spark, self.path):
-            return None
-        from delta.tables import DeltaTable
-
-        row = DeltaTable.forPath(self.spark, self.path).history(1).select("version").first()
-        return int(row[0]) if row is not None else None
+        if not rows.num_rows:
+            return {}
+        # The greatest upstream offset of each partition (the greatest downstream among equals), vectorised.
+        keys = ["source_topic", "partition"]
+        rows = rows.sort_by(
+            [*((k, "ascending") for k in keys), ("upstream_last", "ascending"), ("downstream_last", "ascending")]
+        )
+        last = rows.take(pa.array(np.flatnonzero(~same_key_as_next(rows, keys))))
+        written = rows.group_by(keys).aggregate([("written_at", "max")])
+        at = {(r["source_topic"], r["partition"]): r["written_at_max"] for r in written.to_pylist()}
+        return {
+            (r["source_topic"], r["partition"]): SyncProgress(
+                r["upstream_last"], r["downstream_last"], delta.ms(at[(r["source_topic"], r["partition"])])
+            )
+            for r in last.select([*keys, "upstream_last", "downstream_last"]).to_pylist()
+        }
 
     def target_topics(self, flow: str) -> dict[str, str]:
         """source topic -> target topic, for every topic the flow has mirrored."""
-        if not table_exists(self.spark, self.path):
+        table = self._table()
+        if table is None:
             return {}
-        df = self.spark.read.format("delta").load(self.path).where(f"flow = '{_quote(flow)}'")
-        return {r[0]: r[1] for r in df.select("source_topic", "target_topic").distinct().collect()}
+        rows = delta.read(table, ["source_topic", "target_topic"], _flow_is(flow))
+        pairs = rows.group_by(["source_topic", "target_topic"]).aggregate([]).to_pylist()
+        return {r["source_topic"]: r["target_topic"] for r in pairs}
 
-
-#: The offset columns of a range row.
-OFFSETS = ("upstream_first", "upstream_last", "downstream_first", "downstream_last")
-
-
-def merge_islands(
-    df: DataFrame, keys: Sequence[str], tiebreak: Sequence[str] = (), aggregates: Mapping[str, Column] | None = None
-) -> DataFrame:
-    """Gaps-and-islands: merge the rows of ``df`` that continue each other on both sides, per ``keys``.
-
-    Within a key, rows are ordered by upstream then downstream start (then ``tiebreak``); an
-    island is a chain of rows each starting right after the previous one ends, on both sides, so
-    its merged range stands for exactly the union of their pairs. Returns ``keys``, the four
-    offsets, ``record_count`` (recomputed from the merged range) and one column per
-    ``aggregates`` entry (name -> aggregate expression over the island's rows), in that order.
-    """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
-    extra = aggregates or {}
-    w = Window.partitionBy(*keys).orderBy("upstream_first", "downstream_first", *tiebreak)
-    continues = (F.lag("upstream_last").over(w) + 1 == F.col("upstream_first")) & (
-        F.lag("downstream_last").over(w) + 1 == F.col("downstream_first")
-    )
-    islands = df.withColumn("_new", F.when(continues, 0).otherwise(1)).withColumn(
-        "_island", F.sum("_new").over(w.rowsBetween(Window.unboundedPreceding, Window.currentRow))
-    )
-    return (
-        islands.groupBy(*keys, "_island")
-        .agg(
-            F.min("upstream_first").alias("upstream_first"),
-            F.max("upstream_last").alias("upstream_last"),
-            F.min("downstream_first").alias("downstream_first"),
-            F.max("downstream_last").alias("downstream_last"),
-            *(agg.alias(name) for name, agg in extra.items()),
+    def history(self, flow: str, topic: str, partition: int | None = None, version: int | None = None) -> list[SyncRow]:
+        """The stored rows of one source topic (one partition, or all) at ``version`` (None: now), sorted
+        by partition, write time and batch; the flow/topic/partition predicate is pushed into the scan."""
+        table = self._table(version)
+        if table is None:
+            return []
+        where = _flow_is(flow) & (pc.field("source_topic") == topic)
+        if partition is not None:
+            where = where & (pc.field("partition") == partition)
+        rows = delta.read(table, _ROW_COLUMNS, where).sort_by(
+            [
+                ("partition", "ascending"),
+                ("written_at", "ascending"),
+                ("batch_id", "ascending"),
+                ("upstream_first", "ascending"),
+            ]
         )
-        .select(*keys, *OFFSETS, (F.col("upstream_last") - F.col("upstream_first") + 1).alias("record_count"), *extra)
-    )
+        return [SyncRow(**r) for r in rows.to_pylist()]
+
+    def versions(self) -> list[TableVersion]:
+        return delta.table_versions(self.path, SPEC.name)
 
 
-def coalesced(df: DataFrame) -> DataFrame:
-    """(source_topic, partition, upstream_first, upstream_last, downstream_first, downstream_last,
-    record_count, target_topic) with ranges that continue each other on both sides merged.
+def _with_batch(ranges: pa.Table, flow: str, stream_id: str, batch_id: int, at: datetime) -> pa.Table:
+    """The batch's rows: its ranges with the flow, batch, stream and time columns added."""
+    n = ranges.num_rows
+    columns = {
+        "flow": pa.array([flow] * n, pa.string()),
+        **{name: ranges.column(name) for name in RANGE_SCHEMA.names},
+        "batch_id": pa.array([batch_id] * n, pa.int64()),
+        "stream_id": pa.array([stream_id] * n, pa.string()),
+        "written_at": pa.array([at] * n, pa.timestamp("us", tz="UTC")),
+        "sync_date": pa.array([at.date()] * n, pa.date32()),
+    }
+    return pa.Table.from_pydict(columns, schema=SPEC.schema)
 
-    Identical ranges (the same pairs in rows of more than one stream) are taken once.
+
+#: Rows are merged only within one flow, stream, source partition, target topic and day.
+MERGE_KEYS = ["flow", "stream_id", "source_topic", "partition", "target_topic", "sync_date"]
+
+
+def merge_rows(rows: pa.Table) -> pa.Table:
+    """``rows`` with those that continue each other on both sides merged, per :data:`MERGE_KEYS`.
+
+    Vectorised gaps-and-islands (the rule of ``drkit.core.offsets.coalesce``): within a key, rows are
+    ordered by upstream, downstream start and batch id; an island is a chain of rows each starting
+    right after the previous one ends on both sides, so its merged row stands for exactly the union of
+    their pairs. Identical rows are taken once. A merged row carries the greatest batch id and
+    ``written_at`` of its island. Checked, not assumed: a merged row whose sides differ in length fails.
     """
-    from pyspark.sql import functions as F
+    if not rows.num_rows:
+        return rows
+    rows = rows.group_by(SPEC.columns).aggregate([]).select(SPEC.columns)  # identical rows once
+    rows = rows.sort_by([(k, "ascending") for k in [*MERGE_KEYS, "upstream_first", "downstream_first", "batch_id"]])
+    uf, ul, df, dl = (rows.column(c).to_numpy() for c in OFFSETS)
+    n = rows.num_rows
+    continues = np.zeros(n, dtype=bool)
+    continues[1:] = same_key_as_next(rows, MERGE_KEYS)[:-1] & (uf[1:] == ul[:-1] + 1) & (df[1:] == dl[:-1] + 1)
+    starts = np.flatnonzero(~continues)
+    ends = np.append(starts[1:], n) - 1
+    batch = np.maximum.reduceat(rows.column("batch_id").to_numpy(), starts)
+    written = pc.cast(rows.column("written_at"), pa.int64()).to_numpy()
+    out = rows.take(pa.array(starts))
+    merged = {
+        "upstream_last": ul[ends],
+        "downstream_last": dl[ends],
+        "record_count": ul[ends] - uf[starts] + 1,
+        "batch_id": batch,
+    }
+    if np.any((dl[ends] - df[starts]) != (ul[ends] - uf[starts])):
+        raise StoreError(
+            "offset_syncs: a merged range would not stand for exactly its rows' pairs (please report this)"
+        )
+    for name, values in merged.items():
+        out = out.set_column(out.schema.get_field_index(name), name, pa.array(values, pa.int64()))
+    stamps = pa.array(np.maximum.reduceat(written, starts), pa.int64()).cast(pa.timestamp("us", tz="UTC"))
+    out = out.set_column(out.schema.get_field_index("written_at"), "written_at", stamps)
+    return out.cast(SPEC.schema)
 
+
+def _coalesced(rows: pa.Table) -> dict[TopicPartition, list[SyncRange]]:
+    """Ranges per (source topic, partition), those continuing each other on both sides merged.
+
+    Vectorised gaps-and-islands (the same rule as ``drkit.core.offsets.coalesce``): a table not yet
+    coalesced holds up to millions of rows, too many to fold one Python object at a time.
+    """
+    if not rows.num_rows:
+        return {}
     keys = ["source_topic", "partition"]
-    ranges = df.select(*keys, *OFFSETS, "target_topic").dropDuplicates([*keys, *OFFSETS])
-    return merge_islands(ranges, keys, aggregates={"target_topic": F.first("target_topic")})
+    rows = rows.select([*keys, *OFFSETS]).group_by([*keys, *OFFSETS]).aggregate([])  # drop repeats
+    rows = rows.sort_by([(k, "ascending") for k in [*keys, "upstream_first", "downstream_first"]])
+    uf, ul, df, dl = (rows.column(c).to_numpy() for c in OFFSETS)
+    n = rows.num_rows
+    continues = np.zeros(n, dtype=bool)
+    continues[1:] = same_key_as_next(rows, keys)[:-1] & (uf[1:] == ul[:-1] + 1) & (df[1:] == dl[:-1] + 1)
+    starts = np.flatnonzero(~continues)
+    ends = np.append(starts[1:], n) - 1
+    topics = rows.column("source_topic").take(pa.array(starts)).to_pylist()
+    parts = rows.column("partition").to_numpy()[starts]
+    out: dict[TopicPartition, list[SyncRange]] = {}
+    for topic, part, s, e in zip(topics, parts.tolist(), starts.tolist(), ends.tolist(), strict=True):
+        out.setdefault((topic, part), []).append(SyncRange(int(uf[s]), int(ul[e]), int(df[s]), int(dl[e])))
+    return out
 
 
-def _collect_ranges(df: DataFrame) -> dict[tuple[str, int], list[SyncRange]]:
-    """The rows of ``df`` coalesced in Spark, brought to the driver per (source topic, partition)."""
-    out: dict[tuple[str, int], list[SyncRange]] = defaultdict(list)
-    for row in coalesced(df).toLocalIterator():
-        out[(row[0], row[1])].append(SyncRange(row[2], row[3], row[4], row[5]))
-    return dict(out)
-
-
-#: Attempts of one offset-syncs append that conflicts with a concurrent rewrite (maintenance).
-COMMIT_ATTEMPTS = 10
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc)
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
-def _app_id(stream_id: str) -> str:
-    """Delta's application id of a mirror stream's appends (the same one Spark's ``txnAppId`` wrote)."""
-    return f"drkit-mirror-{stream_id}"
-
-
-def _quote(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("'", "\\'")
+def same_key_as_next(rows: pa.Table, keys: Sequence[str]) -> np.ndarray:
+    """For sorted ``rows``: True where a row has the same ``keys`` as the row after it (the last: False)."""
+    same = np.zeros(rows.num_rows, dtype=bool)
+    same[:-1] = True
+    for k in keys:
+        column = rows.column(k).combine_chunks()
+        if pa.types.is_string(column.type):
+            codes = pc.dictionary_encode(column).indices.to_numpy()
+        elif pa.types.is_date32(column.type):
+            codes = column.view(pa.int32()).to_numpy()
+        else:
+            codes = column.to_numpy()
+        same[:-1] &= codes[1:] == codes[:-1]
+    return same
 
 
 class SyncIndexCache:
     """A flow's sync indexes kept in memory and updated incrementally as the mirror appends.
 
     The checkpoint translator re-translates every few seconds while the mirror commits a batch
-    every second or so: reloading the whole table each time would cost a scan of every row written
-    since the last maintenance (millions by the end of a day). Only rows above each stream's
-    batch high-water mark are read, at a pinned table version.
+    every second or so: only rows above each stream's batch high-water mark are read, at a pinned
+    table version.
     """
 
     def __init__(self, store: SyncLog, flow: str, renewals: Callable[[], Sequence[Renewal]] | None = None) -> None:
@@ -327,10 +412,10 @@ class SyncIndexCache:
         self._renewals = renewals or (lambda: ())
         self.version: int | None = None
         self._seen: dict[str, int] = {}
-        self._ranges: dict[tuple[str, int], list[SyncRange]] = {}
-        self._indexes: dict[tuple[str, int], SyncIndex] = {}
+        self._ranges: dict[TopicPartition, list[SyncRange]] = {}
+        self._indexes: dict[TopicPartition, SyncIndex] = {}
 
-    def indexes(self) -> dict[tuple[str, int], SyncIndex]:
+    def indexes(self) -> dict[TopicPartition, SyncIndex]:
         version = self.store.version()
         if version is None or version == self.version:
             return self._indexes

@@ -1,83 +1,95 @@
 """The ``operations`` Delta table: the audit trail of every failover and failback, dry runs included.
 
-One row per run: who, where, when, what was asked (flow, groups, as-of), the plan as JSON, and
-the result as JSON (applied, refused, verified offsets, or the error).
+One row per run: who, where, when, what was asked (flow, groups, as-of), the plan as JSON, and the
+result as JSON (applied, refused, verified offsets, or the error).
 """
 
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from datetime import UTC
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from drkit.core.audit import Action, OperationRecord
 from drkit.layout import StateLayout
-from drkit.store.tables import OPERATIONS_DDL, ensure_table, table_exists
+from drkit.store import delta
+from drkit.store.delta import TableSpec
 
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+SPEC = TableSpec(
+    "operations",
+    pa.schema(
+        [
+            pa.field("id", pa.string(), nullable=False),
+            pa.field("action", pa.string(), nullable=False),
+            pa.field("flow", pa.string(), nullable=False),
+            pa.field("groups", pa.list_(pa.string())),
+            pa.field("as_of", pa.string()),
+            pa.field("dry_run", pa.bool_(), nullable=False),
+            pa.field("plan", pa.string()),
+            pa.field("result", pa.string()),
+            pa.field("user", pa.string()),
+            pa.field("host", pa.string()),
+            pa.field("drkit_version", pa.string()),
+            pa.field("started_at", pa.timestamp("us", tz="UTC"), nullable=False),
+            pa.field("finished_at", pa.timestamp("us", tz="UTC")),
+        ]
+    ),
+)
 
 
-def _time(ms: int | None) -> datetime | None:
-    return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC)
+def _to_row(record: OperationRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "action": record.action.value,
+        "flow": record.flow,
+        "groups": list(record.groups),
+        "as_of": record.as_of,
+        "dry_run": record.dry_run,
+        "plan": json.dumps(record.plan, default=str),
+        "result": json.dumps(record.result, default=str),
+        "user": record.user,
+        "host": record.host,
+        "drkit_version": record.drkit_version,
+        "started_at": record.started_at.astimezone(UTC),
+        "finished_at": None if record.finished_at is None else record.finished_at.astimezone(UTC),
+    }
 
 
-class OperationStore:
-    def __init__(self, spark: SparkSession, layout: StateLayout) -> None:
-        self.spark = spark
+def _from_row(r: dict[str, Any]) -> OperationRecord:
+    return OperationRecord(
+        id=r["id"],
+        action=Action(r["action"]),
+        flow=r["flow"],
+        groups=tuple(r["groups"] or ()),
+        as_of=r["as_of"],
+        dry_run=r["dry_run"],
+        plan=json.loads(r["plan"]) if r["plan"] else {},
+        result=json.loads(r["result"]) if r["result"] else {},
+        user=r["user"],
+        host=r["host"],
+        drkit_version=r["drkit_version"],
+        started_at=r["started_at"],
+        finished_at=r["finished_at"],
+    )
+
+
+class OperationTable:
+    """``operations``: implements ``OperationLog``."""
+
+    def __init__(self, layout: StateLayout) -> None:
         self.path = layout.operations
 
     def append(self, record: OperationRecord) -> None:
-        ensure_table(self.spark, self.path, OPERATIONS_DDL, "operations")
-        finished = None if record.finished_at is None else record.finished_at.astimezone(UTC)
-        row = (
-            record.id,
-            record.action.value,
-            record.flow,
-            list(record.groups),
-            record.as_of,
-            record.dry_run,
-            json.dumps(record.plan, default=str),
-            json.dumps(record.result, default=str),
-            record.user,
-            record.host,
-            record.drkit_version,
-            record.started_at.astimezone(UTC),
-            finished,
-        )
-        self.spark.createDataFrame([row], OPERATIONS_DDL).write.format("delta").mode("append").save(self.path)
+        delta.write(self.path, SPEC, pa.Table.from_pylist([_to_row(record)], schema=SPEC.schema))
 
     def list(self, flow: str | None = None, limit: int = 50) -> list[OperationRecord]:
         """The latest ``limit`` operations (of ``flow``), newest first."""
-        from pyspark.sql import functions as F
-
-        if not table_exists(self.spark, self.path):
+        table = delta.open_table(self.path, SPEC.name)
+        if table is None:
             return []
-        df = self.spark.read.format("delta").load(self.path)
-        if flow is not None:
-            df = df.where(F.col("flow") == flow)
-        rows = (
-            df.withColumn("started_ms", F.expr("unix_millis(started_at)"))
-            .withColumn("finished_ms", F.expr("unix_millis(finished_at)"))
-            .orderBy(F.col("started_ms").desc())
-            .limit(limit)
-            .collect()
-        )
-        return [
-            OperationRecord(
-                id=r["id"],
-                action=Action(r["action"]),
-                flow=r["flow"],
-                groups=tuple(r["groups"] or ()),
-                as_of=r["as_of"],
-                dry_run=r["dry_run"],
-                plan=json.loads(r["plan"]) if r["plan"] else {},
-                result=json.loads(r["result"]) if r["result"] else {},
-                user=r["user"],
-                host=r["host"],
-                drkit_version=r["drkit_version"],
-                started_at=datetime.fromtimestamp(r["started_ms"] / 1000, UTC),
-                finished_at=_time(r["finished_ms"]),
-            )
-            for r in rows
-        ]
+        rows = delta.read(table, SPEC.columns, None if flow is None else pc.field("flow") == flow)
+        rows = rows.sort_by([("started_at", "descending")]).slice(0, limit)
+        return [_from_row(r) for r in rows.to_pylist()]

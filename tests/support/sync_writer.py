@@ -11,7 +11,7 @@ from pathlib import Path
 
 from drkit.config import DrkitConfig, parse_config
 from drkit.core.offsets import SyncRange
-from drkit.store.offset_syncs import OffsetSyncStore, SyncRow
+from drkit.store.offset_syncs import SyncTable, range_table
 
 #: Maintenance rewrites only completed UTC days; old batches are written a day back, as a running
 #: mirror would have written them yesterday.
@@ -33,7 +33,7 @@ class Writer:
 
     def __init__(
         self,
-        store: OffsetSyncStore,
+        store: SyncTable,
         flow: str,
         stream_id: str,
         start: dict[tuple[str, int], tuple[int, int]] | None = None,
@@ -60,10 +60,10 @@ class Writer:
             u += (skip_upstream or {}).get(key, 0)
             d += (skip_downstream or {}).get(key, 0)
             if split and key in split:  # a gap inside the batch: two ranges, upstream offset u+2 missing
-                rows.append(SyncRow(topic, target, partition, SyncRange(u, u + 1, d, d + 1)))
-                rows.append(SyncRow(topic, target, partition, SyncRange(u + 3, u + records, d + 2, d + records - 1)))
+                rows.append((topic, target, partition, SyncRange(u, u + 1, d, d + 1)))
+                rows.append((topic, target, partition, SyncRange(u + 3, u + records, d + 2, d + records - 1)))
                 self.next[key] = (u + records + 1, d + records)
                 continue
-            rows.append(SyncRow(topic, target, partition, SyncRange(u, u + records - 1, d, d + records - 1)))
+            rows.append((topic, target, partition, SyncRange(u, u + records - 1, d, d + records - 1)))
             self.next[key] = (u + records, d + records)
-        self.store.write(self.flow, self.stream_id, batch_id, rows, at=at)
+        self.store.write(self.flow, self.stream_id, batch_id, range_table(rows), at=at)

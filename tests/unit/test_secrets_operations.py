@@ -21,7 +21,7 @@ from drkit.config import parse_config
 from drkit.core.offsets import SyncRange
 from drkit.operate.context import OperateContext
 from drkit.service import Drkit
-from drkit.store.fast import FastOperations
+from drkit.store.operations import OperationTable
 from drkit.store.runs import RunFiles, TranslatorRun
 
 JAAS = "org.apache.kafka.common.security.plain.PlainLoginModule"
@@ -59,7 +59,7 @@ def test_no_secret_in_operator_output_logs_or_tables(
     context = w.context
     layout = context.layout
     RunFiles(layout).write_last_run("A->B", TranslatorRun(NOW_MS, 0.1, 1, 1, 0, ("billing",)))
-    real = OperateContext(w.config, w.clusters, w.syncs, w.checkpoints, FastOperations(layout), layout, context.clock)
+    real = OperateContext(w.config, w.clusters, w.syncs, w.checkpoints, OperationTable(layout), layout, context.clock)
     printed: list[str] = []
     caplog.set_level(logging.DEBUG)
     commands = [

@@ -14,8 +14,9 @@ from drkit.core.offsets import SyncRange
 from drkit.core.translate import Position
 from drkit.layout import StateLayout
 from drkit.service import CheckpointRow, Drkit, GapKind
-from drkit.store.fast import FastCheckpoints, _append
-from drkit.store.tables import OFFSET_SYNCS_DDL, arrow_schema
+from drkit.store import delta
+from drkit.store.checkpoints import CheckpointTable
+from drkit.store.offset_syncs import SPEC as SYNCS_SPEC
 
 T0 = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
 
@@ -48,12 +49,7 @@ def sync(
 
 
 def write_syncs(layout: StateLayout, rows: list[dict[str, object]]) -> None:
-    _append(
-        layout.offset_syncs,
-        "offset_syncs",
-        OFFSET_SYNCS_DDL,
-        pa.Table.from_pylist(rows, schema=arrow_schema(OFFSET_SYNCS_DDL)),
-    )
+    delta.write(layout.offset_syncs, SYNCS_SPEC, pa.Table.from_pylist(rows, schema=SYNCS_SPEC.schema))
 
 
 def test_sync_history_rows_and_gaps_on_either_side(tmp_path: Path) -> None:
@@ -90,7 +86,7 @@ def test_sync_history_rows_and_gaps_on_either_side(tmp_path: Path) -> None:
 
 def test_checkpoint_history_as_typed_rows(tmp_path: Path) -> None:
     drkit = Drkit(two_cluster_config(tmp_path))
-    store = FastCheckpoints(drkit.layout)
+    store = CheckpointTable(drkit.layout)
     store.append([Checkpoint("A->B", "g", "orders", "A.orders", 0, 10, 12, Position.MIRRORED)], at=T0)
     store.append(
         [Checkpoint("A->B", "g", "orders", "A.orders", 0, 20, None, Position.UNMIRRORED)], at=T0 + timedelta(seconds=30)

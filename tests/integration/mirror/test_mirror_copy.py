@@ -13,11 +13,11 @@ from support.mirror_checks import assert_exact_copy, audit_syncs
 
 from drkit.config import DrkitConfig
 from drkit.service import Drkit
-from drkit.store.offset_syncs import OffsetSyncStore
+from drkit.store.offset_syncs import SyncTable
 
 
 def syncs(spark: Any, config: DrkitConfig, flow: str, topic: str) -> dict[int, list[Any]]:
-    ranges = OffsetSyncStore(spark, Drkit(config, spark).layout).ranges(flow, [topic])
+    ranges = SyncTable(Drkit(config, spark).layout).ranges(flow, [topic])
     return {p: rs for (t, p), rs in ranges.items() if t == topic}
 
 

@@ -24,11 +24,11 @@ from drkit.core.translate import SyncIndex
 from drkit.errors import MirrorError
 from drkit.layout import StateLayout
 from drkit.service import Drkit
-from drkit.store.offset_syncs import OffsetSyncStore
+from drkit.store.offset_syncs import SyncTable
 
 
 def partition_syncs(spark: Any, config: DrkitConfig, topic: str) -> dict[int, list[Any]]:
-    ranges = OffsetSyncStore(spark, Drkit(config, spark).layout).ranges("A->B", [topic])
+    ranges = SyncTable(Drkit(config, spark).layout).ranges("A->B", [topic])
     return {p: rs for (t, p), rs in ranges.items() if t == topic}
 
 

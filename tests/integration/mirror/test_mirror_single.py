@@ -18,7 +18,7 @@ from pathlib import Path
 from support.kafka_io import Rec, create_topic, end_offsets, produce, read_all, unique
 
 from drkit.layout import StateLayout
-from drkit.store.fast import FastOffsetSyncs
+from drkit.store.offset_syncs import SyncTable
 
 RECORDS, PARTITIONS = 2000, 3
 REFUSAL = re.compile(
@@ -96,7 +96,7 @@ def test_two_mirrors_of_one_flow_copy_each_record_once(clusters: dict[str, str],
     assert values == Counter(f"rec-{i}".encode() for i in range(RECORDS)), [v for v, n in values.items() if n > 1][:5]
     # Partition by partition in order; headers the mirror adds to its copies are not this test's subject.
     assert [identity(r) for r in target] == [identity(r) for r in source]
-    ranges = FastOffsetSyncs(StateLayout(state)).ranges("A->B", [topic])
+    ranges = SyncTable(StateLayout(state)).ranges("A->B", [topic])
     values_at = {(r.partition, r.offset): r.value for r in target}
     pairs = [(p, u, d) for (t, p), rs in ranges.items() if t == topic for rng in rs for u, d in rng.pairs()]
     assert len(pairs) == len({(p, d) for p, _, d in pairs}) == RECORDS, "each copy described by exactly one sync"

@@ -17,7 +17,7 @@ from drkit.core.consistency import DivergenceKind
 from drkit.core.status import Verdict
 from drkit.errors import RefusedError
 from drkit.service import Drkit
-from drkit.store.fast import FastOffsetSyncs
+from drkit.store.offset_syncs import SyncTable
 
 
 def delete_topic(bootstrap: str, topic: str) -> None:
@@ -44,7 +44,7 @@ def recreate_topic(bootstrap: str, topic: str, partitions: int) -> None:
 
 
 def sync_rows(service: Drkit, topic: str) -> int:
-    return len(FastOffsetSyncs(service.layout).history("A->B", topic))
+    return len(SyncTable(service.layout).history("A->B", topic))
 
 
 def test_a_deleted_target_topic_is_not_recreated_and_status_reports_it(

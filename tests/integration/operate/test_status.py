@@ -18,8 +18,8 @@ from support.processes import no_java_env
 
 from drkit.config import DrkitConfig
 from drkit.service import Drkit
-from drkit.store.checkpoints import CheckpointStore
-from drkit.store.fast import FastCheckpoints, FastOffsetSyncs
+from drkit.store.checkpoints import CheckpointTable
+from drkit.store.offset_syncs import SyncTable
 from drkit.translator.job import TranslatorRunner
 
 
@@ -111,10 +111,10 @@ def test_checkpoint_freshness_with_interval(
     )
     service = Drkit(config, spark)
     service.mirror(None, once=True)
-    runner = TranslatorRunner(config, config.flows, FastOffsetSyncs(service.layout), FastCheckpoints(service.layout))
+    runner = TranslatorRunner(config, config.flows, SyncTable(service.layout), CheckpointTable(service.layout))
     thread = threading.Thread(target=runner.run, args=(False, 1.0), daemon=True)
     thread.start()
-    store = CheckpointStore(spark, service.layout)
+    store = CheckpointTable(service.layout)
     try:
         time.sleep(2)
         commit(clusters["A"], group, {(topic, 0): 17})

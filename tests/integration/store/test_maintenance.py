@@ -1,8 +1,9 @@
 """Offset-sync maintenance against a real Delta table: fewer rows, exactly the same translation.
 
-No Kafka here: the syncs are written with OffsetSyncStore.write as the mirror would, for several
-batches with gaps on either side, an empty batch, a second flow, and a replay under a second
-stream id that overlaps the first stream's pairs.
+No Kafka here: the syncs are written with SyncTable.write as the mirror would (without its own
+coalescing, to leave work for maintenance), for several batches with gaps on either side, an
+empty batch, a second flow, and a replay under a second stream id that overlaps the first stream's
+pairs.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from drkit.core.translate import SyncIndex
 from drkit.errors import ConfigError
 from drkit.layout import StateLayout
 from drkit.store.maintenance import maintain
-from drkit.store.offset_syncs import OffsetSyncStore
+from drkit.store.offset_syncs import SyncTable
 
 Pair = tuple[str, str, int, int, int]  # flow, source topic, partition, upstream, downstream
 KEEP = 3
@@ -69,7 +70,7 @@ def table_version(spark: Any, tables: StateLayout) -> int:
     return int(DeltaTable.forPath(spark, tables.offset_syncs).history(1).first()[0])  # type: ignore[index]
 
 
-def write_history(store: OffsetSyncStore) -> None:
+def write_history(store: SyncTable) -> None:
     # Flow A->B, stream s1: batches 0..13, batch 9 empty (no row, no commit).
     s1 = Writer(store, "A->B", "s1")
     for b in range(14):
@@ -96,16 +97,16 @@ def write_history(store: OffsetSyncStore) -> None:
 
 
 @pytest.fixture
-def state(spark: Any, tmp_path: Path) -> tuple[DrkitConfig, StateLayout, OffsetSyncStore]:
+def state(spark: Any, tmp_path: Path) -> tuple[DrkitConfig, StateLayout, SyncTable]:
     config = config_for(tmp_path)
     tables = StateLayout(config.state_root())
-    store = OffsetSyncStore(spark, tables)
+    store = SyncTable(tables, compact_every=0)
     store.ensure()
     return config, tables, store
 
 
 def test_maintain_keeps_translation_and_recent_batches(
-    spark: Any, state: tuple[DrkitConfig, StateLayout, OffsetSyncStore]
+    spark: Any, state: tuple[DrkitConfig, StateLayout, SyncTable]
 ) -> None:
     config, tables, store = state
     write_history(store)
@@ -163,9 +164,7 @@ def test_maintain_keeps_translation_and_recent_batches(
     assert data_commits_since(spark, tables, version) == []
 
 
-def test_retention_below_168_hours_is_refused(
-    spark: Any, state: tuple[DrkitConfig, StateLayout, OffsetSyncStore]
-) -> None:
+def test_retention_below_168_hours_is_refused(spark: Any, state: tuple[DrkitConfig, StateLayout, SyncTable]) -> None:
     config, tables, store = state
     write_history(store)
     version, rows = table_version(spark, tables), all_rows(spark, tables)
@@ -178,7 +177,7 @@ def test_retention_below_168_hours_is_refused(
 
 
 def test_mirror_appending_during_maintenance_is_not_disturbed(
-    spark: Any, state: tuple[DrkitConfig, StateLayout, OffsetSyncStore]
+    spark: Any, state: tuple[DrkitConfig, StateLayout, SyncTable]
 ) -> None:
     config, tables, store = state
     s1 = Writer(store, "A->B", "s1")
@@ -210,7 +209,7 @@ def test_mirror_appending_during_maintenance_is_not_disturbed(
 
 
 def test_incremental_sync_cache_matches_full_reads(
-    spark: Any, state: tuple[DrkitConfig, StateLayout, OffsetSyncStore]
+    spark: Any, state: tuple[DrkitConfig, StateLayout, SyncTable]
 ) -> None:
     """The checkpoint translator's cache reads only new rows; it must always equal a full read."""
     from drkit.store.offset_syncs import SyncIndexCache

@@ -17,11 +17,11 @@ from drkit.config import DrkitConfig
 from drkit.core.checkpoints import FindingKind
 from drkit.core.translate import Position
 from drkit.service import Drkit
-from drkit.store.checkpoints import CheckpointStore
+from drkit.store.checkpoints import CheckpointTable
 
 
 def latest(spark: Any, config: DrkitConfig, group: str, **kw: Any) -> dict[tuple[str, int], Any]:
-    store = CheckpointStore(spark, Drkit(config, spark).layout)
+    store = CheckpointTable(Drkit(config, spark).layout)
     return {
         (r.checkpoint.source_topic, r.checkpoint.partition): r.checkpoint for r in store.latest("A->B", [group], **kw)
     }

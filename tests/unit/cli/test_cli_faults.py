@@ -29,8 +29,9 @@ from drkit.core.checkpoints import Checkpoint
 from drkit.core.translate import Position
 from drkit.layout import StateLayout
 from drkit.service import Drkit
-from drkit.store.fast import FastCheckpoints, _append
-from drkit.store.tables import OFFSET_SYNCS_DDL, arrow_schema
+from drkit.store import delta
+from drkit.store.checkpoints import CheckpointTable
+from drkit.store.offset_syncs import SPEC as SYNCS_SPEC
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -50,7 +51,7 @@ def state_world(tmp_path: Path) -> tuple[Path, StateLayout]:
     config.write_text(text.replace('root = "../.drkit/state"', f'root = "{root}"'))
     layout = StateLayout(root)
     at = datetime(2026, 1, 1, tzinfo=UTC)
-    store = FastCheckpoints(layout)
+    store = CheckpointTable(layout)
     for n in range(3):
         store.append([Checkpoint("A->B", "g", "demo.x", "A.demo.x", 0, n, n, Position.MIRRORED)], at=at)
     syncs = [
@@ -70,16 +71,11 @@ def state_world(tmp_path: Path) -> tuple[Path, StateLayout]:
             "sync_date": at.date(),
         }
     ]
-    _append(
-        layout.offset_syncs,
-        "offset_syncs",
-        OFFSET_SYNCS_DDL,
-        pa.Table.from_pylist(syncs, arrow_schema(OFFSET_SYNCS_DDL)),
-    )
+    delta.write(layout.offset_syncs, SYNCS_SPEC, pa.Table.from_pylist(syncs, schema=SYNCS_SPEC.schema))
     from drkit.core.audit import Action, OperationRecord
-    from drkit.store.fast import FastOperations
+    from drkit.store.operations import OperationTable
 
-    FastOperations(layout).append(
+    OperationTable(layout).append(
         OperationRecord("op", Action.FAILOVER, "A->B", ("g",), None, True, {}, {}, "u", "h", "v", at, None)
     )
     return config, layout

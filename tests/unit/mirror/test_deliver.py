@@ -12,8 +12,8 @@ import pytest
 
 from drkit.core.origin import origin_of
 from drkit.mirror import deliver
-from drkit.mirror.deliver import FAILURE_MARKER, INPUT_COLUMNS, RANGE_SCHEMA, DeliveryFailed, deliver_batches
-from drkit.store.tables import OFFSET_SYNCS_DDL
+from drkit.mirror.deliver import COPY_DDL, COPY_SCHEMA, FAILURE_MARKER, INPUT_COLUMNS, DeliveryFailed, deliver_batches
+from drkit.store import offset_syncs
 
 TOPIC_MAP = {"orders": "A.orders", "users": "A.users"}
 CONF = {"bootstrap.servers": "target:9092"}
@@ -177,7 +177,7 @@ def install(monkeypatch: pytest.MonkeyPatch) -> Callable[[FakeProducer], list[di
 def run(batches: list[pa.RecordBatch], topic_map: dict[str, str] = TOPIC_MAP) -> list[dict[str, Any]]:
     out = list(deliver_batches(CONF, topic_map, "A")(iter(batches)))
     assert len(out) == 1
-    assert out[0].schema.names == [c.split()[0] for c in RANGE_SCHEMA.split(", ")]
+    assert out[0].schema.names == COPY_SCHEMA.names
     return list(out[0].to_pylist())
 
 
@@ -200,9 +200,10 @@ def contiguous(topic: str, partition: int, offsets: Iterable[int], size: int = 3
 
 
 def test_task_rows_are_the_range_columns_of_offset_syncs_plus_bytes_and_newest_timestamp() -> None:
-    range_ddl = RANGE_SCHEMA.removesuffix(", bytes BIGINT, max_timestamp BIGINT")
-    assert RANGE_SCHEMA.endswith(", bytes BIGINT, max_timestamp BIGINT") and "NOT NULL" not in RANGE_SCHEMA
-    assert range_ddl.replace(",", " NOT NULL,") + " NOT NULL" in OFFSET_SYNCS_DDL
+    ranges = offset_syncs.RANGE_SCHEMA
+    assert COPY_SCHEMA.names == [*ranges.names, "bytes", "max_timestamp"]
+    assert all(COPY_SCHEMA.field(n) == ranges.field(n) == offset_syncs.SPEC.schema.field(n) for n in ranges.names)
+    assert "NOT NULL" not in COPY_DDL and COPY_DDL.startswith("`source_topic` STRING, `target_topic` STRING")
 
 
 # ------------------------------------------------------------------------------ delivery

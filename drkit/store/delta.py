@@ -1,0 +1,294 @@
+"""The one door to drkit's Delta tables: open (with the schema-version guard), create, write, read.
+
+Every table module (offset_syncs, checkpoints, operations, drills) declares its :class:`TableSpec`
+(name, Arrow schema, partition columns) and goes through these functions only, so there is one way
+to create a table, one version guard, one retry rule and one way a damaged table is reported.
+
+delta-rs (``deltalake``) is the engine of every product path: no JVM is needed to read or write the
+state. Spark reads and writes the same tables (``drkit maintain`` rewrites them; integration tests
+read what delta-rs wrote): only features both understand are used (no deletion vectors, no column
+mapping). Every table carries the table property ``drkit.schema.version``; drkit refuses a table of
+another version with a message that says what to do, instead of writing rows of the wrong shape.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
+from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
+
+from drkit.errors import StoreError
+
+if TYPE_CHECKING:
+    from pyarrow.dataset import Expression
+
+SCHEMA_VERSION = "1"
+VERSION_PROPERTY = "drkit.schema.version"
+
+#: Attempts of one write that conflicts with a concurrent commit (another flow's compaction, maintenance).
+COMMIT_ATTEMPTS = 10
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One Delta table: its name (in messages), its columns as an Arrow schema, its partition columns."""
+
+    name: str
+    schema: pa.Schema
+    partitions: tuple[str, ...] = ()
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.schema.names)
+
+
+#: What to do about a damaged table: drkit never repairs one itself (a guessed repair could change
+#: translations), and it stops before writing anything.
+RESTORE = (
+    "its _delta_log or a data file is missing or damaged. Restore the table folder (with _delta_log) from a "
+    "backup, or stop every drkit job and move the folder away to start that table afresh; nothing was changed"
+)
+
+
+def cause(exc: BaseException) -> str:
+    """The first line of a delta-rs/Arrow error, short: the rest is a Rust backtrace or a debug dump."""
+    text = str(exc).strip()
+    first = text.splitlines()[0].strip() if text else type(exc).__name__
+    if "found gap" in first:  # the debug dump of the paths that follow is hundreds of characters
+        first = first[: first.index("found gap") + len("found gap")] + " (a commit file is missing)"
+    return first if len(first) <= 200 else first[:200] + "..."
+
+
+def _has_data_files(path: str) -> bool:
+    folder = Path(path)
+    return folder.is_dir() and any(folder.rglob("*.parquet"))
+
+
+def open_table(path: str, name: str, version: int | None = None) -> DeltaTable | None:
+    """The table at ``path`` (None when it does not exist yet), its schema version checked."""
+    try:
+        table = DeltaTable(path, version=version) if version is not None else DeltaTable(path)
+    except TableNotFoundError:
+        if _has_data_files(path):
+            raise StoreError(f"Delta table {name} at {path} has data files but no _delta_log: {RESTORE}") from None
+        return None
+    except Exception as exc:  # delta-rs raises a bare DeltaError for a version that does not exist
+        if version is not None and "version" in str(exc).lower():
+            raise StoreError(f"{name} table has no version {version}: {cause(exc)}") from None
+        raise StoreError(f"Delta table {name} at {path} cannot be read ({cause(exc)}): {RESTORE}") from None
+    found = table.metadata().configuration.get(VERSION_PROPERTY)
+    if found != SCHEMA_VERSION:
+        raise StoreError(
+            f"Delta table {name} at {path} has schema version {found or 'none'}, this drkit needs "
+            f"{SCHEMA_VERSION}: point [state] root at a new folder, or migrate the table"
+        )
+    return table
+
+
+def ensure(path: str, spec: TableSpec) -> None:
+    """Create the table if missing; check its schema version if present (another writer may create it)."""
+    if open_table(path, spec.name) is not None:
+        return
+    try:
+        DeltaTable.create(
+            path,
+            schema=spec.schema,
+            partition_by=list(spec.partitions) or None,
+            configuration={"delta.appendOnly": "false"},
+            mode="ignore",
+        )
+        # delta-rs refuses unknown keys at creation, not in a later property change.
+        DeltaTable(path).alter.set_table_properties({VERSION_PROPERTY: SCHEMA_VERSION}, raise_if_not_exists=False)
+    except (OSError, DeltaError) as exc:  # e.g. a folder of the state root that this user cannot write
+        raise StoreError(
+            f"cannot write Delta table {spec.name} at {path} ({cause(exc)}): check that [state] root is a folder "
+            "this user can write"
+        ) from None
+    open_table(path, spec.name)  # the version check, also when another writer created it at the same time
+
+
+def write(
+    path: str,
+    spec: TableSpec,
+    rows: pa.Table,
+    *,
+    app: tuple[str, int] | None = None,
+    replace: str | None = None,
+    done: Callable[[], bool] | None = None,
+    what: str = "append",
+    table: DeltaTable | None = None,
+) -> bool:
+    """Commit ``rows`` to the table (created first if missing): an append, or with ``replace`` (a SQL
+    predicate) a replacement of exactly the rows it matches, in one commit.
+
+    ``app`` is Delta's application transaction (``txnAppId``, ``txnVersion``) recorded with the commit,
+    as Spark's streaming sinks write it: the idempotence key of a mirror batch. A commit refused for a
+    concurrent one is tried again on the new snapshot, unless ``done()`` says the work was recorded
+    meanwhile (then False is returned). Every failure is one line naming the table. ``table``: the
+    table held open by a :class:`Writer` (it exists and was checked).
+    """
+    rows = rows.select(spec.columns).cast(spec.schema)
+    if table is None:
+        ensure(path, spec)
+    target: str | DeltaTable = path if table is None else table
+    commit = CommitProperties(app_transactions=[Transaction(*app)]) if app is not None else None
+    for attempt in range(COMMIT_ATTEMPTS):
+        try:
+            partitions = list(spec.partitions) or None
+            if replace is None:
+                write_deltalake(target, rows, mode="append", partition_by=partitions, commit_properties=commit)
+            else:
+                write_deltalake(
+                    target, rows, mode="overwrite", predicate=replace, partition_by=partitions, commit_properties=commit
+                )
+            return True
+        except CommitFailedError as exc:
+            if done is not None and done():
+                return False
+            if attempt + 1 == COMMIT_ATTEMPTS:
+                raise StoreError(
+                    f"{spec.name} at {path}: {what} failed {COMMIT_ATTEMPTS} times for concurrent commits: {cause(exc)}"
+                ) from None
+            time.sleep(0.05 * (attempt + 1))
+            if table is not None:
+                table.update_incremental()  # the next attempt starts from the commit that won
+        except (OSError, DeltaError) as exc:
+            raise StoreError(
+                f"cannot write Delta table {spec.name} at {path} ({cause(exc)}): check that [state] root is a "
+                "folder this user can write"
+            ) from None
+        except Exception as exc:  # delta-rs raises its own error types; the operator needs one line
+            raise StoreError(f"{spec.name} at {path}: {what} failed: {cause(exc)}") from None
+    raise AssertionError("unreachable")
+
+
+class Writer:
+    """One table held open by a long-running writer (the mirror): created and checked once, then brought
+    up to date incrementally (the commits since, in about a millisecond) instead of opened again (the
+    last checkpoint and every commit after it, tens of milliseconds late in a day of one-second batches)."""
+
+    def __init__(self, path: str, spec: TableSpec) -> None:
+        self.path = path
+        self.spec = spec
+        self._table: DeltaTable | None = None
+
+    def table(self) -> DeltaTable:
+        if self._table is None:
+            ensure(self.path, self.spec)
+            table = open_table(self.path, self.spec.name)
+            assert table is not None  # ensure made it
+            self._table = table
+        else:
+            try:
+                self._table.update_incremental()
+            except Exception as exc:
+                raise StoreError(
+                    f"Delta table {self.spec.name} at {self.path} cannot be read ({cause(exc)}): {RESTORE}"
+                ) from None
+        return self._table
+
+    def write(
+        self,
+        rows: pa.Table,
+        *,
+        app: tuple[str, int] | None = None,
+        replace: str | None = None,
+        done: Callable[[], bool] | None = None,
+        what: str = "append",
+    ) -> bool:
+        return write(self.path, self.spec, rows, app=app, replace=replace, done=done, what=what, table=self.table())
+
+
+def read(table: DeltaTable, columns: Sequence[str], where: Expression | None = None) -> pa.Table:
+    """The named columns of the rows matching ``where`` (pushed down to the Parquet scan)."""
+    try:
+        return table.to_pyarrow_dataset().to_table(columns=list(columns), filter=where)
+    except (OSError, pa.ArrowException) as exc:  # a data file missing or damaged under a readable log
+        raise StoreError(f"Delta table at {table.table_uri} cannot be read ({cause(exc)}): {RESTORE}") from None
+
+
+def check_readable(tables: Sequence[tuple[str, str]]) -> None:
+    """Open each (path, name) table and check that every data file of its current version is there.
+
+    For jobs that write with Spark (maintain): called before Spark starts, so a damaged table is one
+    line (exit 6) instead of a Java trace. Local paths only are stat-ed (the state root is a local folder).
+    """
+    for path, name in tables:
+        table = open_table(path, name)
+        if table is None:
+            continue
+        missing = [uri for uri in table.file_uris() if uri.startswith("/") and not os.path.exists(uri)]
+        if missing:
+            raise StoreError(
+                f"Delta table {name} at {path}: {len(missing)} data file(s) of version {table.version()} are "
+                f"missing (e.g. {Path(missing[0]).name}): {RESTORE}"
+            )
+
+
+@dataclass(frozen=True)
+class TableVersion:
+    """One commit of a Delta table: its version, when, and what wrote it (for time travel)."""
+
+    version: int
+    timestamp: datetime
+    operation: str
+    parameters: Mapping[str, str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "timestamp": self.timestamp,
+            "operation": self.operation,
+            "parameters": dict(self.parameters),
+        }
+
+
+def table_versions(path: str, name: str) -> list[TableVersion]:
+    """Every commit of the table at ``path``, oldest first (none when the table does not exist yet)."""
+    table = open_table(path, name)
+    if table is None:
+        return []
+    out = [
+        TableVersion(
+            int(c["version"]),
+            datetime.fromtimestamp(int(c["timestamp"]) / 1000, UTC),
+            str(c.get("operation", "")),
+            {str(k): str(v) for k, v in (c.get("operationParameters") or {}).items()},
+        )
+        for c in table.history()
+    ]
+    return sorted(out, key=lambda v: v.version)
+
+
+def ms(value: datetime | None) -> int | None:
+    """A timestamp column's value as epoch milliseconds."""
+    return None if value is None else int(value.timestamp() * 1000)
+
+
+def sql_str(value: str) -> str:
+    """A SQL string literal for a delta-rs predicate."""
+    return "'" + value.replace("'", "''") + "'"
+
+
+_SPARK_TYPES = {
+    pa.string(): "STRING",
+    pa.int32(): "INT",
+    pa.int64(): "BIGINT",
+    pa.bool_(): "BOOLEAN",
+    pa.timestamp("us", tz="UTC"): "TIMESTAMP",
+    pa.date32(): "DATE",
+    pa.list_(pa.string()): "ARRAY<STRING>",
+}
+
+
+def spark_ddl(schema: pa.Schema) -> str:
+    """The Spark DDL of an Arrow schema (``name TYPE [NOT NULL], ...``): for Spark's ``mapInArrow``."""
+    return ", ".join(f"`{f.name}` {_SPARK_TYPES[f.type]}{'' if f.nullable else ' NOT NULL'}" for f in schema)
