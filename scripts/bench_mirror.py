@@ -94,7 +94,7 @@ logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
 logging.getLogger("drkit.mirror.job").setLevel(logging.INFO)
 import drkit.runtime.spark
 from drkit.mirror.job import MirrorJob
-from drkit.store.offset_syncs import OffsetSyncStore
+from drkit.store.offset_syncs import SyncTable
 
 def timed(owner, name, phase):
     original = getattr(owner, name)
@@ -108,10 +108,10 @@ def timed(owner, name, phase):
     setattr(owner, name, wrapper)
 
 timed(drkit.runtime.spark, "build_session", "spark_session")
-timed(OffsetSyncStore, "ensure", "syncs_table_ensure")
-timed(OffsetSyncStore, "batch_written", "batch_recorded_check")
+timed(SyncTable, "ensure", "syncs_table_ensure")
+timed(SyncTable, "batch_written", "batch_recorded_check")
 timed(MirrorJob, "_plan", "plan_batch")
-timed(OffsetSyncStore, "write", "syncs_append")
+timed(SyncTable, "write", "syncs_append")
 from drkit.cli.app import main
 main()
 """

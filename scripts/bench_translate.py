@@ -59,7 +59,7 @@ from drkit.core.checkpoints import CommittedOffset, plan_checkpoints  # noqa: E4
 from drkit.core.offsets import SyncRange  # noqa: E402
 from drkit.core.translate import SyncIndex  # noqa: E402
 from drkit.layout import StateLayout  # noqa: E402
-from drkit.store.offset_syncs import OffsetSyncStore, SyncIndexCache, SyncRow  # noqa: E402
+from drkit.store.offset_syncs import SyncIndexCache, SyncTable, range_table  # noqa: E402
 
 FLOW = "A->B"
 TOPIC = "orders"
@@ -107,7 +107,7 @@ DAY_START_EPOCH = 1767225600
 
 def fill(
     spark: Any,
-    store: OffsetSyncStore,
+    store: SyncTable,
     args: argparse.Namespace,
     start_epoch: int = DAY_START_EPOCH,
     flow: str = FLOW,
@@ -185,7 +185,7 @@ def translate_all(
 
 
 def load_and_translate(
-    store: OffsetSyncStore, committed: dict[str, list[CommittedOffset]], mapping: Mapping, args: argparse.Namespace
+    store: SyncTable, committed: dict[str, list[CommittedOffset]], mapping: Mapping, args: argparse.Namespace
 ) -> tuple[dict[str, Any], tuple[list[Any], list[Any]]]:
     """A cold load (what a starting translator or failover does), a translation of every group-partition,
     then one more mirror batch and the translator's incremental reload."""
@@ -198,7 +198,7 @@ def load_and_translate(
     b = mapping.batches
     shift = b // args.gap_every if args.gap_every else 0
     rows = [
-        SyncRow(
+        (
             TOPIC,
             TARGET,
             p,
@@ -211,7 +211,7 @@ def load_and_translate(
         )
         for p in range(args.partitions)
     ]
-    store.write(FLOW, "bench-stream", b, rows)
+    store.write(FLOW, "bench-stream", b, range_table(rows))
     mapping.batches += 1
     mapping.end = mapping.batches * mapping.records
     started = time.monotonic()
@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         spark = build_session(config.spark, "drkit-bench-translate")
         session_seconds = time.monotonic() - started
         service = Drkit(config, spark)
-        store = OffsetSyncStore(spark, StateLayout(config.state_root()))
+        store = SyncTable(StateLayout(config.state_root()))
         mapping = Mapping(args.batches, args.records, args.gap_every)
         log(f"writing {args.batches * args.partitions:,} offset-sync rows")
         fill_seconds = fill(spark, store, args)

@@ -7,9 +7,11 @@ object with ``--output json``) and exits with the error's code. A traceback is s
 
 from __future__ import annotations
 
+import importlib.abc
 import signal
 import sys
 import threading
+from typing import Any
 
 import typer
 
@@ -87,9 +89,36 @@ def _usage_line(exc: Exception) -> str:
     return f"{' '.join(message.split())} (see {command} --help)"
 
 
+#: The operator commands: answers during an incident, read through delta-rs and Kafka's admin API only.
+OPERATOR_COMMANDS = frozenset({"status", "offsets", "failover", "failback", "history", "topics"})
+
+
+def _without_pandas(args: list[str]) -> None:
+    """Keep pandas out of an operator command's process.
+
+    Why: pyarrow.dataset (under every delta-rs read) imports pandas whenever it is installed (pyspark
+    brings it), for conversions these commands never make: a third of a second of each ``drkit status``.
+    Only for a whole process started from the command line: Spark's commands need pandas, and a caller's
+    interpreter (tests, notebooks calling ``main``) keeps its own.
+    """
+    command = next((a for a in args if not a.startswith("-")), None)
+    if command in OPERATOR_COMMANDS and "pandas" not in sys.modules:
+        sys.meta_path.insert(0, _NoPandas())
+
+
+class _NoPandas(importlib.abc.MetaPathFinder):
+    """``import pandas`` fails as if pandas were not installed (pyarrow then goes without it)."""
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
+        if fullname == "pandas" or fullname.startswith("pandas."):
+            raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
+
+
 def main(argv: list[str] | None = None, facade_factory: FacadeFactory | None = None) -> None:
     """Run the CLI; ``facade_factory`` builds the facade from the config path (tests pass fakes)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    if argv is None:
+        _without_pandas(args)
     output = _output_of(args)
     _register()
     invocation = Invocation(facade_factory)

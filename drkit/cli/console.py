@@ -49,7 +49,10 @@ def emit(
         else:
             to_dict = getattr(data, "as_dict", None)
             payload = to_dict() if callable(to_dict) else data
-        _write_json(json.dumps(payload, indent=2, sort_keys=False, default=str))
+        # Indented for a person at a terminal; one line for a pipe, where Python's C encoder writes it
+        # several times faster (a failover of a thousand groups is megabytes of JSON).
+        indent = 2 if stdout.is_terminal else None
+        _write_json(json.dumps(payload, indent=indent, sort_keys=False, default=str))
         return
     console = stdout if stdout.is_terminal else Console(soft_wrap=True, width=PIPE_WIDTH)
     for renderable in render(data):

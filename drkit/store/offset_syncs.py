@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -37,6 +37,9 @@ from drkit.errors import StoreError
 from drkit.layout import StateLayout
 from drkit.store import delta
 from drkit.store.delta import TableSpec, TableVersion
+
+if TYPE_CHECKING:
+    pass
 
 #: The offset columns of a range.
 OFFSETS = ("upstream_first", "upstream_last", "downstream_first", "downstream_last")
@@ -136,16 +139,13 @@ class SyncTable:
         #: 0: never coalesce on write (tests of maintenance, which need rows as batches wrote them).
         self.compact_every = compact_every
         self._since_compaction: dict[tuple[str, str], int] = {}
-        self._writer = delta.Writer(self.path, SPEC)
-
-    def _table(self, version: int | None = None) -> Any:
-        return delta.open_table(self.path, SPEC.name, version)
+        self._handle = delta.Handle(self.path, SPEC)
 
     # -- the mirror's writes ----------------------------------------------------------------------
 
     def ensure(self) -> None:
         """Create the table if missing, check its schema version if present (milliseconds: delta-rs)."""
-        self._writer.table()
+        self._handle.for_writing()
 
     def batch_written(self, stream_id: str, batch_id: int) -> bool:
         """True when this stream's batch was recorded already (its records are on the target).
@@ -154,7 +154,10 @@ class SyncTable:
         in order, so the answer is in the table's log: no data file is read. Rewrites (coalescing,
         maintenance) keep the log's transaction records, so the answer survives them.
         """
-        recorded = self._writer.table().transaction_version(_app_id(stream_id))
+        table = self._handle.current()
+        if table is None:
+            return False
+        recorded = table.transaction_version(_app_id(stream_id))
         return recorded is not None and recorded >= batch_id
 
     def write(self, flow: str, stream_id: str, batch_id: int, ranges: pa.Table, at: datetime | None = None) -> int:
@@ -176,7 +179,7 @@ class SyncTable:
         replace = None
         if self.compact_every and since + 1 >= self.compact_every:
             rows, replace = self._coalesced_day(flow, stream_id, now.date(), rows)
-        written = self._writer.write(
+        written = self._handle.write(
             rows,
             app=(_app_id(stream_id), batch_id),
             replace=replace,
@@ -191,7 +194,7 @@ class SyncTable:
         flow_sql, stream_sql = delta.sql_str(flow), delta.sql_str(stream_id)
         predicate = f"sync_date = '{day.isoformat()}' AND flow = {flow_sql} AND stream_id = {stream_sql}"
         old = delta.read(
-            self._writer.table(),
+            self._handle.for_writing(),
             SPEC.columns,
             (pc.field("sync_date") == pa.scalar(day, pa.date32()))
             & _flow_is(flow)
@@ -202,17 +205,17 @@ class SyncTable:
     # -- readers ----------------------------------------------------------------------------------
 
     def version(self) -> int | None:
-        table = self._table()
+        table = self._handle.current()
         return None if table is None else int(table.version())
 
     def ranges(self, flow: str, topics: list[str] | None = None) -> dict[TopicPartition, list[SyncRange]]:
-        table = self._table()
-        if table is None:
-            return {}
         where = _flow_is(flow)
         if topics is not None:
             where = where & _one_of("source_topic", topics)
-        return _coalesced(delta.read(table, ["source_topic", "partition", *OFFSETS], where))
+        return self._handle.memo(
+            ("ranges", flow, None if topics is None else tuple(topics)),
+            lambda: _coalesced(self._handle.read(["source_topic", "partition", *OFFSETS], where)),
+        )
 
     def ranges_since(
         self, flow: str, seen: dict[str, int], version: int
@@ -224,16 +227,13 @@ class SyncTable:
         pair not yet read is in a row above its stream's mark. A merged row may repeat pairs already
         read; repeats do not change a translation.
         """
-        table = self._table(version)
-        if table is None:
-            return {}, dict(seen)
         where = _flow_is(flow)
         if seen:
             newer = ~_one_of("stream_id", list(seen))
             for stream_id, batch_id in seen.items():
                 newer = newer | ((pc.field("stream_id") == stream_id) & (pc.field("batch_id") > batch_id))
             where = where & newer
-        rows = delta.read(table, ["stream_id", "batch_id", "source_topic", "partition", *OFFSETS], where)
+        rows = self._handle.read(["stream_id", "batch_id", "source_topic", "partition", *OFFSETS], where, version)
         marks = dict(seen)
         if rows.num_rows:
             for r in rows.group_by("stream_id").aggregate([("batch_id", "max")]).to_pylist():
@@ -243,48 +243,26 @@ class SyncTable:
     def progress(self, flow: str) -> dict[TopicPartition, SyncProgress]:
         """Per (source topic, partition): the last mirrored upstream offset, its downstream offset and
         when the last sync was written. What the mirror had done when it last recorded."""
-        table = self._table()
-        if table is None:
-            return {}
-        rows = delta.read(
-            table, ["source_topic", "partition", "upstream_last", "downstream_last", "written_at"], _flow_is(flow)
-        )
-        if not rows.num_rows:
-            return {}
-        # The greatest upstream offset of each partition (the greatest downstream among equals), vectorised.
-        keys = ["source_topic", "partition"]
-        rows = rows.sort_by(
-            [*((k, "ascending") for k in keys), ("upstream_last", "ascending"), ("downstream_last", "ascending")]
-        )
-        last = rows.take(pa.array(np.flatnonzero(~same_key_as_next(rows, keys))))
-        written = rows.group_by(keys).aggregate([("written_at", "max")])
-        at = {(r["source_topic"], r["partition"]): r["written_at_max"] for r in written.to_pylist()}
-        return {
-            (r["source_topic"], r["partition"]): SyncProgress(
-                r["upstream_last"], r["downstream_last"], delta.ms(at[(r["source_topic"], r["partition"])])
-            )
-            for r in last.select([*keys, "upstream_last", "downstream_last"]).to_pylist()
-        }
+        columns = ["source_topic", "partition", "upstream_last", "downstream_last", "written_at"]
+        return self._handle.memo(("progress", flow), lambda: _progress(self._handle.read(columns, _flow_is(flow))))
 
     def target_topics(self, flow: str) -> dict[str, str]:
         """source topic -> target topic, for every topic the flow has mirrored."""
-        table = self._table()
-        if table is None:
-            return {}
-        rows = delta.read(table, ["source_topic", "target_topic"], _flow_is(flow))
-        pairs = rows.group_by(["source_topic", "target_topic"]).aggregate([]).to_pylist()
-        return {r["source_topic"]: r["target_topic"] for r in pairs}
+
+        def read() -> dict[str, str]:
+            rows = self._handle.read(["source_topic", "target_topic"], _flow_is(flow))
+            pairs = rows.group_by(["source_topic", "target_topic"]).aggregate([]).to_pylist()
+            return {r["source_topic"]: r["target_topic"] for r in pairs}
+
+        return self._handle.memo(("target_topics", flow), read)
 
     def history(self, flow: str, topic: str, partition: int | None = None, version: int | None = None) -> list[SyncRow]:
         """The stored rows of one source topic (one partition, or all) at ``version`` (None: now), sorted
         by partition, write time and batch; the flow/topic/partition predicate is pushed into the scan."""
-        table = self._table(version)
-        if table is None:
-            return []
         where = _flow_is(flow) & (pc.field("source_topic") == topic)
         if partition is not None:
             where = where & (pc.field("partition") == partition)
-        rows = delta.read(table, _ROW_COLUMNS, where).sort_by(
+        rows = self._handle.read(_ROW_COLUMNS, where, version).sort_by(
             [
                 ("partition", "ascending"),
                 ("written_at", "ascending"),
@@ -296,6 +274,26 @@ class SyncTable:
 
     def versions(self) -> list[TableVersion]:
         return delta.table_versions(self.path, SPEC.name)
+
+
+def _progress(rows: pa.Table) -> dict[TopicPartition, SyncProgress]:
+    """Per (source topic, partition): the greatest upstream offset synced (the greatest downstream among
+    equals) and when the partition's last sync was written; vectorised."""
+    if not rows.num_rows:
+        return {}
+    keys = ["source_topic", "partition"]
+    rows = rows.sort_by(
+        [*((k, "ascending") for k in keys), ("upstream_last", "ascending"), ("downstream_last", "ascending")]
+    )
+    last = rows.take(pa.array(np.flatnonzero(~same_key_as_next(rows, keys))))
+    written = rows.group_by(keys).aggregate([("written_at", "max")])
+    at = {(r["source_topic"], r["partition"]): r["written_at_max"] for r in written.to_pylist()}
+    return {
+        (r["source_topic"], r["partition"]): SyncProgress(
+            r["upstream_last"], r["downstream_last"], delta.ms(at[(r["source_topic"], r["partition"])])
+        )
+        for r in last.select([*keys, "upstream_last", "downstream_last"]).to_pylist()
+    }
 
 
 def _with_batch(ranges: pa.Table, flow: str, stream_id: str, batch_id: int, at: datetime) -> pa.Table:
