@@ -24,19 +24,10 @@ from drkit.store.offset_syncs import same_key_as_next
 
 SPEC = TableSpec(
     "checkpoints",
-    pa.schema(
-        [
-            pa.field("flow", pa.string(), nullable=False),
-            pa.field("group", pa.string(), nullable=False),
-            pa.field("source_topic", pa.string(), nullable=False),
-            pa.field("target_topic", pa.string(), nullable=False),
-            pa.field("partition", pa.int32(), nullable=False),
-            pa.field("upstream_offset", pa.int64(), nullable=False),
-            pa.field("downstream_offset", pa.int64()),
-            pa.field("position", pa.string(), nullable=False),
-            pa.field("metadata", pa.string()),
-            pa.field("checkpointed_at", pa.timestamp("us", tz="UTC"), nullable=False),
-        ]
+    delta.schema(
+        "flow STRING NOT NULL, `group` STRING NOT NULL, source_topic STRING NOT NULL, target_topic STRING NOT NULL, "
+        "partition INT NOT NULL, upstream_offset BIGINT NOT NULL, downstream_offset BIGINT, "
+        "position STRING NOT NULL, metadata STRING, checkpointed_at TIMESTAMP NOT NULL"
     ),
 )
 

@@ -14,6 +14,7 @@ another version with a message that says what to do, instead of writing rows of 
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,6 +51,29 @@ class TableSpec:
     @property
     def columns(self) -> list[str]:
         return list(self.schema.names)
+
+
+_TYPES = {
+    "STRING": pa.string(),
+    "INT": pa.int32(),
+    "BIGINT": pa.int64(),
+    "BOOLEAN": pa.bool_(),
+    "TIMESTAMP": pa.timestamp("us", tz="UTC"),
+    "DATE": pa.date32(),
+    "ARRAY<STRING>": pa.list_(pa.string()),
+}
+
+
+def schema(ddl: str) -> pa.Schema:
+    """The Arrow schema of a column list in Spark SQL's words (``name TYPE [NOT NULL], ...``): each table
+    declares its columns once this way, as Spark and Delta's docs write them."""
+    fields = []
+    for column in (c.strip() for c in ddl.split(",")):
+        m = re.fullmatch(r"`?(\w+)`?\s+([A-Z<>]+)(\s+NOT NULL)?", column)
+        if m is None or m.group(2) not in _TYPES:
+            raise ValueError(f"cannot map column {column!r} to Arrow")
+        fields.append(pa.field(m.group(1), _TYPES[m.group(2)], nullable=m.group(3) is None))
+    return pa.schema(fields)
 
 
 #: What to do about a damaged table: drkit never repairs one itself (a guessed repair could change
@@ -336,17 +360,9 @@ def sql_str(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-_SPARK_TYPES = {
-    pa.string(): "STRING",
-    pa.int32(): "INT",
-    pa.int64(): "BIGINT",
-    pa.bool_(): "BOOLEAN",
-    pa.timestamp("us", tz="UTC"): "TIMESTAMP",
-    pa.date32(): "DATE",
-    pa.list_(pa.string()): "ARRAY<STRING>",
-}
+_SQL = {arrow: sql for sql, arrow in _TYPES.items()}
 
 
-def spark_ddl(schema: pa.Schema) -> str:
+def spark_ddl(arrow: pa.Schema) -> str:
     """The Spark DDL of an Arrow schema (``name TYPE [NOT NULL], ...``): for Spark's ``mapInArrow``."""
-    return ", ".join(f"`{f.name}` {_SPARK_TYPES[f.type]}{'' if f.nullable else ' NOT NULL'}" for f in schema)
+    return ", ".join(f"`{f.name}` {_SQL[f.type]}{'' if f.nullable else ' NOT NULL'}" for f in arrow)

@@ -15,26 +15,12 @@ from drkit.store.delta import TableSpec
 
 SPEC = TableSpec(
     "drills",
-    pa.schema(
-        [
-            pa.field("id", pa.string(), nullable=False),
-            pa.field("name", pa.string(), nullable=False),
-            pa.field("flow", pa.string(), nullable=False),
-            pa.field("disaster", pa.string(), nullable=False),
-            pa.field("verdict", pa.string(), nullable=False),
-            pa.field("reasons", pa.list_(pa.string())),
-            pa.field("acked", pa.int64(), nullable=False),
-            pa.field("lost", pa.int64(), nullable=False),
-            pa.field("redelivered", pa.int64(), nullable=False),
-            pa.field("rpo_records", pa.int64(), nullable=False),
-            pa.field("rpo_ms", pa.int64(), nullable=False),
-            pa.field("rto_ms", pa.int64()),
-            pa.field("report", pa.string(), nullable=False),
-            pa.field("spec", pa.string(), nullable=False),
-            pa.field("drkit_version", pa.string(), nullable=False),
-            pa.field("started_at", pa.timestamp("us", tz="UTC"), nullable=False),
-            pa.field("finished_at", pa.timestamp("us", tz="UTC"), nullable=False),
-        ]
+    delta.schema(
+        "id STRING NOT NULL, name STRING NOT NULL, flow STRING NOT NULL, disaster STRING NOT NULL, "
+        "verdict STRING NOT NULL, reasons ARRAY<STRING>, acked BIGINT NOT NULL, lost BIGINT NOT NULL, "
+        "redelivered BIGINT NOT NULL, rpo_records BIGINT NOT NULL, rpo_ms BIGINT NOT NULL, rto_ms BIGINT, "
+        "report STRING NOT NULL, spec STRING NOT NULL, drkit_version STRING NOT NULL, "
+        "started_at TIMESTAMP NOT NULL, finished_at TIMESTAMP NOT NULL"
     ),
 )
 

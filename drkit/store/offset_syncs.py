@@ -45,14 +45,10 @@ if TYPE_CHECKING:
 OFFSETS = ("upstream_first", "upstream_last", "downstream_first", "downstream_last")
 
 #: One contiguous range of one partition's copies: what a copy returns and the middle of a table row.
-RANGE_SCHEMA = pa.schema(
-    [
-        pa.field("source_topic", pa.string(), nullable=False),
-        pa.field("target_topic", pa.string(), nullable=False),
-        pa.field("partition", pa.int32(), nullable=False),
-        *(pa.field(name, pa.int64(), nullable=False) for name in OFFSETS),
-        pa.field("record_count", pa.int64(), nullable=False),
-    ]
+RANGE_SCHEMA = delta.schema(
+    "source_topic STRING NOT NULL, target_topic STRING NOT NULL, partition INT NOT NULL, "
+    "upstream_first BIGINT NOT NULL, upstream_last BIGINT NOT NULL, downstream_first BIGINT NOT NULL, "
+    "downstream_last BIGINT NOT NULL, record_count BIGINT NOT NULL"
 )
 
 #: ``offset_syncs`` is partitioned by the UTC date of ``written_at``. Why: open-source Delta checks a
@@ -62,12 +58,12 @@ SPEC = TableSpec(
     "offset_syncs",
     pa.schema(
         [
-            pa.field("flow", pa.string(), nullable=False),
+            *delta.schema("flow STRING NOT NULL"),
             *RANGE_SCHEMA,
-            pa.field("batch_id", pa.int64(), nullable=False),
-            pa.field("stream_id", pa.string(), nullable=False),
-            pa.field("written_at", pa.timestamp("us", tz="UTC"), nullable=False),
-            pa.field("sync_date", pa.date32(), nullable=False),
+            *delta.schema(
+                "batch_id BIGINT NOT NULL, stream_id STRING NOT NULL, written_at TIMESTAMP NOT NULL, "
+                "sync_date DATE NOT NULL"
+            ),
         ]
     ),
     partitions=("sync_date",),
@@ -326,13 +322,7 @@ def merge_rows(rows: pa.Table) -> pa.Table:
     if not rows.num_rows:
         return rows
     rows = rows.group_by(SPEC.columns).aggregate([]).select(SPEC.columns)  # identical rows once
-    rows = rows.sort_by([(k, "ascending") for k in [*MERGE_KEYS, "upstream_first", "downstream_first", "batch_id"]])
-    uf, ul, df, dl = (rows.column(c).to_numpy() for c in OFFSETS)
-    n = rows.num_rows
-    continues = np.zeros(n, dtype=bool)
-    continues[1:] = same_key_as_next(rows, MERGE_KEYS)[:-1] & (uf[1:] == ul[:-1] + 1) & (df[1:] == dl[:-1] + 1)
-    starts = np.flatnonzero(~continues)
-    ends = np.append(starts[1:], n) - 1
+    rows, (uf, ul, df, dl), starts, ends = _islands(rows, MERGE_KEYS, ["batch_id"])
     batch = np.maximum.reduceat(rows.column("batch_id").to_numpy(), starts)
     written = pc.cast(rows.column("written_at"), pa.int64()).to_numpy()
     out = rows.take(pa.array(starts))
@@ -363,19 +353,28 @@ def _coalesced(rows: pa.Table) -> dict[TopicPartition, list[SyncRange]]:
         return {}
     keys = ["source_topic", "partition"]
     rows = rows.select([*keys, *OFFSETS]).group_by([*keys, *OFFSETS]).aggregate([])  # drop repeats
-    rows = rows.sort_by([(k, "ascending") for k in [*keys, "upstream_first", "downstream_first"]])
-    uf, ul, df, dl = (rows.column(c).to_numpy() for c in OFFSETS)
-    n = rows.num_rows
-    continues = np.zeros(n, dtype=bool)
-    continues[1:] = same_key_as_next(rows, keys)[:-1] & (uf[1:] == ul[:-1] + 1) & (df[1:] == dl[:-1] + 1)
-    starts = np.flatnonzero(~continues)
-    ends = np.append(starts[1:], n) - 1
+    rows, (uf, ul, df, dl), starts, ends = _islands(rows, keys)
     topics = rows.column("source_topic").take(pa.array(starts)).to_pylist()
     parts = rows.column("partition").to_numpy()[starts]
     out: dict[TopicPartition, list[SyncRange]] = {}
     for topic, part, s, e in zip(topics, parts.tolist(), starts.tolist(), ends.tolist(), strict=True):
         out.setdefault((topic, part), []).append(SyncRange(int(uf[s]), int(ul[e]), int(df[s]), int(dl[e])))
     return out
+
+
+def _islands(
+    rows: pa.Table, keys: list[str], tiebreak: Sequence[str] = ()
+) -> tuple[pa.Table, tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
+    """``rows`` sorted by ``keys``, upstream and downstream start (then ``tiebreak``), their four offset
+    columns, and the first and last row of each island: a chain of rows of one key, each starting right
+    after the previous one ends on both sides."""
+    rows = rows.sort_by([(k, "ascending") for k in [*keys, "upstream_first", "downstream_first", *tiebreak]])
+    uf, ul, df, dl = (rows.column(c).to_numpy() for c in OFFSETS)
+    n = rows.num_rows
+    continues = np.zeros(n, dtype=bool)
+    continues[1:] = same_key_as_next(rows, keys)[:-1] & (uf[1:] == ul[:-1] + 1) & (df[1:] == dl[:-1] + 1)
+    starts = np.flatnonzero(~continues)
+    return rows, (uf, ul, df, dl), starts, np.append(starts[1:], n) - 1
 
 
 def same_key_as_next(rows: pa.Table, keys: Sequence[str]) -> np.ndarray:

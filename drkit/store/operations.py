@@ -20,22 +20,10 @@ from drkit.store.delta import TableSpec
 
 SPEC = TableSpec(
     "operations",
-    pa.schema(
-        [
-            pa.field("id", pa.string(), nullable=False),
-            pa.field("action", pa.string(), nullable=False),
-            pa.field("flow", pa.string(), nullable=False),
-            pa.field("groups", pa.list_(pa.string())),
-            pa.field("as_of", pa.string()),
-            pa.field("dry_run", pa.bool_(), nullable=False),
-            pa.field("plan", pa.string()),
-            pa.field("result", pa.string()),
-            pa.field("user", pa.string()),
-            pa.field("host", pa.string()),
-            pa.field("drkit_version", pa.string()),
-            pa.field("started_at", pa.timestamp("us", tz="UTC"), nullable=False),
-            pa.field("finished_at", pa.timestamp("us", tz="UTC")),
-        ]
+    delta.schema(
+        "id STRING NOT NULL, action STRING NOT NULL, flow STRING NOT NULL, groups ARRAY<STRING>, as_of STRING, "
+        "dry_run BOOLEAN NOT NULL, plan STRING, result STRING, user STRING, host STRING, drkit_version STRING, "
+        "started_at TIMESTAMP NOT NULL, finished_at TIMESTAMP"
     ),
 )
 
