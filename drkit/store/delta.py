@@ -224,7 +224,11 @@ class Handle:
 
     def at(self, version: int | None) -> DeltaTable | None:
         """The table now (``version`` None) or at a past version (time travel: opened for the call)."""
-        return self.current() if version is None else open_table(self.path, self.spec.name, version)
+        if version is None:
+            return self.current()
+        if self._table is not None and self._table.version() == version:
+            return self._table  # the newest version already held (the translator reads the one it just saw)
+        return open_table(self.path, self.spec.name, version)
 
     def for_writing(self) -> DeltaTable:
         """The table at its newest version, created first if missing."""
@@ -238,7 +242,9 @@ class Handle:
     def memo(self, key: Any, compute: Callable[[], T]) -> T:
         """``compute()`` for the newest version, computed once per version and ``key``."""
         table = self.current()
-        version = None if table is None else table.version()
+        return self._kept(None if table is None else table.version(), key, compute)
+
+    def _kept(self, version: int | None, key: Any, compute: Callable[[], T]) -> T:
         if version != self._memo_version:
             self._memo, self._memo_version = {}, version
         if key not in self._memo:
@@ -253,7 +259,8 @@ class Handle:
         if table is None:
             return self.spec.schema.empty_table().select(list(columns))
         found = table  # for the closure: a narrowed name
-        dataset = self.memo("dataset", lambda: _dataset(found)) if version is None else _dataset(table)
+        held = table is self._table  # the version held: its dataset is kept (not refreshed: ``version`` is pinned)
+        dataset = self._kept(table.version(), "dataset", lambda: _dataset(found)) if held else _dataset(table)
         return _scan(dataset, table, columns, where)
 
     def write(
