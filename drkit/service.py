@@ -18,7 +18,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from drkit import metrics
 from drkit.config import DrkitConfig, load_config
 from drkit.core.audit import OperationRecord
 from drkit.core.drill import DrillPhase, DrillRecord, DrillReport
@@ -468,6 +467,8 @@ class Drkit:
         check_readable([(layout.offset_syncs, "offset_syncs")])  # a damaged table: one line, before Spark
         # The lock first: a second mirror of a flow is refused before it binds the metrics port or starts Spark.
         with running_jobs(layout, JobKind.MIRROR, [f.name for f in flows]):
+            from drkit import metrics  # prometheus_client: only the jobs serve metrics
+
             metrics.serve(self.config.metrics.port, self.config.metrics.host)
             return MirrorRunner(self.config, flows, self.spark).run(once, on_progress=on_progress)
 
@@ -479,6 +480,8 @@ class Drkit:
 
         flows = self.config.flows_named(flow)
         with running_jobs(self._writable_state(), JobKind.TRANSLATOR, [f.name for f in flows]):
+            from drkit import metrics  # prometheus_client: only the jobs serve metrics
+
             metrics.serve(self.config.metrics.port, self.config.metrics.host)
             syncs, checkpoints, _ = self._stores()
             return TranslatorRunner(self.config, flows, syncs, checkpoints).run(once, interval, max_runs)

@@ -9,6 +9,7 @@ pairs.
 from __future__ import annotations
 
 import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -197,6 +198,7 @@ def test_mirror_appending_during_maintenance_is_not_disturbed(
     while thread.is_alive() or appended < 3:  # keep appending (today) for as long as maintenance runs
         s1.batch(12 + appended, PARTITIONS, at=None)
         appended += 1
+        time.sleep(0.2)  # a mirror's pace: a commit takes milliseconds, a batch a second
     thread.join()
     assert errors == []
     expected = set()
