@@ -168,7 +168,8 @@ class SyncTable:
         if self.batch_written(stream_id, batch_id):
             return 0
         now = (at or datetime.now(UTC)).astimezone(UTC)
-        rows = _with_batch(ranges, flow, stream_id, batch_id, now)
+        # Spark's collected Arrow (nullable, maybe large strings) or the copier's own: the one range schema.
+        rows = _with_batch(ranges.select(RANGE_SCHEMA.names).cast(RANGE_SCHEMA), flow, stream_id, batch_id, now)
         key = (flow, stream_id)
         # Plain appends since the stream's last coalescing write (the first write of a process coalesces).
         since = self._since_compaction.get(key, self.compact_every - 1)
