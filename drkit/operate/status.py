@@ -6,6 +6,7 @@ committed offsets comes from the stores and the state folder.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 from drkit.config import FlowConfig
@@ -46,10 +47,11 @@ def _divergences(
         return None
 
 
-def _heartbeat(ctx: OperateContext, flow: FlowConfig, now_ms: float) -> HeartbeatReading:
-    """The flow's replication latency and liveness, read on the target alone (the source may be gone)."""
+def _heartbeat(ctx: OperateContext, flow: FlowConfig) -> HeartbeatReading:
+    """The flow's replication latency and liveness, read on the target alone (the source may be gone); its
+    age counts to the moment after the read (never younger than the truth)."""
     if flow.heartbeats.interval_seconds <= 0:
-        return reading(None, now_ms)
+        return reading(None, ctx.now_ms())
     topic = flow.policy().target_topic(flow.source, HEARTBEAT_TOPIC)
     try:
         newest = ctx.clusters.admin(flow.target, probe=True).newest_heartbeat(
@@ -57,23 +59,32 @@ def _heartbeat(ctx: OperateContext, flow: FlowConfig, now_ms: float) -> Heartbea
         )
     except ClusterError:
         newest = None
-    return reading(newest, now_ms)
+    return reading(newest, ctx.now_ms())
 
 
 def flow_status(ctx: OperateContext, flow: FlowConfig) -> FlowStatus:
     progress = ctx.syncs.progress(flow.name)
-    divergences = _divergences(ctx, flow, progress)
     source = ctx.clusters.admin(flow.source, probe=True)
-    ends = source_ends(source, ctx.config.topic_selector(flow))
-    oldest = oldest_unmirrored(source, progress, ends)
-    now = ctx.now_ms()
-    lags = partition_lags(progress, ends, oldest, now)
-    last_run = ctx.runs.last_run(flow.name)
+
+    def from_source() -> tuple[dict[TopicPartition, int] | None, dict[TopicPartition, int]]:
+        ends = source_ends(source, ctx.config.topic_selector(flow))
+        return ends, oldest_unmirrored(source, progress, ends)
+
+    # The two clusters are asked at the same time, while the checkpoints are read here: a cluster that
+    # does not answer costs its probe's timeout once, not once per question after another's.
+    with ThreadPoolExecutor(2, thread_name_prefix="drkit-status") as pool:
+        on_source = pool.submit(from_source)
+        on_target = pool.submit(lambda: (_divergences(ctx, flow, progress), _heartbeat(ctx, flow)))
+        last_run = ctx.runs.last_run(flow.name)
+        recorded = ctx.checkpoints.latest(flow.name)
+        checked_at, issues = MirrorFiles(ctx.layout).findings(flow.name)
+        ends, oldest = on_source.result()
+        divergences, beat = on_target.result()
+    now = ctx.now_ms()  # after every read: ages and lags are never younger than the truth
     confirmed = {} if last_run is None else {g: last_run.finished_at_ms for g in last_run.confirmed_groups}
-    ages = group_ages(ctx.checkpoints.latest(flow.name), now, confirmed)
+    ages = group_ages(recorded, now, confirmed)
+    lags = partition_lags(progress, ends, oldest, now)
     last_run_age = None if last_run is None else round((now - last_run.finished_at_ms) / 1000, 1)
-    checked_at, issues = MirrorFiles(ctx.layout).findings(flow.name)
-    beat = _heartbeat(ctx, flow, now)
     # The heartbeat topic's lag is told by the heartbeat's age, not by the verdict: it gets a record a second.
     verdict = flow_verdict(
         ends is not None,
