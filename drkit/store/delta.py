@@ -111,6 +111,8 @@ def open_table(path: str, name: str, version: int | None = None) -> DeltaTable |
             raise StoreError(f"{name} table has no version {version}: {cause(exc)}") from None
         raise StoreError(f"Delta table {name} at {path} cannot be read ({cause(exc)}): {RESTORE}") from None
     found = table.metadata().configuration.get(VERSION_PROPERTY)
+    if found is None and table.version() == 0 and not table.file_uris():
+        return None  # between the two commits of its creation (see ensure): nothing in it yet
     if found != SCHEMA_VERSION:
         raise StoreError(
             f"Delta table {name} at {path} has schema version {found or 'none'}, this drkit needs "
@@ -131,8 +133,13 @@ def ensure(path: str, spec: TableSpec) -> None:
             configuration={"delta.appendOnly": "false"},
             mode="ignore",
         )
-        # delta-rs refuses unknown keys at creation, not in a later property change.
-        DeltaTable(path).alter.set_table_properties({VERSION_PROPERTY: SCHEMA_VERSION}, raise_if_not_exists=False)
+        # delta-rs refuses unknown keys at creation, not in a later property change: two commits, and
+        # open_table reads an empty table between them as not created yet.
+        try:
+            DeltaTable(path).alter.set_table_properties({VERSION_PROPERTY: SCHEMA_VERSION}, raise_if_not_exists=False)
+        except DeltaError:  # another process creating it at the same time set it first
+            if DeltaTable(path).metadata().configuration.get(VERSION_PROPERTY) is None:
+                raise
     except (OSError, DeltaError) as exc:  # e.g. a folder of the state root that this user cannot write
         raise StoreError(
             f"cannot write Delta table {spec.name} at {path} ({cause(exc)}): check that [state] root is a folder "

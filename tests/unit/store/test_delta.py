@@ -17,8 +17,6 @@ from drkit.store.operations import OperationTable
 
 T0 = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
 
-T0 = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
-
 
 def test_a_table_of_another_schema_version_is_refused(tmp_path: Path) -> None:
     from deltalake import DeltaTable
@@ -30,3 +28,22 @@ def test_a_table_of_another_schema_version_is_refused(tmp_path: Path) -> None:
     DeltaTable(layout.operations).alter.set_table_properties({"drkit.schema.version": "0"}, raise_if_not_exists=False)
     with pytest.raises(StoreError, match="has schema version 0, this drkit needs 1"):
         OperationTable(layout).list()
+
+
+def test_a_table_between_the_two_commits_of_its_creation_reads_as_not_there_yet(tmp_path: Path) -> None:
+    """delta-rs takes drkit's schema-version property only after the create commit: a reader in between
+    (status while the mirror starts) sees no table, not a table of the wrong version."""
+    from deltalake import DeltaTable
+
+    from drkit.store import delta
+    from drkit.store.operations import SPEC
+
+    layout = StateLayout(tmp_path)
+    DeltaTable.create(layout.operations, schema=SPEC.schema)
+    assert delta.open_table(layout.operations, "operations") is None
+    assert OperationTable(layout).list() == []
+    delta.ensure(layout.operations, SPEC)  # the creator's second commit
+    table = delta.open_table(layout.operations, "operations")
+    assert table is not None and table.metadata().configuration["drkit.schema.version"] == delta.SCHEMA_VERSION
+    delta.ensure(layout.operations, SPEC)  # a second creator: nothing more to do
+    assert DeltaTable(layout.operations).version() == 1
