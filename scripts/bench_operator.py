@@ -35,7 +35,8 @@ What it does, in a fresh state folder:
    ``--commit-every`` seconds; a poller reads ``CheckpointTable.latest`` every ``--poll`` seconds and
    records, per commit, the time until a checkpoint at or past that offset is visible.
 7. ``--profile``: one CLI process of the slowest commands under ``cProfile`` and ``-X importtime``;
-   the top costs go into the JSON.
+   the top costs go into the JSON. Every command's import time (``-X importtime``, one process each)
+   goes into ``imports``.
 
 Peak memory: the CLI process tree is sampled from ``/proc`` every 0.2 s (psutil is not in the
 venv): ``tree_peak_rss_mb`` is the largest sum of the tree's RSS seen at one instant,
@@ -836,6 +837,12 @@ def markdown(report: dict[str, Any]) -> str:
         if present:
             lines.append(f"| `{COMMANDS[name][0][0]} {' '.join(COMMANDS[name][0][1:])}` | " + " | ".join(cells) + " |")
     lines[2:] = [line.replace(f" --flow {FLOW}", "").replace("{group}", "G") for line in lines[2:]]
+    imports = report.get("imports", {})
+    if imports:
+        lines.append(
+            "\nimports (seconds of top-level imports, `-X importtime`): "
+            + ", ".join(f"{name} {m['top_level_imports_seconds']}" for name, m in imports.items())
+        )
     for f in report.get("freshness", []):
         if "p50_seconds" in f:
             lines.append(
@@ -967,6 +974,8 @@ def main(argv: list[str] | None = None) -> int:
                 "commands": measure_phase(args, cfg, "without_maintain", commands),
                 "profiles": profiles(args, cfg, "without maintain"),
             }
+            log("import time of each command (-X importtime, one process each)")
+            report["imports"] = {name: importtime(cfg, name, args.timeout) for name in commands}
             dump()
         if "after_maintain" in phases:
             log("drkit maintain (facade, Spark)")
