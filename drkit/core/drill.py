@@ -30,6 +30,9 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from drkit.core.outcome import OperationResult
+from drkit.core.status import RpoReport
+
 
 class DisasterKind(StrEnum):
     KILL_SOURCE = "kill_source"  # SIGKILL of the source cluster's broker (local clusters)
@@ -297,14 +300,14 @@ class DrillReport:
     judgement: Judgement
     accounting: Accounting
     timeline: Timeline
-    reported_rpo: dict[str, Any]  # what drkit's failover reported (its lower bound, its estimate)
-    failover: dict[str, Any]  # the failover result as the facade returned it (empty if never run)
+    reported_rpo: RpoReport | None  # what drkit's failover reported (its lower bound, its estimate)
+    failover: OperationResult | None  # the failover result as the facade returned it (None if never run)
     spec: dict[str, Any]
     drkit_version: str
     started_ms: int
     finished_ms: int
     report_dir: str = ""
-    failback: dict[str, Any] = field(default_factory=dict)  # the failback result (empty if none ran)
+    failback: OperationResult | None = None  # the failback result (None if none ran)
 
     @property
     def verdict(self) -> DrillVerdict:
@@ -324,9 +327,9 @@ class DrillReport:
             "records": accounting_dict(self.accounting),
             "measured": self.measured(),
             "timeline_ms": asdict(self.timeline),
-            "reported_rpo": self.reported_rpo,
-            "failover": self.failover,
-            "failback": self.failback,
+            "reported_rpo": {} if self.reported_rpo is None else self.reported_rpo.as_dict(),
+            "failover": {} if self.failover is None else self.failover.as_dict(),
+            "failback": {} if self.failback is None else self.failback.as_dict(),
             "spec": self.spec,
             "drkit_version": self.drkit_version,
             "started_ms": self.started_ms,
@@ -367,18 +370,18 @@ class DrillReport:
         return "\n".join(lines) + "\n"
 
 
-def _reported(rpo: dict[str, Any]) -> str:
+def _reported(rpo: RpoReport | None) -> str:
     """drkit's own RPO figure as the failover printed it: exact when live, else a bound and an estimate."""
-    if not rpo:
+    if rpo is None:
         return "- (no failover ran)"
-    n = rpo.get("unmirrored_offsets")
-    figure = "unknown" if n is None else (f"at least {n}" if rpo.get("lower_bound") else str(n))
-    text = f"{figure} unmirrored offsets (source ends from {rpo.get('source_ends_from', '?')}"
-    if rpo.get("observation_age_seconds") is not None:
-        text += f", observed {rpo['observation_age_seconds']}s before"
+    n = rpo.unmirrored_offsets
+    figure = "unknown" if n is None else (f"at least {n}" if rpo.lower_bound else str(n))
+    text = f"{figure} unmirrored offsets (source ends from {rpo.source_ends_from.value}"
+    if rpo.observation_age_seconds is not None:
+        text += f", observed {rpo.observation_age_seconds}s before"
     text += ")"
-    if rpo.get("estimated_since_observation") is not None:
-        text += f", estimated {rpo['estimated_since_observation']} more produced after the observation"
+    if rpo.estimated_since_observation is not None:
+        text += f", estimated {rpo.estimated_since_observation} more produced after the observation"
     return text
 
 

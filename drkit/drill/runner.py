@@ -19,7 +19,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Protocol
 
 from drkit import __version__
 from drkit.core.audit import OperationStatus
@@ -41,8 +41,33 @@ from drkit.errors import ConfigError, DrkitError, RefusedError
 from drkit.localdev.clusters import LocalKafka
 
 if TYPE_CHECKING:
+    from drkit.config import DrkitConfig
     from drkit.core.outcome import OperationResult
-    from drkit.service import Drkit
+    from drkit.core.plan import Plan
+    from drkit.core.status import RpoReport, StatusReport
+    from drkit.layout import StateLayout
+
+
+class DrillFacade(Protocol):
+    """What a drill asks of the facade (``drkit.service.Drkit``): the same calls the CLI and runbooks make.
+
+    A protocol, so the drill depends on the calls it makes and not on the facade's module (which runs drills).
+    """
+
+    @property
+    def config(self) -> DrkitConfig: ...
+
+    @property
+    def layout(self) -> StateLayout: ...
+
+    def failover(self, flow: str, groups: list[str] | None, *, apply: bool = False) -> OperationResult: ...
+
+    def failback(self, flow: str, groups: list[str] | None, *, apply: bool = False) -> OperationResult: ...
+
+    def plan_failover(self, flow: str, groups: list[str] | None) -> Plan: ...
+
+    def status(self, flow: str | None = None) -> StatusReport: ...
+
 
 #: Told each phase as it starts, with a detail line (the CLI shows it as progress).
 OnPhase = Callable[[DrillPhase, str], None]
@@ -66,7 +91,7 @@ class _Leg:
 
 
 class DrillRunner:
-    def __init__(self, service: Drkit, spec: DrillSpec, on_phase: OnPhase | None = None) -> None:
+    def __init__(self, service: DrillFacade, spec: DrillSpec, on_phase: OnPhase | None = None) -> None:
         self.service = service
         self.spec = spec
         self.on_phase = on_phase or (lambda phase, detail: None)
@@ -124,9 +149,9 @@ class DrillRunner:
         producer = Producer(self.source, self.flow.source, w.topic, self.tag, w.keys, w.rate_per_second)
         consumer = GroupConsumer(self.source, self.flow.source, w.topic, self.tag, w.group)
         refused = failback_refused = None
-        failover: dict[str, Any] = {}
-        failback: dict[str, Any] = {}
-        reported: dict[str, Any] = {}
+        failover: OperationResult | None = None
+        failback: OperationResult | None = None
+        reported: RpoReport | None = None
         detected = failover_started = failover_finished = None
         back = _Leg()
         resumed: GroupConsumer | None = None
@@ -162,7 +187,7 @@ class DrillRunner:
             self.on_phase(DrillPhase.FAILOVER, f"drkit failover --flow '{self.flow.name}' --group {w.group} --apply")
             failover_started = _now_ms()
             failover, refused = self._move(self.service.failover, "failover")
-            reported = failover.get("rpo", {})
+            reported = None if failover is None else failover.rpo
             if refused is not None and not self.spec.jobs.translator:
                 refused += " (the translator, `drkit checkpoint`, was not running: it writes the checkpoints)"
             failover_finished = _now_ms()
@@ -187,7 +212,7 @@ class DrillRunner:
             resumed=resumed is not None,
             read_after_failback=back.processed if back.ran else None,
         )
-        lower = reported.get("unmirrored_offsets") if reported.get("source_reachable") is False else None
+        lower = reported.unmirrored_offsets if reported is not None and not reported.source_reachable else None
         judgement = judge(accounting, spec.budget_rules(), refused, lower, failback_refused)
         report = DrillReport(
             id=self.id,
@@ -220,21 +245,21 @@ class DrillRunner:
         (self.dir / "report.md").write_text(report.markdown())
         return report
 
-    def _move(self, call: Callable[..., OperationResult], what: str) -> tuple[dict[str, Any], str | None]:
+    def _move(self, call: Callable[..., OperationResult], what: str) -> tuple[OperationResult | None, str | None]:
         """One facade call (failover or failback of the drill's group, applied): its result, and why drkit
         refused if it did."""
         try:
             result = call(self.flow.name, [self.spec.workload.group], apply=True)
         except DrkitError as exc:
-            return {}, str(exc)
+            return None, str(exc)
         refused = None
         if result.plan.refusals:
             refused = "; ".join(f"{r.reason.value}: {r.detail}" for r in result.plan.refusals)
         elif result.status is not OperationStatus.APPLIED:
             refused = f"the {what} was not applied ({result.status})"
-        return result.as_dict(), refused
+        return result, refused
 
-    def _failback_leg(self, back: _Leg) -> tuple[dict[str, Any], str | None]:
+    def _failback_leg(self, back: _Leg) -> tuple[OperationResult | None, str | None]:
         """The source comes back; failback moves the group home; it reads there until idle."""
         w = self.spec.workload
         self.on_phase(DrillPhase.SOURCE_BACK, f"{self.flow.source} ({self.spec.drill.disaster.value} undone)")

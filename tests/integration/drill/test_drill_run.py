@@ -90,8 +90,8 @@ def test_a_drill_that_kills_the_source_and_fails_back_passes_with_every_record_a
     assert m["rto_seconds"] is not None and m["rto_seconds"] > 0
     assert m["detection_seconds"] is not None and m["failover_seconds"] is not None
     assert m["failback_seconds"] is not None and m["rpo_records"] == a.not_mirrored and m["rpo_seconds"] is not None
-    assert report.reported_rpo["source_reachable"] is False
-    assert report.failback["status"] == "applied", report.failback
+    assert report.reported_rpo is not None and report.reported_rpo.source_reachable is False
+    assert report.failback is not None and report.failback.status.value == "applied", report.failback
     assert phases[0] == "prepare" and phases.index("disaster") < phases.index("failback") < phases.index("verify")
     assert (Path(report.report_dir) / "report.md").read_text().startswith("# Drill kill: PASS")
     _a_is_back(kafka, toml, "kill")
@@ -114,7 +114,7 @@ def test_a_drill_that_partitions_the_source_away_passes_and_thaws_it(
     assert report.verdict is DrillVerdict.PASSED, report.judgement.reasons
     assert a.read_on_target > 0 and a.lost == 0 and a.redelivered == 0 and a.out_of_order_keys == 0
     assert a.acked == a.processed_on_source + a.not_mirrored + a.read_on_target
-    assert report.reported_rpo["source_reachable"] is False
+    assert report.reported_rpo is not None and report.reported_rpo.source_reachable is False
     _a_is_back(kafka, toml, "cut")
 
 

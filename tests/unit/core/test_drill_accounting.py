@@ -121,20 +121,22 @@ def test_every_acknowledged_record_is_in_exactly_one_class(acked: set[tuple[str,
 
 def test_the_report_prints_drkits_rpo_as_a_bound_and_an_estimate() -> None:
     from drkit.core.drill import _reported
+    from drkit.core.status import EndsSource, RpoReport
 
-    assert _reported({}) == "- (no failover ran)"
-    assert _reported({"unmirrored_offsets": 3, "lower_bound": False, "source_ends_from": "live"}) == (
-        "3 unmirrored offsets (source ends from live)"
+    assert _reported(None) == "- (no failover ran)"
+    live = RpoReport(True, EndsSource.LIVE, None, 3, ())
+    assert _reported(live) == "3 unmirrored offsets (source ends from live)"
+    observed = RpoReport(
+        False,
+        EndsSource.LAST_OBSERVATION,
+        None,
+        0,
+        (),
+        observation_age_seconds=17.0,
+        estimated_since_observation=3174,
+        lower_bound=True,
     )
-    shown = _reported(
-        {
-            "unmirrored_offsets": 0,
-            "lower_bound": True,
-            "source_ends_from": "last observation",
-            "observation_age_seconds": 17.0,
-            "estimated_since_observation": 3174,
-        }
-    )
+    shown = _reported(observed)
     assert shown == (
         "at least 0 unmirrored offsets (source ends from last observation, observed 17.0s before), "
         "estimated 3174 more produced after the observation"
