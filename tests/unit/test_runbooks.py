@@ -202,7 +202,7 @@ def test_the_runbook_applies_with_the_flags_of_the_drills_facade_call(operation:
 
     workload = SimpleNamespace(group="g")
     drill = SimpleNamespace(flow=SimpleNamespace(name="A->B"), spec=SimpleNamespace(workload=workload))
-    assert DrillRunner._move(drill, call, operation) == ({}, "refused")  # type: ignore[arg-type]
+    assert DrillRunner._move(drill, call, operation) == (None, "refused")  # type: ignore[arg-type]
     assert calls == [("A->B", ["g"], {"apply": True})]
     steps = [
         set(inv.args)
