@@ -648,7 +648,7 @@ def freshness(args: argparse.Namespace, cfg: Path, interval: str, bootstrap_a: s
             stdout=tlog,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env=cli_env("delta-rs"),
+            env=cli_env(),
             cwd=cfg.parent,
             start_new_session=True,
         )
