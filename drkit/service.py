@@ -10,7 +10,7 @@ context of in-memory fakes instead. Nothing here renders output.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -24,7 +24,7 @@ from drkit.core.drill import DrillPhase, DrillRecord, DrillReport
 from drkit.core.outcome import OperationResult
 from drkit.core.plan import Plan
 from drkit.core.ports import CheckpointLog, OperationLog, SyncLog
-from drkit.core.reports import MirrorSummary, TranslationRun
+from drkit.core.reports import MaintenanceReport, MirrorSummary, TranslationRun
 from drkit.core.status import GroupOffsets, StatusReport
 from drkit.core.topology import TopologyPlan
 from drkit.layout import JobKind, StateLayout
@@ -56,16 +56,6 @@ class History:
 
     def as_dict(self) -> dict[str, Any]:
         return {"operations": [o.as_dict() for o in self.operations]}
-
-
-@dataclass(frozen=True)
-class MaintenanceReport:
-    """Figures of one ``maintain`` run (rows and files before/after per table, ranges merged, seconds)."""
-
-    figures: Mapping[str, Any]
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.figures)
 
 
 class GapKind(StrEnum):
@@ -500,7 +490,7 @@ class Drkit:
         # Every table readable before any is rewritten: a damaged second table must not stop the run
         # after the first was rewritten.
         check_readable([(layout.offset_syncs, "offset_syncs"), (layout.checkpoints, "checkpoints")])
-        return MaintenanceReport(maintain(self.spark, layout, self.config, keep_recent_batches, vacuum_retention_hours))
+        return maintain(self.spark, layout, self.config, keep_recent_batches, vacuum_retention_hours)
 
     def drill_run(self, spec_path: str, on_phase: Callable[[DrillPhase, str], None] | None = None) -> DrillReport:
         """Run the drill a spec describes on the configured clusters; the report is kept in ``drills``."""

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import RenderableType
 
 from drkit.cli.console import Output, Progress, emit, table
 from drkit.cli.options import ConfigOption, OutputOption, facade
+
+if TYPE_CHECKING:
+    from drkit.core.reports import MaintenanceReport
 
 
 def maintain(
@@ -34,43 +37,25 @@ def maintain(
     with Progress("maintaining the Delta tables...", output):
         report = drkit.maintain(keep_recent_batches, vacuum_retention_hours)
 
-    def render(d: dict[str, Any]) -> Iterable[RenderableType]:
-        rows = []
-        for name in ("offset_syncs", "checkpoints"):
-            t = d[name]
-            if t["rows_before"] is None:
+    def render(r: MaintenanceReport) -> Iterable[RenderableType]:
+        rows: list[list[object]] = []
+        for name, t in (("offset_syncs", r.offset_syncs), ("checkpoints", r.checkpoints)):
+            if t.rows_before is None:
                 rows.append([name, "-", "-", "-", "-", "no table"])
                 continue
-            rows.append(
-                [
-                    name,
-                    t["rows_before"],
-                    t["rows_after"],
-                    t["files_before"],
-                    t["files_after"],
-                    "vacuumed" if t["vacuumed"] else "-",
-                ]
-            )
+            vacuum = "vacuumed" if t.vacuumed else "-"
+            rows.append([name, t.rows_before, t.rows_after, t.files_before, t.files_after, vacuum])
         yield table("tables", ["table", "rows before", "rows after", "files before", "files after", "vacuum"], rows)
-        c = d["offset_syncs"]["coalesce"]
+        c = r.coalesce
         yield table(
             "offset_syncs coalescing",
             ["streams", "rewritten", "old rows", "ranges merged", "merged into", "seconds"],
-            [
-                [
-                    c["streams"],
-                    c["streams_rewritten"],
-                    c["rows_eligible"],
-                    c["ranges_merged"],
-                    c["merged_into"],
-                    c["seconds"],
-                ]
-            ],
+            [[c.streams, c.streams_rewritten, c.rows_eligible, c.ranges_merged, c.merged_into, c.seconds]],
         )
         yield table(
             "maintain",
             ["keep recent batches", "vacuum retention (h)", "seconds"],
-            [[d["keep_recent_batches"], d["vacuum_retention_hours"], d["seconds"]]],
+            [[r.keep_recent_batches, r.vacuum_retention_hours, r.seconds]],
         )
 
-    emit(report.as_dict(), output, render)
+    emit(report, output, render)

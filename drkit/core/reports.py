@@ -1,11 +1,12 @@
-"""What the long-running jobs report back: a mirror's figures per flow, a translator run's figures.
+"""What the long-running jobs report back: a mirror's figures per flow, a translator run's figures,
+what a ``maintain`` run did.
 
 Frozen values the facade returns to the CLI, notebooks and drills; the jobs build them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from drkit.core.checkpoints import Finding
@@ -61,4 +62,60 @@ class TranslationRun:
                 {"kind": f.kind.value, "group": f.group, "topic": f.topic, "partition": f.partition, "detail": f.detail}
                 for f in self.findings
             ],
+        }
+
+
+@dataclass
+class TableFigures:
+    """Before/after figures of one table; None where the table does not exist."""
+
+    rows_before: int | None = None
+    rows_after: int | None = None
+    files_before: int | None = None
+    files_after: int | None = None
+    optimize_files_removed: int = 0
+    optimize_files_added: int = 0
+    optimize_seconds: float = 0.0
+    vacuumed: bool = False
+    vacuum_seconds: float = 0.0
+
+
+@dataclass
+class CoalesceFigures:
+    """What the offset_syncs rewrite did."""
+
+    version_read: int | None = None
+    before_date: str | None = None  # only rows of earlier UTC days were considered
+    attempts: int = 0
+    streams: int = 0  # streams in the table
+    streams_rewritten: int = 0  # streams with something to merge (one predicate term each)
+    rows_eligible: int = 0  # rows of completed days, older than the kept batches
+    ranges_merged: int = 0  # old rows that were merged into longer ones
+    merged_into: int = 0  # the longer rows they became
+    rows_rewritten: int = 0  # rows written by the overwrite (merged ones and unchanged neighbours)
+    seconds: float = 0.0
+    cutoffs: dict[str, int] = field(default_factory=dict)  # "flow/stream_id" -> highest rewritten batch id
+
+
+@dataclass(frozen=True)
+class MaintenanceReport:
+    """What one ``drkit maintain`` run did: per table, rows and files before and after, OPTIMIZE and
+    VACUUM; for ``offset_syncs`` the coalescing too."""
+
+    state_root: str
+    keep_recent_batches: int
+    vacuum_retention_hours: float
+    offset_syncs: TableFigures
+    coalesce: CoalesceFigures
+    checkpoints: TableFigures
+    seconds: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "state_root": self.state_root,
+            "keep_recent_batches": self.keep_recent_batches,
+            "vacuum_retention_hours": self.vacuum_retention_hours,
+            "offset_syncs": asdict(self.offset_syncs) | {"coalesce": asdict(self.coalesce)},
+            "checkpoints": asdict(self.checkpoints),
+            "seconds": self.seconds,
         }

@@ -44,10 +44,10 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
+from drkit.core.reports import CoalesceFigures, MaintenanceReport, TableFigures
 from drkit.errors import ConfigError, DrkitError, StoreError
 from drkit.layout import StateLayout
 from drkit.store import checkpoints as checkpoints_table
@@ -73,38 +73,6 @@ _RANGE_KEYS = ["flow", "stream_id", "source_topic", "partition", "target_topic",
 _COLUMNS = offset_syncs.SPEC.columns
 
 
-@dataclass
-class TableFigures:
-    """Before/after figures of one table; None where the table does not exist."""
-
-    rows_before: int | None = None
-    rows_after: int | None = None
-    files_before: int | None = None
-    files_after: int | None = None
-    optimize_files_removed: int = 0
-    optimize_files_added: int = 0
-    optimize_seconds: float = 0.0
-    vacuumed: bool = False
-    vacuum_seconds: float = 0.0
-
-
-@dataclass
-class CoalesceFigures:
-    """What the offset_syncs rewrite did."""
-
-    version_read: int | None = None
-    before_date: str | None = None  # only rows of earlier UTC days were considered
-    attempts: int = 0
-    streams: int = 0  # streams in the table
-    streams_rewritten: int = 0  # streams with something to merge (one predicate term each)
-    rows_eligible: int = 0  # rows of completed days, older than the kept batches
-    ranges_merged: int = 0  # old rows that were merged into longer ones
-    merged_into: int = 0  # the longer rows they became
-    rows_rewritten: int = 0  # rows written by the overwrite (merged ones and unchanged neighbours)
-    seconds: float = 0.0
-    cutoffs: dict[str, int] = field(default_factory=dict)  # "flow/stream_id" -> highest rewritten batch id
-
-
 def check_settings(keep_recent_batches: int, vacuum_retention_hours: float) -> None:
     """Refuse settings that could break the mirror's restart check or readers, before anything is done."""
     if keep_recent_batches < 1:
@@ -127,12 +95,11 @@ def maintain(
     config: DrkitConfig,
     keep_recent_batches: int = 100,
     vacuum_retention_hours: float = MIN_VACUUM_RETENTION_HOURS,
-) -> dict[str, Any]:
+) -> MaintenanceReport:
     """Coalesce old offset-syncs, then OPTIMIZE and VACUUM ``offset_syncs`` and ``checkpoints``.
 
     ``config`` names the state in messages; every flow found in the table is maintained, including
-    flows no longer configured (their syncs still translate old checkpoints). Returns plain figures
-    (rows and files before/after per table, ranges merged, seconds) for the CLI to render.
+    flows no longer configured (their syncs still translate old checkpoints).
     """
     check_settings(keep_recent_batches, vacuum_retention_hours)
     started = time.monotonic()
@@ -151,14 +118,15 @@ def maintain(
             checkpoints.files_before = _num_files(spark, tables.checkpoints)
             _compact_and_vacuum(spark, tables.checkpoints, checkpoints, vacuum_retention_hours, config)
             checkpoints.rows_after = _count(spark, tables.checkpoints)
-    return {
-        "state_root": str(tables.root),
-        "keep_recent_batches": keep_recent_batches,
-        "vacuum_retention_hours": vacuum_retention_hours,
-        "offset_syncs": asdict(syncs) | {"coalesce": asdict(coalesce)},
-        "checkpoints": asdict(checkpoints),
-        "seconds": round(time.monotonic() - started, 3),
-    }
+    return MaintenanceReport(
+        str(tables.root),
+        keep_recent_batches,
+        vacuum_retention_hours,
+        syncs,
+        coalesce,
+        checkpoints,
+        round(time.monotonic() - started, 3),
+    )
 
 
 @contextmanager

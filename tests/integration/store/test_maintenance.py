@@ -117,7 +117,7 @@ def test_maintain_keeps_translation_and_recent_batches(
     recent = {("s1", b) for b in (11, 12, 13)} | {("s2", b) for b in (3, 4, 5)} | {("s3", b) for b in (5, 6, 7)}
     recent_rows = [r for r in rows_before if (r[10], r[9]) in recent]
 
-    result = maintain(spark, tables, config, keep_recent_batches=KEEP)
+    result = maintain(spark, tables, config, keep_recent_batches=KEEP).as_dict()
 
     rows_after = all_rows(spark, tables)
     assert pairs(spark, tables) == pairs_before
@@ -158,7 +158,7 @@ def test_maintain_keeps_translation_and_recent_batches(
 
     # A second run has nothing to merge: no row changes, no data commit.
     version = table_version(spark, tables)
-    again = maintain(spark, tables, config, keep_recent_batches=KEEP)
+    again = maintain(spark, tables, config, keep_recent_batches=KEEP).as_dict()
     assert again["offset_syncs"]["coalesce"]["ranges_merged"] == 0
     assert again["offset_syncs"]["coalesce"]["streams_rewritten"] == 0
     assert all_rows(spark, tables) == rows_after

@@ -134,7 +134,7 @@ def test_spark_reads_what_delta_rs_wrote_and_maintenance_keeps_every_answer(spar
     ranges, progress = syncs.ranges("A->B"), syncs.progress("A->B")
     latest, then = checkpoints.latest("A->B"), checkpoints.latest("A->B", as_of=between)
     figures = maintain(spark, layout, config, keep_recent_batches=1)
-    assert figures["offset_syncs"]["coalesce"]["ranges_merged"] > 0
+    assert figures.coalesce.ranges_merged > 0
     assert syncs.ranges("A->B") == ranges and syncs.progress("A->B") == progress
     assert checkpoints.latest("A->B") == latest and checkpoints.latest("A->B", as_of=between) == then
     checkpoints.append([checkpoint("g2", 0, 6)])  # delta-rs appends after Spark's OPTIMIZE

@@ -357,7 +357,8 @@ NOISY = """
 import os, sys
 sys.path[:0] = {paths!r}
 from drkit.cli.app import main
-from drkit.service import Drkit, MaintenanceReport
+from drkit.core.reports import CoalesceFigures, MaintenanceReport, TableFigures
+from drkit.service import Drkit
 from support.fakes import world
 from pathlib import Path
 
@@ -368,7 +369,7 @@ class Noisy(Drkit):
         if os.environ.get("FAIL"):
             from drkit.errors import StoreError
             raise StoreError("damaged")
-        return MaintenanceReport({{"seconds": 1.0}})
+        return MaintenanceReport("state", 100, 168.0, TableFigures(), CoalesceFigures(), TableFigures(), 1.0)
 
 w = world(Path({tmp!r}))
 main(["maintain", "-o", "json"], facade_factory=lambda p: Noisy(w.config, context=w.context))
@@ -382,6 +383,7 @@ def test_json_stdout_holds_only_the_document(tmp_path: Path, fail: bool) -> None
     env = dict(os.environ, FAIL="1" if fail else "")
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=60)
     assert done.returncode == (6 if fail else 0), done.stderr
-    assert json.loads(done.stdout) == ({"error": "damaged", "exit_code": 6} if fail else {"seconds": 1.0})
+    document = json.loads(done.stdout)
+    assert document == {"error": "damaged", "exit_code": 6} if fail else document["seconds"] == 1.0
     assert "a line a library prints" in done.stderr and "a line the JVM writes" in done.stderr
     assert "Traceback" not in done.stderr
