@@ -15,7 +15,7 @@ from typing import Any
 
 import typer
 
-from drkit import __version__
+from drkit._version import __version__
 from drkit.cli import config_cmd
 from drkit.cli.console import Output, error, json_stdout
 from drkit.cli.options import FacadeFactory, Invocation

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Protocol
 
-from drkit import __version__
+from drkit._version import __version__
 from drkit.core.audit import OperationStatus
 from drkit.core.drill import (
     DisasterKind,

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
-from drkit import __version__
+from drkit._version import __version__
 from drkit.config import FlowConfig
 from drkit.core.audit import OperationRecord, OperationStatus
 from drkit.core.checkpoints import CommittedOffset
