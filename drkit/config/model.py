@@ -1,0 +1,343 @@
+"""The typed configuration (pydantic, frozen): clusters, flows, state, Spark, metrics, and the checks that
+span fields (known clusters, one flow per pair, flow topologies via drkit.core.flows).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
+
+from drkit.config.properties import (
+    _SPARK_MASTER,
+    JAVA_ONLY_PROPERTIES,
+    _check_client_properties,
+    _flatten_properties,
+    _PropertyError,
+)
+from drkit.config.regex import Pattern
+from drkit.core.flows import FlowEdge, PolicyName, topology_problem
+from drkit.core.heartbeat import HEARTBEAT_TOPIC
+from drkit.core.policy import ReplicationPolicy, policy_for
+from drkit.core.selection import NameSelector, group_selector, topic_selector
+from drkit.core.topology import CONFIG_EXCLUDE_DEFAULT
+from drkit.errors import ConfigError
+
+_ALIAS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+
+
+class _Model(BaseModel):
+    # inf and nan read from TOML would pass every bound check (or fail it with a puzzling message).
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+class Selection(_Model):
+    """Names selected by full-match regular expressions: included and not excluded."""
+
+    include: list[Pattern] = Field(default_factory=lambda: [".*"])
+    exclude: list[Pattern] = Field(default_factory=list)
+
+
+class ClusterConfig(_Model):
+    """One Kafka cluster: where it is and how clients connect to it."""
+
+    bootstrap_servers: str = Field(min_length=1)
+    #: librdkafka/Java-style client properties (security.protocol, sasl.*, ssl.*, ...).
+    properties: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _servers(cls, value: str) -> str:
+        servers = value.split(",")
+        for number, server in enumerate(servers, 1):
+            host, sep, port = server.strip().rpartition(":")
+            if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+                where = f"; entry {number} of {len(servers)} is not" if len(servers) > 1 else ""
+                raise ValueError(f"expected host:port[,host:port...] with a port from 1 to 65535{where}")
+        return value
+
+    @field_validator("properties", mode="before")
+    @classmethod
+    def _stringify(cls, value: Any) -> Any:
+        return _flatten_properties(value)
+
+    @field_validator("properties")
+    @classmethod
+    def _known(cls, value: dict[str, str]) -> dict[str, str]:
+        return _check_client_properties(value, skip=JAVA_ONLY_PROPERTIES)
+
+
+#: Batches of up to this many offsets are copied by the mirror's driver (``driver_copy_max_records``):
+#: above ``max_offsets_per_trigger``'s default, so by default every batch whose start is known.
+DRIVER_COPY_MAX_RECORDS = 1_000_000
+
+
+class MirrorSettings(_Model):
+    """Tuning of the mirror job of one flow."""
+
+    trigger_interval_seconds: float = Field(default=1.0, gt=0)
+    max_offsets_per_trigger: int | None = Field(default=100_000, gt=0)
+    #: A batch of at most this many offsets is read by the driver's own consumer and copied by the driver
+    #: (a streaming read: memory does not grow with the batch), instead of by Spark Python tasks, whose
+    #: fixed cost is most of a small batch's time. Larger batches, and those whose start Spark's
+    #: checkpoint does not give (a new topic or partition), get one task per core. 0: always tasks.
+    driver_copy_max_records: int = Field(default=DRIVER_COPY_MAX_RECORDS, ge=0)
+    #: Replication factor of target topics drkit creates; -1 is the target broker's default.
+    target_replication_factor: int = Field(default=-1)
+    #: Stop when records were removed from the source before they were mirrored (retention).
+    fail_on_data_loss: bool = True
+    #: Extra properties for the target producer (compression.type, linger.ms, batch.size, ...).
+    producer: dict[str, str] = Field(default_factory=dict)
+    #: Extra properties for the Spark Kafka source (without the ``kafka.`` prefix).
+    consumer: dict[str, str] = Field(default_factory=dict)
+    #: On SIGINT/SIGTERM, how long to let the running micro-batch finish before stopping it (a stopped
+    #: batch is produced again after a restart: duplicates on the target, never a loss or a wrong sync).
+    stop_grace_seconds: float = Field(default=10.0, ge=0)
+    #: Seconds between observations of the source's end offsets (lag metrics, RPO) while no batch runs;
+    #: after every batch the ends are observed at once, in the background.
+    observe_interval_seconds: float = Field(default=5.0, gt=0)
+
+    @field_validator("target_replication_factor")
+    @classmethod
+    def _rf(cls, value: int) -> int:
+        if value == 0 or value < -1:
+            raise ValueError("must be -1 (broker default) or a positive number")
+        return value
+
+    _flat = field_validator("producer", "consumer", mode="before")(_flatten_properties)
+
+    @field_validator("producer")
+    @classmethod
+    def _producer(cls, value: dict[str, str]) -> dict[str, str]:
+        forced = {"enable.idempotence", "acks", "bootstrap.servers"} & set(value)
+        if forced:
+            raise ValueError(f"{sorted(forced)[0]!r} is set by drkit for no-loss delivery and cannot be overridden")
+        # The target producer is a librdkafka (confluent-kafka) producer in the Spark tasks.
+        return _check_client_properties(value)
+
+    @field_validator("consumer")
+    @classmethod
+    def _consumer(cls, value: dict[str, str]) -> dict[str, str]:
+        forced = {"isolation.level", "group.id", "enable.auto.commit", "bootstrap.servers"} & set(value)
+        if forced:
+            raise ValueError(f"{sorted(forced)[0]!r} is set by drkit and cannot be overridden")
+        return value
+
+
+class CheckpointSettings(_Model):
+    """Tuning of the checkpoint translator of one flow."""
+
+    #: Seconds between translator runs. A run without changes costs one round of group-offset reads
+    #: and no Delta commit, so the default keeps checkpoints a few seconds behind the source's commits
+    #: (MirrorMaker 2 emits checkpoints every 60 s by default).
+    interval_seconds: float = Field(default=2.0, gt=0)
+    #: Also commit translated offsets to idle groups on the target (like MM2's sync.group.offsets).
+    sync_group_offsets: bool = False
+    #: Failover refuses checkpoints older than this unless told --allow-stale.
+    max_age_seconds: float = Field(default=300.0, gt=0)
+
+
+class TopologySettings(_Model):
+    """How a running mirror follows the source's topics (``[flows.topology]``)."""
+
+    #: Seconds between reconciliations of a running mirror: new topics and partitions are created on the
+    #: target and config changes propagated. 0 turns the periodic reconciliation off; a batch holding a
+    #: new topic or partition still creates what it needs before it copies.
+    refresh_interval_seconds: float = Field(default=10.0, ge=0)
+    #: Copy topic configs (at creation, then every change) except ``config_exclude``.
+    sync_configs: bool = True
+    #: Topic properties never copied, as full-match regexes; the default list and why each entry is
+    #: there: drkit.core.topology.CONFIG_EXCLUDE_DEFAULT.
+    config_exclude: list[Pattern] = Field(default_factory=lambda: [p for p, _ in CONFIG_EXCLUDE_DEFAULT])
+    #: Copy the topic ACLs of mirrored topics to their target names (READ and DESCRIBE only, never WRITE).
+    sync_acls: bool = False
+
+
+class HeartbeatSettings(_Model):
+    """Heartbeat records the mirror writes on the source and copies like data (``[flows.heartbeats]``)."""
+
+    #: Seconds between heartbeats; 0 writes none.
+    interval_seconds: float = Field(default=1.0, ge=0)
+
+
+class FlowConfig(_Model):
+    """One replication flow, ``source -> target``."""
+
+    source: str
+    target: str
+    topics: Selection = Field(default_factory=Selection)
+    groups: Selection = Field(default_factory=Selection)
+    replication_policy: Literal["prefix", "identity"] = "prefix"
+    separator: str = Field(default=".", min_length=1)
+    mirror: MirrorSettings = Field(default_factory=MirrorSettings)
+    checkpoint: CheckpointSettings = Field(default_factory=CheckpointSettings)
+    topology: TopologySettings = Field(default_factory=TopologySettings)
+    heartbeats: HeartbeatSettings = Field(default_factory=HeartbeatSettings)
+
+    @property
+    def name(self) -> str:
+        return f"{self.source}->{self.target}"
+
+    def policy(self) -> ReplicationPolicy:
+        return policy_for(self.replication_policy, self.separator)
+
+    def edge(self) -> FlowEdge:
+        """This flow as the topology rules see it (drkit.core.flows)."""
+        return FlowEdge(self.name, self.source, self.target, PolicyName(self.replication_policy), self.separator)
+
+    def group_selector(self) -> NameSelector:
+        """The consumer groups this flow translates (never drkit's own or Connect's)."""
+        return group_selector(self.groups.include, self.groups.exclude)
+
+
+class StateConfig(_Model):
+    """Where drkit keeps its Delta tables and Spark checkpoints."""
+
+    root: str = ".drkit/state"
+
+
+class SparkConfig(_Model):
+    master: str = "local[2]"
+    #: Extra Spark properties, applied last.
+    conf: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("master")
+    @classmethod
+    def _master(cls, value: str) -> str:
+        if not _SPARK_MASTER.fullmatch(value):
+            raise ValueError(
+                "expected local, local[N], local[*], local[N,F], spark://HOST:PORT, yarn or k8s://HOST:PORT"
+            )
+        return value
+
+    @field_validator("conf", mode="before")
+    @classmethod
+    def _stringify(cls, value: Any) -> Any:
+        return _flatten_properties(value)
+
+    @field_validator("conf")
+    @classmethod
+    def _spark_keys(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if name == "spark.master":
+                raise _PropertyError(name, "set the master as [spark] master, where it is checked")
+            if not name.startswith("spark."):
+                # spark-submit drops these with a warning nobody sees; Hadoop settings are spark.hadoop.*.
+                raise _PropertyError(name, "Spark ignores properties that do not start with 'spark.'")
+        return value
+
+
+class MetricsConfig(_Model):
+    """Prometheus metrics of the mirror and checkpoint processes (off unless a port is set)."""
+
+    port: int | None = Field(default=None, ge=1, le=65535)
+    host: str = "127.0.0.1"
+
+
+class DrkitConfig(_Model):
+    """The whole configuration. Build it with :func:`load_config`."""
+
+    clusters: dict[str, ClusterConfig]
+    flows: list[FlowConfig] = Field(default_factory=list)
+    state: StateConfig = Field(default_factory=StateConfig)
+    spark: SparkConfig = Field(default_factory=SparkConfig)
+    metrics: MetricsConfig = Field(default_factory=MetricsConfig)
+    #: Where the file was loaded from; relative state paths are resolved against its folder.
+    source_path: str | None = None
+
+    @field_validator("clusters")
+    @classmethod
+    def _aliases(cls, value: dict[str, ClusterConfig]) -> dict[str, ClusterConfig]:
+        if not value:
+            raise ValueError('define at least one cluster: [clusters.<alias>] with bootstrap_servers = "host:port"')
+        for alias in value:
+            if not _ALIAS.match(alias):
+                raise ValueError(
+                    f"cluster alias {alias!r} must start with a letter or digit and contain only letters, "
+                    "digits, '_' or '-'"
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _flows(self) -> DrkitConfig:
+        seen: set[str] = set()
+        for i, flow in enumerate(self.flows):
+            for side in ("source", "target"):
+                alias = getattr(flow, side)
+                if alias not in self.clusters:
+                    raise _KeyedError(
+                        f"flows[{i}].{side}",
+                        f"unknown cluster {alias!r}; defined clusters: {', '.join(sorted(self.clusters))}",
+                    )
+            if flow.source == flow.target:
+                raise _KeyedError(f"flows[{i}].target", f"a flow cannot mirror cluster {flow.source!r} to itself")
+            if flow.name in seen:
+                raise _KeyedError(f"flows[{i}]", f"flow {flow.name} is defined twice")
+            seen.add(flow.name)
+            self._check_joined_patterns(i, flow)
+        # Without the heartbeat topic: heartbeats of many sources share one topic safely (keyed by flow).
+        edges = [f.edge() for f in self.flows]
+        problem = topology_problem(edges, [self.topic_selector(f, heartbeats=False) for f in self.flows])
+        if problem:
+            raise _KeyedError(problem.key, problem.reason)
+        return self
+
+    def _check_joined_patterns(self, i: int, flow: FlowConfig) -> None:
+        # Each pattern was checked alone; this checks them as drkit joins them (with its exclusions).
+        for part, selector in (("topics", self.topic_selector(flow)), ("groups", flow.group_selector())):
+            try:
+                re.compile(selector.pattern)
+            except re.error as exc:
+                raise _KeyedError(f"flows[{i}].{part}", f"the patterns joined are not valid: {exc.msg}") from None
+
+    def flow(self, name: str | None) -> FlowConfig:
+        """The flow called ``name`` (``A->B``); with None, the only flow there is."""
+        if name is None:
+            if len(self.flows) != 1:
+                names = ", ".join(f.name for f in self.flows) or "none"
+                raise ConfigError(f"choose a flow with --flow (defined: {names})")
+            return self.flows[0]
+        for flow in self.flows:
+            if flow.name == name.replace(" ", ""):
+                return flow
+        names = ", ".join(f.name for f in self.flows) or "none"
+        raise ConfigError(f"unknown flow {name!r}; defined flows: {names}")
+
+    def flows_named(self, name: str | None) -> list[FlowConfig]:
+        """All flows, or the one named."""
+        return list(self.flows) if name is None else [self.flow(name)]
+
+    def topic_selector(self, flow: FlowConfig, heartbeats: bool = True) -> NameSelector:
+        """The source topics ``flow`` mirrors: never internal topics, never copies of its target's; with
+        heartbeats on, the heartbeat topic too (its copy is how the target measures replication)."""
+        include = list(flow.topics.include)
+        if heartbeats and flow.heartbeats.interval_seconds > 0:
+            include.append(re.escape(HEARTBEAT_TOPIC))
+        return topic_selector(include, flow.topics.exclude, flow.policy(), flow.target, frozenset(self.clusters))
+
+    def reverse_of(self, flow: FlowConfig) -> FlowConfig | None:
+        """The flow that copies ``flow``'s target back to its source, if one is configured."""
+        return next((f for f in self.flows if f.source == flow.target and f.target == flow.source), None)
+
+    def state_root(self) -> Path:
+        root = Path(self.state.root).expanduser()
+        if not root.is_absolute() and self.source_path:
+            root = Path(self.source_path).parent / root
+        return root.resolve()
+
+
+class _KeyedError(ValueError):
+    """A cross-field error that knows which key it is about."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+        self.message = message
