@@ -473,7 +473,7 @@ class Drkit:
         on_progress: Callable[[list[MirrorSummary]], None] | None = None,
     ) -> list[MirrorSummary]:
         """Run the mirror of one flow (or all) until caught up (``once``) or stopped."""
-        from drkit.mirror.job import MirrorRunner
+        from drkit.mirror.runner import MirrorRunner
         from drkit.store.fast import check_readable
 
         flows = self.config.flows_named(flow)

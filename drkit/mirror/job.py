@@ -26,12 +26,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
-import signal
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,15 +41,17 @@ from drkit.core.incarnation import Renewal
 from drkit.core.offsets import BatchRanges, SourceOffsets, SyncRange, copy_in_driver
 from drkit.core.reports import MirrorSummary
 from drkit.core.selection import NameSelector
-from drkit.core.status import EndsObservation
 from drkit.errors import ClusterError, DrkitError, MirrorError, RefusedError
 from drkit.kafka import clients
 from drkit.kafka.admin import KafkaAdmin
 from drkit.kafka.topology import TopologyReconciler
-from drkit.layout import JobKind, StateLayout, flow_dir_name
-from drkit.mirror.deliver import FAILURE_MARKER, RANGE_SCHEMA, Copier, deliver_batches
+from drkit.layout import StateLayout, flow_dir_name
+from drkit.mirror.deliver import RANGE_SCHEMA, Copier, deliver_batches
+from drkit.mirror.failure import explain, source_unreachable
 from drkit.mirror.heartbeat import HeartbeatWriter
-from drkit.mirror.reader import ABANDONED_MARKER, BatchReader, ReadFallback, RecordsRemoved, SourceStalled
+from drkit.mirror.observer import SourceObserver
+from drkit.mirror.offset_log import batch_start_offsets, logged_offsets
+from drkit.mirror.reader import BatchReader, ReadFallback, RecordsRemoved, SourceStalled
 from drkit.mirror.topology import TopologyFollower
 from drkit.store.offset_syncs import OffsetSyncStore, SyncRow
 from drkit.store.runs import MirrorFiles, RunFiles
@@ -120,30 +119,6 @@ def registration_refusal(flow: str, source: str, name: str, registered: Iterable
             f"still waits on source cluster {source}); start it from a new process, or wait and retry"
         )
     return None
-
-
-def logged_offsets(checkpoint: Path, batch_id: int) -> SourceOffsets | None:
-    """The source's end offsets for ``batch_id`` as Spark's offset log holds them (written before the batch
-    runs: its third line is the Kafka source's offsets); None when absent or unreadable."""
-    return _offsets_line(checkpoint / "offsets" / str(batch_id), 2)
-
-
-def initial_offsets(checkpoint: Path) -> SourceOffsets | None:
-    """Where the query's first batch starts: the Kafka source's initial offsets (``sources/0/0``, a version
-    line then the offsets), resolved from ``startingOffsets`` when the query first ran."""
-    return _offsets_line(checkpoint / "sources" / "0" / "0", -1)
-
-
-def batch_start_offsets(checkpoint: Path, batch_id: int) -> SourceOffsets | None:
-    return initial_offsets(checkpoint) if batch_id == 0 else logged_offsets(checkpoint, batch_id - 1)
-
-
-def _offsets_line(path: Path, line: int) -> SourceOffsets | None:
-    try:
-        offsets = json.loads(path.read_text(encoding="utf-8").splitlines()[line])
-    except (OSError, IndexError, ValueError):
-        return None
-    return offsets if isinstance(offsets, dict) else None
 
 
 class MirrorJob:
@@ -355,7 +330,7 @@ class MirrorJob:
                 collected = batch.coalesce(self._tasks()).mapInArrow(task, RANGE_SCHEMA).collect()
                 ranges = [r.asDict() for r in collected]
         except Exception as exc:
-            raise self.explain(exc) from None
+            raise explain(self.flow, self.source.bootstrap_servers, exc) from None
         # What the mirror knows after this batch, recorded before its syncs: a batch replayed after a crash
         # decides again from the state before it (drkit.core.batch.state_before).
         self.files.record_state(self.flow.name, state)
@@ -441,31 +416,8 @@ class MirrorJob:
         except ValueError:
             return 60.0
 
-    def explain(self, exc: BaseException) -> BaseException:
-        """The operator-facing error of a failed batch: delivery failures as they are; a source that cannot
-        be read is named, with what to do."""
-        text = str(exc)
-        if FAILURE_MARKER in text or not _SOURCE_READ_FAILURE.search(text):
-            return exc
-        return ClusterError(source_unreachable(self.flow, self.source.bootstrap_servers, _cause(text)))
-
     def _tasks(self) -> int:
         return max(1, int(self.spark.sparkContext.defaultParallelism))
-
-    def describe_failure(self, error: BaseException) -> str:
-        """One line for a query that stopped: the cause, and for a source that cannot be read, what to do."""
-        text = str(error)
-        if self.source_lost(error) and "ClusterError: " not in text:
-            return source_unreachable(self.flow, self.source.bootstrap_servers, _cause(text))
-        return failure_message(error)
-
-    def source_lost(self, error: BaseException) -> bool:
-        """Whether a stopped query's error is its source not answering (a cluster error, exit 4), rather
-        than a failure of the mirror itself (exit 5)."""
-        text = str(error)
-        if FAILURE_MARKER in text:
-            return False
-        return f"source cluster {self.flow.source} (" in text or bool(_SOURCE_READ_FAILURE.search(text))
 
     def source_reachable(self, timeout: float = 2.0) -> bool:
         try:
@@ -526,277 +478,3 @@ class MirrorJob:
         conf.update(self.flow.mirror.producer)
         conf.update(PRODUCER_FIXED)
         return conf
-
-
-class SourceObserver:
-    """The source's end offsets, observed in a background thread: right after each batch's syncs are
-    written, and every ``observe_interval_seconds`` while no batch runs.
-
-    Each observation is recorded as the mirror's knowledge of the source (``RunFiles.observe_source_ends``):
-    should the source be lost, failover's RPO starts from the freshest one, taken after the syncs of the
-    last batch. A round trip to the source must not hold the next batch back, hence the thread; a
-    request made while one is in flight is served right after it (observations never lag a batch by more
-    than one round trip). It also sets the lag gauges: records per partition, and seconds, an upper bound
-    of the age of the oldest record not yet mirrored (0 when caught up; otherwise the time since the
-    partition was last seen caught up or since the source timestamp of its newest mirrored record,
-    whichever is later: every unmirrored record came after both), and the records mirrored per second.
-    """
-
-    RATE_WINDOW = 10.0
-
-    def __init__(self, flow: FlowConfig, admin: KafkaAdmin, runs: RunFiles) -> None:
-        self.flow = flow
-        self.admin = admin
-        self.runs = runs
-        self.interval = flow.mirror.observe_interval_seconds
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._closed = threading.Event()
-        self._idle = threading.Event()
-        self._idle.set()
-        self._topics: set[str] = set()
-        self._next: dict[tuple[str, int], int] = {}
-        self._newest_ms: dict[tuple[str, int], int] = {}
-        self._caught_up: dict[tuple[str, int], float] = {}
-        self._batches: deque[tuple[float, int]] = deque()
-        self._thread: threading.Thread | None = None
-        self.observations = 0
-
-    def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name=f"drkit-observer-{self.flow.name}", daemon=True)
-            self._thread.start()
-
-    def after_batch(
-        self, topic_map: dict[str, str], rows: list[SyncRow], newest_ms: dict[tuple[str, int], int], records: int
-    ) -> None:
-        now = time.time()
-        with self._lock:
-            self._topics |= set(topic_map)
-            for r in rows:
-                key = (r.source_topic, r.partition)
-                self._next[key] = max(self._next.get(key, 0), r.range.upstream_last + 1)
-            for key, ms in newest_ms.items():
-                self._newest_ms[key] = max(self._newest_ms.get(key, 0), ms)
-            self._batches.append((now, records))
-            self._set_rate(now)
-            self._idle.clear()
-        self._wake.set()
-
-    def _set_rate(self, now: float) -> None:
-        while self._batches and self._batches[0][0] < now - self.RATE_WINDOW:
-            self._batches.popleft()
-        metrics.MIRROR_RATE.labels(self.flow.name).set(sum(n for _, n in self._batches) / self.RATE_WINDOW)
-
-    def wait_idle(self, timeout: float) -> bool:
-        """Block until the observation requested by the last batch is done (tests, shutdown)."""
-        return self._idle.wait(timeout)
-
-    def close(self, timeout: float = 5.0) -> None:
-        self.wait_idle(timeout)
-        self._closed.set()
-        self._wake.set()
-
-    def _loop(self) -> None:
-        while not self._closed.is_set():
-            self._wake.wait(self.interval)
-            self._wake.clear()
-            if self._closed.is_set():
-                return
-            try:
-                self.observe()
-            except Exception as exc:  # metrics must never stop the mirror
-                log.warning("flow %s: source not observed: %s", self.flow.name, exc)
-            finally:
-                if not self._wake.is_set():
-                    self._idle.set()
-
-    def observe(self) -> None:
-        with self._lock:
-            topics = set(self._topics)
-            self._set_rate(time.time())
-        if not topics:
-            return
-        try:
-            counts = self.admin.partition_counts()
-            ends = self.admin.end_offsets({t: counts[t] for t in topics if t in counts})
-        except DrkitError as exc:
-            log.warning("flow %s: lag not measured: %s", self.flow.name, exc)
-            return
-        at = time.time()
-        try:
-            self.runs.observe_source_ends(JobKind.MIRROR, self.flow.name, EndsObservation(int(at * 1000), ends))
-        except OSError as exc:
-            log.warning("flow %s: source ends not recorded: %s", self.flow.name, exc)
-        self.observations += 1
-        worst = 0.0
-        with self._lock:
-            for (topic, partition), end in ends.items():
-                key = (topic, partition)
-                lag = max(0, end - self._next.get(key, 0))
-                metrics.MIRROR_LAG.labels(self.flow.name, topic, str(partition)).set(lag)
-                if lag == 0:
-                    self._caught_up[key] = at
-                    continue
-                since = max(self._caught_up.get(key, 0.0), self._newest_ms.get(key, 0) / 1000)
-                if since:
-                    worst = max(worst, at - since)
-        metrics.MIRROR_LAG_SECONDS.labels(self.flow.name).set(worst)
-
-
-#: Kafka client errors that mean the source cannot be read (broker down, unreachable, or not answering).
-_SOURCE_READ_FAILURE = re.compile(
-    r"(Timeout of \d+ms expired before the position for partition"
-    r"|Timed out waiting for a node assignment"
-    r"|TimeoutException: Timeout of \d+ms expired"
-    r"|Cannot fetch record for offset"
-    r"|KafkaConsumer.*Connection refused"
-    r"|Failed to get records for .* after polling)"
-)
-
-
-def _cause(text: str) -> str:
-    """The Kafka client's own words: the first line that matches a source read failure."""
-    for line in text.splitlines():
-        match = _SOURCE_READ_FAILURE.search(line)
-        if match:
-            return (
-                line[line.rfind("Exception: ", 0, match.start()) + len("Exception: ") :].strip()[:300]
-                if "Exception: " in line[: match.start()]
-                else line.strip()[:300]
-            )
-    return text.splitlines()[0][:300] if text else ""
-
-
-def source_unreachable(flow: FlowConfig, bootstrap: str, cause: str) -> str:
-    return (
-        f"source cluster {flow.source} ({bootstrap}) cannot be read: {cause}. If {flow.source} is down or "
-        f"unreachable from this host, restore it and restart the mirror (it resumes where it stopped); "
-        f"if {flow.source} is lost, fail the groups over: drkit failover --flow '{flow.name}'"
-    )
-
-
-#: Spark's AvailableNow trigger (``--once``) refuses a run whose topic partitions differ from the last batch's.
-_AVAILABLE_NOW_CHANGED = "should provide the same topic partitions in pre-fetched offset to end offset"
-
-
-def failure_message(exc: BaseException) -> str:
-    """The operator-facing reason inside a Spark/Py4J exception chain."""
-    text = str(exc)
-    if _AVAILABLE_NOW_CHANGED in text:
-        return (
-            "the flow's topic partitions changed since its last batch (a topic deleted, created or no longer "
-            "selected), and --once cannot plan across such a change (Spark's AvailableNow trigger): run "
-            "`drkit mirror` without --once until one batch has passed; nothing was copied or lost"
-        )
-    match = re.search(re.escape(FAILURE_MARKER) + r"([^\n]*)", text)
-    if match:
-        return match.group(1).strip()
-    from drkit.errors import DrkitError
-
-    for line in text.splitlines():
-        for name in ("MirrorError", "ClusterError", "StoreError"):
-            if f"{name}: " in line:
-                return line.split(f"{name}: ", 1)[1].strip()
-    if isinstance(exc, DrkitError):
-        return text
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    # Py4J wraps a Python error raised inside foreachBatch: its last line is the error itself.
-    if lines and lines[0].startswith("An exception was raised by the Python Proxy"):
-        errors = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception): ", ln)]
-        if errors:
-            return errors[-1][:500]
-    first = lines[0] if lines else type(exc).__name__
-    return first[:500]
-
-
-class MirrorRunner:
-    """Runs the jobs of one or more flows until done (``once``) or stopped by SIGINT/SIGTERM."""
-
-    def __init__(self, config: DrkitConfig, flows: list[FlowConfig], spark: SparkSession) -> None:
-        self.jobs = [MirrorJob(config, f, spark) for f in flows]
-        self._stop = threading.Event()
-        self._unreachable: set[str] = set()
-
-    def run(
-        self, once: bool, poll_seconds: float = 0.2, on_progress: Callable[[list[MirrorSummary]], None] | None = None
-    ) -> list[MirrorSummary]:
-        queries: list[StreamingQuery] = []
-        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-        if threading.current_thread() is threading.main_thread():
-            for s in previous:
-                signal.signal(s, lambda *_: self._stop.set())
-        try:
-            # Every flow before any starts: a refusal must not leave other flows' batches half done.
-            for job in self.jobs:
-                job.check_not_registered()
-                job.check_targets()
-            for job in self.jobs:
-                queries.append(job.start(once))
-            while any(q.isActive for q in queries):
-                if self._stop.is_set():
-                    self._stop_queries(queries)
-                    break
-                if on_progress is not None:
-                    on_progress([job.summary() for job in self.jobs])
-                self._stop.wait(poll_seconds)
-            for query, job in zip(queries, self.jobs, strict=True):
-                error = query.exception()
-                if error is not None and ABANDONED_MARKER in str(error):  # the query was being stopped
-                    log.warning(
-                        "flow %s: stopped during a batch: it is copied again on restart (duplicates on the "
-                        "target, no loss)",
-                        job.flow.name,
-                    )
-                    continue
-                if error is not None:
-                    metrics.ERRORS.labels(job.flow.name, "mirror").inc()
-                    kind = ClusterError if job.source_lost(error) else MirrorError
-                    # The query's own trace (Java and Py4J) is the cause: shown by `drkit --debug` only.
-                    raise kind(f"mirror of flow {job.flow.name} stopped: {job.describe_failure(error)}") from error
-        finally:
-            for q in queries:
-                if q.isActive:
-                    q.stop()
-            for job in self.jobs:
-                # A source that cannot be read will not answer the last observation either.
-                job.observer.close(0.0 if job.flow.name in self._unreachable else 5.0)
-                job.topology.close()
-                job.heartbeats.close()
-                job.reader.close()
-            if threading.current_thread() is threading.main_thread():
-                for s, handler in previous.items():
-                    signal.signal(s, handler)
-        return [job.summary() for job in self.jobs]
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def _stop_queries(self, queries: list[StreamingQuery]) -> None:
-        """Let the running batches finish within their flow's grace, then stop every query.
-
-        A batch stopped half way is produced again after a restart (duplicates, never a loss: Spark did
-        not commit it and its syncs were not written). A source that cannot be read makes the batch wait
-        for Kafka's timeouts, so it is not waited for at all.
-        """
-        for q, job in zip(queries, self.jobs, strict=False):
-            deadline = time.monotonic() + job.flow.mirror.stop_grace_seconds
-            while q.isActive and q.status.get("isTriggerActive") and time.monotonic() < deadline:
-                if not job.source_reachable():
-                    self._unreachable.add(job.flow.name)
-                    log.warning(
-                        "flow %s: source %s unreachable: stopping the running batch", job.flow.name, job.flow.source
-                    )
-                    break
-                time.sleep(0.1)
-        for q, job in zip(queries, self.jobs, strict=False):
-            job.abandon.set()  # a batch the driver is still reading gives up now
-            if q.isActive:
-                try:
-                    q.stop()
-                except Exception:  # spark.sql.streaming.stopTimeout passed: its thread is abandoned
-                    log.warning(
-                        "flow %s: the query did not stop within spark.sql.streaming.stopTimeout; exiting without "
-                        "it: its uncommitted batch is copied again on restart (duplicates on the target, no loss)",
-                        job.flow.name,
-                    )

@@ -30,6 +30,7 @@ from drkit.core.translate import PartitionBounds, SyncIndex
 from drkit.errors import ClusterError
 from drkit.kafka.admin import KafkaAdmin
 from drkit.layout import JobKind, StateLayout
+from drkit.runtime.signals import stop_on_signals
 from drkit.store.offset_syncs import SyncIndexCache
 from drkit.store.runs import MirrorFiles, RunFiles, TranslatorRun
 
@@ -169,14 +170,8 @@ class TranslatorRunner:
     def run(self, once: bool, interval: float | None = None, max_runs: int | None = None) -> list[TranslationRun]:
         if once:
             return [job.run_once() for job in self.jobs]
-        import signal
-
         runs: list[TranslationRun] = []
-        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-        if threading.current_thread() is threading.main_thread():
-            for s in previous:
-                signal.signal(s, lambda *_: self.stopped.set())
-        try:
+        with stop_on_signals(self.stopped):
             n = 0
             while not self.stopped.is_set() and (max_runs is None or n < max_runs):
                 for job in self.jobs:
@@ -188,8 +183,4 @@ class TranslatorRunner:
                 n += 1
                 wait = interval if interval is not None else min(j.flow.checkpoint.interval_seconds for j in self.jobs)
                 self.stopped.wait(wait)
-        finally:
-            if threading.current_thread() is threading.main_thread():
-                for s, handler in previous.items():
-                    signal.signal(s, handler)
         return runs[-len(self.jobs) :] if runs else []

@@ -12,7 +12,7 @@ from prometheus_client import REGISTRY
 from support.kafka_io import create_topic, unique
 
 from drkit.config import DrkitConfig
-from drkit.mirror.job import MirrorRunner
+from drkit.mirror.runner import MirrorRunner
 from drkit.service import Drkit
 
 

@@ -27,7 +27,7 @@ from support.processes import no_java_env, quietly
 
 from drkit.config import load_config
 from drkit.localdev.clusters import LocalKafka
-from drkit.mirror.job import MirrorRunner
+from drkit.mirror.runner import MirrorRunner
 from drkit.service import Drkit
 
 TOPIC, GROUP, PARTITIONS, RATE = "payments", "ledger", 3, 150

@@ -26,7 +26,7 @@ from drkit.config import load_config
 from drkit.core.origin import ORIGIN_HEADER, origin_of
 from drkit.core.translate import Position
 from drkit.localdev.clusters import LocalKafka
-from drkit.mirror.job import MirrorRunner
+from drkit.mirror.runner import MirrorRunner
 from drkit.service import Drkit
 
 TOPIC, GROUP, PARTITIONS = "ledger", "settlement", 2

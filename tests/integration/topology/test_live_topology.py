@@ -25,7 +25,7 @@ from drkit.config import DrkitConfig, load_config
 from drkit.core.audit import OperationStatus
 from drkit.core.status import Verdict
 from drkit.core.topology import TopicIssueKind
-from drkit.mirror.job import MirrorRunner
+from drkit.mirror.runner import MirrorRunner
 from drkit.service import Drkit
 
 REFRESH = 2.0
