@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from drkit.store.fast import SyncRow, TableVersion
+    from drkit.translator.context import TranslatorContext
 
 #: Environment variable that makes the operator commands and the translator use Spark for the
 #: Delta tables instead of delta-rs (``spark``); anything else, or unset, is delta-rs.
@@ -493,8 +494,15 @@ class Drkit:
         flows = self.config.flows_named(flow)
         with running_jobs(self._writable_state(), JobKind.TRANSLATOR, [f.name for f in flows]):
             metrics.serve(self.config.metrics.port, self.config.metrics.host)
-            syncs, checkpoints, _ = self._stores()
-            return TranslatorRunner(self.config, flows, syncs, checkpoints).run(once, interval, max_runs)
+            return TranslatorRunner(self.translator_context(), flows).run(once, interval, max_runs)
+
+    def translator_context(self) -> TranslatorContext:
+        """The translator's collaborators: the configured clusters, the Delta sync and checkpoint logs."""
+        from drkit.kafka.admin import KafkaClusters
+        from drkit.translator.context import TranslatorContext
+
+        syncs, checkpoints, _ = self._stores()
+        return TranslatorContext(self.config, KafkaClusters(self.config), syncs, checkpoints, self.layout)
 
     def maintain(self, keep_recent_batches: int = 100, vacuum_retention_hours: float = 168.0) -> MaintenanceReport:
         """Coalesce old offset-syncs (translation unchanged), OPTIMIZE and VACUUM the Delta tables.

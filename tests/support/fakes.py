@@ -140,8 +140,12 @@ class FakeSyncs:
     topics_by_flow: dict[str, dict[str, str]] = field(default_factory=dict)
     synced_at_ms: int = NOW_MS - 2_000
     targets: dict[str, FakeCluster] = field(default_factory=dict)
+    #: The table's version: one more per ``add`` (the translator reloads only on a new one).
+    versions: int = 0
+    reads: int = 0
 
     def add(self, flow: str, source_topic: str, target_topic: str, partition: int, *ranges: SyncRange) -> None:
+        self.versions += 1
         self.ranges_by_flow.setdefault(flow, {}).setdefault((source_topic, partition), []).extend(ranges)
         self.topics_by_flow.setdefault(flow, {})[source_topic] = target_topic
         target = self.targets.get(flow)
@@ -161,6 +165,16 @@ class FakeSyncs:
 
     def target_topics(self, flow: str) -> dict[str, str]:
         return dict(self.topics_by_flow.get(flow, {}))
+
+    def version(self) -> int | None:
+        return self.versions or None
+
+    def ranges_since(
+        self, flow: str, seen: dict[str, int], version: int
+    ) -> tuple[dict[TopicPartition, list[SyncRange]], dict[str, int]]:
+        """Every range of the flow (the cache coalesces what it already holds); ``seen`` is kept as is."""
+        self.reads += 1
+        return self.ranges(flow), dict(seen)
 
 
 @dataclass
@@ -183,6 +197,14 @@ class FakeCheckpoints:
     def record(self, checkpoint: Checkpoint, at_ms: int = NOW_MS - 1_000) -> None:
         """A checkpoint row as the translator wrote it (its translation and position included)."""
         self.rows.append(RecordedCheckpoint(checkpoint, at_ms))
+
+    def ensure(self) -> None:
+        pass
+
+    def append(self, rows: list[Checkpoint], at: datetime | None = None) -> int:
+        at_ms = int((at or NOW).timestamp() * 1000)
+        self.rows.extend(RecordedCheckpoint(c, at_ms) for c in rows)
+        return len(rows)
 
     def latest(
         self, flow: str, groups: list[str] | None = None, as_of: datetime | None = None, version: int | None = None
