@@ -36,6 +36,7 @@ from drkit.runtime.process import running_jobs
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from drkit.mirror.context import MirrorContext
     from drkit.store.fast import SyncRow, TableVersion
     from drkit.translator.context import TranslatorContext
 
@@ -483,7 +484,17 @@ class Drkit:
         # The lock first: a second mirror of a flow is refused before it binds the metrics port or starts Spark.
         with running_jobs(layout, JobKind.MIRROR, [f.name for f in flows]):
             metrics.serve(self.config.metrics.port, self.config.metrics.host)
-            return MirrorRunner(self.config, flows, self.spark).run(once, on_progress=on_progress)
+            return MirrorRunner(self.mirror_context(), flows).run(once, on_progress=on_progress)
+
+    def mirror_context(self) -> MirrorContext:
+        """The mirror's collaborators: the configured clusters, Spark, the Delta ``offset_syncs`` table."""
+        from drkit.mirror.context import KafkaMirrorClusters, MirrorContext
+        from drkit.store.offset_syncs import OffsetSyncStore
+
+        layout = self.layout
+        return MirrorContext(
+            self.config, self.spark, KafkaMirrorClusters(self.config), OffsetSyncStore(self.spark, layout), layout
+        )
 
     def translate(
         self, flow: str | None = None, once: bool = True, interval: float | None = None, max_runs: int | None = None

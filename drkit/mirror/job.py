@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from drkit import metrics
-from drkit.config import DrkitConfig, FlowConfig
+from drkit.config import FlowConfig
 from drkit.core.batch import BatchPlan, MirrorState, plan_batch, renewed_topics, state_before
 from drkit.core.consistency import divergence_message, synced_partitions, target_divergences, topics_to_read
 from drkit.core.incarnation import Renewal
@@ -43,9 +43,9 @@ from drkit.core.reports import MirrorSummary
 from drkit.core.selection import NameSelector
 from drkit.errors import ClusterError, DrkitError, MirrorError, RefusedError
 from drkit.kafka import clients
-from drkit.kafka.admin import KafkaAdmin
 from drkit.kafka.topology import TopologyReconciler
-from drkit.layout import StateLayout, flow_dir_name
+from drkit.layout import flow_dir_name
+from drkit.mirror.context import SOURCE_FETCH_MAX_WAIT_MS, SOURCE_ISOLATION, MirrorContext
 from drkit.mirror.deliver import RANGE_SCHEMA, Copier, deliver_batches
 from drkit.mirror.failure import explain, source_unreachable
 from drkit.mirror.heartbeat import HeartbeatWriter
@@ -53,19 +53,14 @@ from drkit.mirror.observer import SourceObserver
 from drkit.mirror.offset_log import batch_start_offsets, logged_offsets
 from drkit.mirror.reader import BatchReader, ReadFallback, RecordsRemoved, SourceStalled
 from drkit.mirror.topology import TopologyFollower
-from drkit.store.offset_syncs import OffsetSyncStore, SyncRow
-from drkit.store.runs import MirrorFiles, RunFiles
+from drkit.store.offset_syncs import SyncRow
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
     from pyspark.sql.streaming.query import StreamingQuery
 
 log = logging.getLogger(__name__)
 
-SOURCE_FETCH_MAX_WAIT_MS = 20
-#: The source's isolation level (the config refuses another): Spark's reader and the driver's must agree,
-#: or one would stop at the last stable offset where the other reads past it.
-SOURCE_ISOLATION = "read_committed"
 
 #: Producer settings no config may weaken: no loss, no reordering, exact offsets per record.
 PRODUCER_FIXED = {
@@ -124,21 +119,23 @@ def registration_refusal(flow: str, source: str, name: str, registered: Iterable
 class MirrorJob:
     """Wires the Spark Kafka source, the delivery tasks and the offset-sync store for one flow."""
 
-    def __init__(self, config: DrkitConfig, flow: FlowConfig, spark: SparkSession) -> None:
+    def __init__(self, context: MirrorContext, flow: FlowConfig) -> None:
+        config = context.config
+        self.context = context
         self.config = config
         self.flow = flow
-        self.spark = spark
+        self.spark = context.spark
         self.source = config.clusters[flow.source]
         self.target = config.clusters[flow.target]
         self.policy = flow.policy()
         self.selector: NameSelector = config.topic_selector(flow)
-        self.layout = StateLayout(config.state_root())
-        self.syncs = OffsetSyncStore(spark, self.layout)
+        self.layout = context.layout
+        self.syncs = context.syncs
         self.stream_checkpoint = self.layout.stream_checkpoint(flow.name)
         self.query_name = query_name(flow.name, self.stream_checkpoint)
-        self.runs = RunFiles(self.layout)
-        self.source_admin = KafkaAdmin(self.source, flow.source)
-        self.target_admin = KafkaAdmin(self.target, flow.target)
+        self.runs = context.runs
+        self.source_admin = context.clusters.admin(flow.source)
+        self.target_admin = context.clusters.admin(flow.target)
         self._stream_id: str | None = None
         self._first_batch_done = False
         #: Set by the runner when it stops waiting for a running batch: the driver's read gives it up.
@@ -147,7 +144,7 @@ class MirrorJob:
         self.reader = BatchReader(self._new_source_consumer, self._read_stall_seconds())
         self.reports: list[BatchReport] = []
         self.observer = SourceObserver(flow, self.source_admin, self.runs)
-        self.files = MirrorFiles(self.layout)
+        self.files = context.files
         reconciler = TopologyReconciler(
             flow,
             self.selector,
@@ -159,7 +156,7 @@ class MirrorJob:
         self.topology = TopologyFollower(
             flow.name, reconciler, self.files, flow.topology.refresh_interval_seconds, self.source_admin
         )
-        self.heartbeats = HeartbeatWriter(flow, self.source, KafkaAdmin(self.source, flow.source), self.target_admin)
+        self.heartbeats = HeartbeatWriter(flow, self.source, context.clusters.admin(flow.source), self.target_admin)
 
     def summary(self) -> MirrorSummary:
         reports = list(self.reports)
@@ -396,18 +393,7 @@ class MirrorJob:
             raise
 
     def _new_source_consumer(self) -> Any:
-        return clients.consumer(
-            self.source,
-            self.flow.source,
-            f"drkit-mirror-reader-{flow_dir_name(self.flow.name)}",  # required by librdkafka; never joined
-            **{
-                "enable.auto.offset.store": False,
-                "auto.offset.reset": "error",  # deleted records: Spark's reader and failOnDataLoss decide
-                "enable.partition.eof": True,
-                "isolation.level": SOURCE_ISOLATION,
-                "fetch.wait.max.ms": SOURCE_FETCH_MAX_WAIT_MS,
-            },
-        )
+        return self.context.clusters.source_consumer(self.flow)
 
     def _read_stall_seconds(self) -> float:
         """As long as Spark's Kafka consumer would wait (its ``default.api.timeout.ms``, 60 s by default)."""
@@ -420,11 +406,7 @@ class MirrorJob:
         return max(1, int(self.spark.sparkContext.defaultParallelism))
 
     def source_reachable(self, timeout: float = 2.0) -> bool:
-        try:
-            KafkaAdmin(self.source, self.flow.source, timeout=timeout).partition_counts()
-        except DrkitError:
-            return False
-        return True
+        return self.context.clusters.reachable(self.flow.source, timeout)
 
     def _plan(
         self, stream_id: str, batch_id: int, start: SourceOffsets, end: SourceOffsets

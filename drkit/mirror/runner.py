@@ -14,16 +14,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from drkit import metrics
-from drkit.config import DrkitConfig, FlowConfig
+from drkit.config import FlowConfig
 from drkit.core.reports import MirrorSummary
 from drkit.errors import ClusterError, MirrorError
+from drkit.mirror.context import MirrorContext
 from drkit.mirror.failure import describe_failure, source_lost
 from drkit.mirror.job import MirrorJob
 from drkit.mirror.reader import ABANDONED_MARKER
 from drkit.runtime.signals import stop_on_signals
 
 if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
     from pyspark.sql.streaming.query import StreamingQuery
 
 log = logging.getLogger(__name__)
@@ -32,8 +32,8 @@ log = logging.getLogger(__name__)
 class MirrorRunner:
     """Runs the jobs of one or more flows until done (``once``) or stopped by SIGINT/SIGTERM."""
 
-    def __init__(self, config: DrkitConfig, flows: list[FlowConfig], spark: SparkSession) -> None:
-        self.jobs = [MirrorJob(config, f, spark) for f in flows]
+    def __init__(self, context: MirrorContext, flows: list[FlowConfig]) -> None:
+        self.jobs = [MirrorJob(context, f) for f in flows]
         self._stop = threading.Event()
         self._unreachable: set[str] = set()
 

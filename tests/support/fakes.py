@@ -283,3 +283,58 @@ def world(tmp_path: Path, config: DrkitConfig | None = None) -> World:
         FakeOperations(),
         FakeClusters({"A": a, "B": b}),
     )
+
+
+@dataclass
+class FakeMirrorClusters:
+    """The mirror's view of the clusters (``drkit.mirror.context.MirrorClusters``): fake admins, a scripted
+    source consumer for the driver's reader, and whether a cluster answers a probe."""
+
+    clusters: dict[str, FakeCluster]
+    consumer: Any = None
+    consumers_made: int = 0
+
+    def admin(self, alias: str) -> FakeCluster:
+        return self.clusters[alias]
+
+    def source_consumer(self, flow: Any) -> Any:
+        self.consumers_made += 1
+        return self.consumer
+
+    def reachable(self, alias: str, timeout: float) -> bool:
+        return self.clusters[alias].reachable
+
+
+@dataclass
+class FakeMirrorSyncs(FakeSyncs):
+    """``offset_syncs`` as the mirror writes it: the batches recorded per stream, their rows."""
+
+    batches: dict[tuple[str, int], list[Any]] = field(default_factory=dict)
+
+    def ensure(self) -> None:
+        pass
+
+    def batch_written(self, stream_id: str, batch_id: int) -> bool:
+        return (stream_id, batch_id) in self.batches
+
+    def write(self, flow: str, stream_id: str, batch_id: int, rows: list[Any]) -> int:
+        if (stream_id, batch_id) in self.batches:
+            return 0
+        self.batches[(stream_id, batch_id)] = list(rows)
+        for r in rows:
+            self.add(flow, r.source_topic, r.target_topic, r.partition, r.range)
+        return len(rows)
+
+
+def mirror_context(config: DrkitConfig, consumer: Any = None) -> Any:
+    """A mirror context (``drkit.mirror.context.MirrorContext``) of fakes, without Spark."""
+    from drkit.mirror.context import MirrorContext
+
+    clusters = {alias: FakeCluster(alias) for alias in config.clusters}
+    return MirrorContext(
+        config,
+        None,  # type: ignore[arg-type]  # no Spark: only what the driver decides is exercised
+        FakeMirrorClusters(clusters, consumer),
+        FakeMirrorSyncs(),
+        StateLayout(config.state_root()),
+    )
