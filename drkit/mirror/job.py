@@ -35,7 +35,17 @@ from typing import TYPE_CHECKING, Any
 
 from drkit import metrics
 from drkit.config import FlowConfig
-from drkit.core.batch import BatchPlan, MirrorState, plan_batch, renewed_topics, state_before
+from drkit.core.batch import (
+    BatchPlan,
+    DriverReadFailure,
+    MirrorState,
+    falls_back_to_spark,
+    is_sparks_plan,
+    lost_message,
+    plan_batch,
+    renewed_topics,
+    state_before,
+)
 from drkit.core.consistency import divergence_message, synced_partitions, target_divergences, topics_to_read
 from drkit.core.incarnation import Renewal
 from drkit.core.offsets import BatchRanges, SourceOffsets, SyncRange, copy_in_driver
@@ -289,7 +299,7 @@ class MirrorJob:
         plan, state = self._plan(stream_id, batch_id, start, end)
         topic_map = {t: target for t, target in self.topology.routes.items() if t not in self.topology.refused}
         # Spark's tasks read what Spark planned: only a plan that is Spark's own may go to them.
-        spark_plan = plan.ranges == plan_batch(start, end, {}).ranges and not plan.held
+        spark_plan = is_sparks_plan(plan, start, end)
         report.in_driver = not spark_plan or copy_in_driver(plan.ranges, self.flow.mirror.driver_copy_max_records)
         try:
             ranges: list[dict[str, Any]] = []
@@ -297,7 +307,9 @@ class MirrorJob:
                 try:
                     ranges = self._copy_in_driver(plan.ranges, producer_conf, topic_map)
                 except RecordsRemoved as exc:
-                    if self.flow.mirror.fail_on_data_loss or not spark_plan:
+                    if not falls_back_to_spark(
+                        DriverReadFailure.RECORDS_REMOVED, spark_plan, self.flow.mirror.fail_on_data_loss
+                    ):
                         raise MirrorError(
                             f"flow {self.flow.name}: records were removed from the source before they were mirrored "
                             f"({exc}); they are lost to the target. To go on past them, set "
@@ -305,7 +317,9 @@ class MirrorJob:
                         ) from None
                     report.in_driver, report.fallback = False, str(exc)
                 except ReadFallback as exc:
-                    if not spark_plan:
+                    if not falls_back_to_spark(
+                        DriverReadFailure.CANNOT_READ, spark_plan, self.flow.mirror.fail_on_data_loss
+                    ):
                         raise MirrorError(
                             f"flow {self.flow.name}: batch {batch_id} cannot be read by the driver ({exc}) and Spark's "
                             "plan differs from drkit's (a new incarnation or a held topic): it is retried on restart"
@@ -428,11 +442,7 @@ class MirrorJob:
             self._record_renewals(renewed, current, end)
         plan = plan_batch(start, end, before.held, self.topology.refused, renewed)
         for lost in plan.lost:
-            message = (
-                f"flow {self.flow.name}: source partition {lost.topic}/{lost.partition} went back from offset "
-                f"{lost.since} to {lost.until} without being created again: records the mirror had not all copied "
-                "were lost on the source (an unclean leader election?)"
-            )
+            message = lost_message(self.flow.name, lost)
             if self.flow.mirror.fail_on_data_loss:
                 raise MirrorError(message + "; to go on, set [flows.mirror] fail_on_data_loss = false")
             log.warning("%s; going on from offset %d", message, lost.until)
