@@ -34,8 +34,10 @@ from drkit.runtime.process import running_jobs
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from drkit.mirror.context import MirrorContext
     from drkit.store.delta import TableVersion
     from drkit.store.offset_syncs import SyncRow
+    from drkit.translator.context import TranslatorContext
 
 
 @dataclass(frozen=True)
@@ -449,7 +451,7 @@ class Drkit:
         on_progress: Callable[[list[MirrorSummary]], None] | None = None,
     ) -> list[MirrorSummary]:
         """Run the mirror of one flow (or all) until caught up (``once``) or stopped."""
-        from drkit.mirror.job import MirrorRunner
+        from drkit.mirror.runner import MirrorRunner
         from drkit.store.delta import check_readable
 
         flows = self.config.flows_named(flow)
@@ -460,7 +462,15 @@ class Drkit:
             from drkit import metrics  # prometheus_client: only the jobs serve metrics
 
             metrics.serve(self.config.metrics.port, self.config.metrics.host)
-            return MirrorRunner(self.config, flows, self.spark).run(once, on_progress=on_progress)
+            return MirrorRunner(self.mirror_context(), flows).run(once, on_progress=on_progress)
+
+    def mirror_context(self) -> MirrorContext:
+        """The mirror's collaborators: the configured clusters, Spark, the Delta ``offset_syncs`` table."""
+        from drkit.mirror.context import KafkaMirrorClusters, MirrorContext
+        from drkit.store.offset_syncs import SyncTable
+
+        layout = self.layout
+        return MirrorContext(self.config, self.spark, KafkaMirrorClusters(self.config), SyncTable(layout), layout)
 
     def translate(
         self, flow: str | None = None, once: bool = True, interval: float | None = None, max_runs: int | None = None
@@ -473,8 +483,15 @@ class Drkit:
             from drkit import metrics  # prometheus_client: only the jobs serve metrics
 
             metrics.serve(self.config.metrics.port, self.config.metrics.host)
-            syncs, checkpoints, _ = self._stores()
-            return TranslatorRunner(self.config, flows, syncs, checkpoints).run(once, interval, max_runs)
+            return TranslatorRunner(self.translator_context(), flows).run(once, interval, max_runs)
+
+    def translator_context(self) -> TranslatorContext:
+        """The translator's collaborators: the configured clusters, the Delta sync and checkpoint logs."""
+        from drkit.kafka.admin import KafkaClusters
+        from drkit.translator.context import TranslatorContext
+
+        syncs, checkpoints, _ = self._stores()
+        return TranslatorContext(self.config, KafkaClusters(self.config), syncs, checkpoints, self.layout)
 
     def maintain(self, keep_recent_batches: int = 100, vacuum_retention_hours: float = 168.0) -> MaintenanceReport:
         """Coalesce old offset-syncs (translation unchanged), OPTIMIZE and VACUUM the Delta tables.

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from drkit.core.offsets import BatchRanges, SourceOffsets
 
@@ -111,3 +112,35 @@ def plan_batch(
             if until > max(since, 0):
                 ranges[key] = (since, until)
     return BatchPlan(ranges, held, tuple(lost))
+
+
+def is_sparks_plan(plan: BatchPlan, start: SourceOffsets, end: SourceOffsets) -> bool:
+    """Whether ``plan`` is exactly what Spark planned (no new incarnation, nothing held or lost): only
+    such a batch may be read by Spark's tasks, which read what Spark planned, not drkit's plan."""
+    return plan.ranges == plan_batch(start, end, {}).ranges and not plan.held
+
+
+class DriverReadFailure(StrEnum):
+    """Why the driver's own reader could not read a batch exactly."""
+
+    RECORDS_REMOVED = "records_removed"  # retention or compaction removed records not yet mirrored
+    CANNOT_READ = "cannot_read"  # the reader cannot read the batch exactly (e.g. a control record)
+
+
+def falls_back_to_spark(failure: DriverReadFailure, sparks_plan: bool, fail_on_data_loss: bool) -> bool:
+    """Whether a batch the driver could not read is read by Spark's tasks instead (else the batch fails).
+
+    Only Spark's own plan can go to its tasks; removed records go on only when the flow accepts the loss
+    (``fail_on_data_loss = false``), as Spark's reader skips them."""
+    if not sparks_plan:
+        return False
+    return failure is DriverReadFailure.CANNOT_READ or not fail_on_data_loss
+
+
+def lost_message(flow: str, lost: LostRange) -> str:
+    """The operator's line for a source partition whose end went back within one incarnation."""
+    return (
+        f"flow {flow}: source partition {lost.topic}/{lost.partition} went back from offset "
+        f"{lost.since} to {lost.until} without being created again: records the mirror had not all copied "
+        "were lost on the source (an unclean leader election?)"
+    )

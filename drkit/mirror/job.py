@@ -26,12 +26,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
-import signal
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,36 +36,43 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from drkit import metrics
-from drkit.config import DrkitConfig, FlowConfig
-from drkit.core.batch import BatchPlan, MirrorState, plan_batch, renewed_topics, state_before
+from drkit.config import FlowConfig
+from drkit.core.batch import (
+    BatchPlan,
+    DriverReadFailure,
+    MirrorState,
+    falls_back_to_spark,
+    is_sparks_plan,
+    lost_message,
+    plan_batch,
+    renewed_topics,
+    state_before,
+)
 from drkit.core.consistency import divergence_message, synced_partitions, target_divergences, topics_to_read
 from drkit.core.incarnation import Renewal
 from drkit.core.offsets import BatchRanges, SourceOffsets, copy_in_driver
 from drkit.core.reports import MirrorSummary
 from drkit.core.selection import NameSelector
-from drkit.core.status import EndsObservation
 from drkit.errors import ClusterError, DrkitError, MirrorError, RefusedError
 from drkit.kafka import clients
-from drkit.kafka.admin import KafkaAdmin
 from drkit.kafka.topology import TopologyReconciler
-from drkit.layout import JobKind, StateLayout, flow_dir_name
-from drkit.mirror.deliver import COPY_DDL, FAILURE_MARKER, Copier, deliver_batches, totals
+from drkit.layout import flow_dir_name
+from drkit.mirror.context import SOURCE_FETCH_MAX_WAIT_MS, SOURCE_ISOLATION, MirrorContext
+from drkit.mirror.deliver import COPY_DDL, Copier, deliver_batches, totals
+from drkit.mirror.failure import explain, source_unreachable
 from drkit.mirror.heartbeat import HeartbeatWriter
-from drkit.mirror.reader import ABANDONED_MARKER, BatchReader, ReadFallback, RecordsRemoved, SourceStalled
+from drkit.mirror.observer import SourceObserver
+from drkit.mirror.offset_log import batch_start_offsets, logged_offsets
+from drkit.mirror.reader import BatchReader, ReadFallback, RecordsRemoved, SourceStalled
 from drkit.mirror.topology import TopologyFollower
-from drkit.store.offset_syncs import RANGE_SCHEMA, SyncTable
-from drkit.store.runs import MirrorFiles, RunFiles
+from drkit.store.offset_syncs import RANGE_SCHEMA
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
     from pyspark.sql.streaming.query import StreamingQuery
 
 log = logging.getLogger(__name__)
 
-SOURCE_FETCH_MAX_WAIT_MS = 20
-#: The source's isolation level (the config refuses another): Spark's reader and the driver's must agree,
-#: or one would stop at the last stable offset where the other reads past it.
-SOURCE_ISOLATION = "read_committed"
 
 #: Producer settings no config may weaken: no loss, no reordering, exact offsets per record.
 PRODUCER_FIXED = {
@@ -124,48 +128,26 @@ def registration_refusal(flow: str, source: str, name: str, registered: Iterable
     return None
 
 
-def logged_offsets(checkpoint: Path, batch_id: int) -> SourceOffsets | None:
-    """The source's end offsets for ``batch_id`` as Spark's offset log holds them (written before the batch
-    runs: its third line is the Kafka source's offsets); None when absent or unreadable."""
-    return _offsets_line(checkpoint / "offsets" / str(batch_id), 2)
-
-
-def initial_offsets(checkpoint: Path) -> SourceOffsets | None:
-    """Where the query's first batch starts: the Kafka source's initial offsets (``sources/0/0``, a version
-    line then the offsets), resolved from ``startingOffsets`` when the query first ran."""
-    return _offsets_line(checkpoint / "sources" / "0" / "0", -1)
-
-
-def batch_start_offsets(checkpoint: Path, batch_id: int) -> SourceOffsets | None:
-    return initial_offsets(checkpoint) if batch_id == 0 else logged_offsets(checkpoint, batch_id - 1)
-
-
-def _offsets_line(path: Path, line: int) -> SourceOffsets | None:
-    try:
-        offsets = json.loads(path.read_text(encoding="utf-8").splitlines()[line])
-    except (OSError, IndexError, ValueError):
-        return None
-    return offsets if isinstance(offsets, dict) else None
-
-
 class MirrorJob:
     """Wires the Spark Kafka source, the delivery tasks and the offset-sync store for one flow."""
 
-    def __init__(self, config: DrkitConfig, flow: FlowConfig, spark: SparkSession) -> None:
+    def __init__(self, context: MirrorContext, flow: FlowConfig) -> None:
+        config = context.config
+        self.context = context
         self.config = config
         self.flow = flow
-        self.spark = spark
+        self.spark = context.spark
         self.source = config.clusters[flow.source]
         self.target = config.clusters[flow.target]
         self.policy = flow.policy()
         self.selector: NameSelector = config.topic_selector(flow)
-        self.layout = StateLayout(config.state_root())
-        self.syncs = SyncTable(self.layout)
+        self.layout = context.layout
+        self.syncs = context.syncs
         self.stream_checkpoint = self.layout.stream_checkpoint(flow.name)
         self.query_name = query_name(flow.name, self.stream_checkpoint)
-        self.runs = RunFiles(self.layout)
-        self.source_admin = KafkaAdmin(self.source, flow.source)
-        self.target_admin = KafkaAdmin(self.target, flow.target)
+        self.runs = context.runs
+        self.source_admin = context.clusters.admin(flow.source)
+        self.target_admin = context.clusters.admin(flow.target)
         self._stream_id: str | None = None
         self._first_batch_done = False
         #: Set by the runner when it stops waiting for a running batch: the driver's read gives it up.
@@ -174,7 +156,7 @@ class MirrorJob:
         self.reader = BatchReader(self._new_source_consumer, self._read_stall_seconds())
         self.reports: list[BatchReport] = []
         self.observer = SourceObserver(flow, self.source_admin, self.runs)
-        self.files = MirrorFiles(self.layout)
+        self.files = context.files
         reconciler = TopologyReconciler(
             flow,
             self.selector,
@@ -186,7 +168,7 @@ class MirrorJob:
         self.topology = TopologyFollower(
             flow.name, reconciler, self.files, flow.topology.refresh_interval_seconds, self.source_admin
         )
-        self.heartbeats = HeartbeatWriter(flow, self.source, KafkaAdmin(self.source, flow.source), self.target_admin)
+        self.heartbeats = HeartbeatWriter(flow, self.source, context.clusters.admin(flow.source), self.target_admin)
 
     def summary(self) -> MirrorSummary:
         reports = list(self.reports)
@@ -319,7 +301,7 @@ class MirrorJob:
         plan, state = self._plan(stream_id, batch_id, start, end)
         topic_map = {t: target for t, target in self.topology.routes.items() if t not in self.topology.refused}
         # Spark's tasks read what Spark planned: only a plan that is Spark's own may go to them.
-        spark_plan = plan.ranges == plan_batch(start, end, {}).ranges and not plan.held
+        spark_plan = is_sparks_plan(plan, start, end)
         report.in_driver = not spark_plan or copy_in_driver(plan.ranges, self.flow.mirror.driver_copy_max_records)
         try:
             copied: pa.Table | None = None
@@ -327,7 +309,9 @@ class MirrorJob:
                 try:
                     copied = self._copy_in_driver(plan.ranges, producer_conf, topic_map)
                 except RecordsRemoved as exc:
-                    if self.flow.mirror.fail_on_data_loss or not spark_plan:
+                    if not falls_back_to_spark(
+                        DriverReadFailure.RECORDS_REMOVED, spark_plan, self.flow.mirror.fail_on_data_loss
+                    ):
                         raise MirrorError(
                             f"flow {self.flow.name}: records were removed from the source before they were mirrored "
                             f"({exc}); they are lost to the target. To go on past them, set "
@@ -335,7 +319,9 @@ class MirrorJob:
                         ) from None
                     report.in_driver, report.fallback = False, str(exc)
                 except ReadFallback as exc:
-                    if not spark_plan:
+                    if not falls_back_to_spark(
+                        DriverReadFailure.CANNOT_READ, spark_plan, self.flow.mirror.fail_on_data_loss
+                    ):
                         raise MirrorError(
                             f"flow {self.flow.name}: batch {batch_id} cannot be read by the driver ({exc}) and Spark's "
                             "plan differs from drkit's (a new incarnation or a held topic): it is retried on restart"
@@ -356,7 +342,7 @@ class MirrorJob:
                 task: Any = deliver_batches(producer_conf, topic_map, self.flow.source, self.flow.target)
                 copied = batch.coalesce(self._tasks()).mapInArrow(task, COPY_DDL).toArrow()
         except Exception as exc:
-            raise self.explain(exc) from None
+            raise explain(self.flow, self.source.bootstrap_servers, exc) from None
         # What the mirror knows after this batch, recorded before its syncs: a batch replayed after a crash
         # decides again from the state before it (drkit.core.batch.state_before).
         self.files.record_state(self.flow.name, state)
@@ -413,18 +399,7 @@ class MirrorJob:
             raise
 
     def _new_source_consumer(self) -> Any:
-        return clients.consumer(
-            self.source,
-            self.flow.source,
-            f"drkit-mirror-reader-{flow_dir_name(self.flow.name)}",  # required by librdkafka; never joined
-            **{
-                "enable.auto.offset.store": False,
-                "auto.offset.reset": "error",  # deleted records: Spark's reader and failOnDataLoss decide
-                "enable.partition.eof": True,
-                "isolation.level": SOURCE_ISOLATION,
-                "fetch.wait.max.ms": SOURCE_FETCH_MAX_WAIT_MS,
-            },
-        )
+        return self.context.clusters.source_consumer(self.flow)
 
     def _read_stall_seconds(self) -> float:
         """As long as Spark's Kafka consumer would wait (its ``default.api.timeout.ms``, 60 s by default)."""
@@ -433,38 +408,11 @@ class MirrorJob:
         except ValueError:
             return 60.0
 
-    def explain(self, exc: BaseException) -> BaseException:
-        """The operator-facing error of a failed batch: delivery failures as they are; a source that cannot
-        be read is named, with what to do."""
-        text = str(exc)
-        if FAILURE_MARKER in text or not _SOURCE_READ_FAILURE.search(text):
-            return exc
-        return ClusterError(source_unreachable(self.flow, self.source.bootstrap_servers, _cause(text)))
-
     def _tasks(self) -> int:
         return max(1, int(self.spark.sparkContext.defaultParallelism))
 
-    def describe_failure(self, error: BaseException) -> str:
-        """One line for a query that stopped: the cause, and for a source that cannot be read, what to do."""
-        text = str(error)
-        if self.source_lost(error) and "ClusterError: " not in text:
-            return source_unreachable(self.flow, self.source.bootstrap_servers, _cause(text))
-        return failure_message(error)
-
-    def source_lost(self, error: BaseException) -> bool:
-        """Whether a stopped query's error is its source not answering (a cluster error, exit 4), rather
-        than a failure of the mirror itself (exit 5)."""
-        text = str(error)
-        if FAILURE_MARKER in text:
-            return False
-        return f"source cluster {self.flow.source} (" in text or bool(_SOURCE_READ_FAILURE.search(text))
-
     def source_reachable(self, timeout: float = 2.0) -> bool:
-        try:
-            KafkaAdmin(self.source, self.flow.source, timeout=timeout).partition_counts()
-        except DrkitError:
-            return False
-        return True
+        return self.context.clusters.reachable(self.flow.source, timeout)
 
     def _plan(
         self, stream_id: str, batch_id: int, start: SourceOffsets, end: SourceOffsets
@@ -486,11 +434,7 @@ class MirrorJob:
             self._record_renewals(renewed, current, end)
         plan = plan_batch(start, end, before.held, self.topology.refused, renewed)
         for lost in plan.lost:
-            message = (
-                f"flow {self.flow.name}: source partition {lost.topic}/{lost.partition} went back from offset "
-                f"{lost.since} to {lost.until} without being created again: records the mirror had not all copied "
-                "were lost on the source (an unclean leader election?)"
-            )
+            message = lost_message(self.flow.name, lost)
             if self.flow.mirror.fail_on_data_loss:
                 raise MirrorError(message + "; to go on, set [flows.mirror] fail_on_data_loss = false")
             log.warning("%s; going on from offset %d", message, lost.until)
@@ -518,280 +462,3 @@ class MirrorJob:
         conf.update(self.flow.mirror.producer)
         conf.update(PRODUCER_FIXED)
         return conf
-
-
-class SourceObserver:
-    """The source's end offsets, observed in a background thread: right after each batch's syncs are
-    written, and every ``observe_interval_seconds`` while no batch runs.
-
-    Each observation is recorded as the mirror's knowledge of the source (``RunFiles.observe_source_ends``):
-    should the source be lost, failover's RPO starts from the freshest one, taken after the syncs of the
-    last batch. A round trip to the source must not hold the next batch back, hence the thread; a
-    request made while one is in flight is served right after it (observations never lag a batch by more
-    than one round trip). It also sets the lag gauges: records per partition, and seconds, an upper bound
-    of the age of the oldest record not yet mirrored (0 when caught up; otherwise the time since the
-    partition was last seen caught up or since the source timestamp of its newest mirrored record,
-    whichever is later: every unmirrored record came after both), and the records mirrored per second.
-    """
-
-    RATE_WINDOW = 10.0
-
-    def __init__(self, flow: FlowConfig, admin: KafkaAdmin, runs: RunFiles) -> None:
-        self.flow = flow
-        self.admin = admin
-        self.runs = runs
-        self.interval = flow.mirror.observe_interval_seconds
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._closed = threading.Event()
-        self._idle = threading.Event()
-        self._idle.set()
-        self._topics: set[str] = set()
-        self._next: dict[tuple[str, int], int] = {}
-        self._newest_ms: dict[tuple[str, int], int] = {}
-        self._caught_up: dict[tuple[str, int], float] = {}
-        self._batches: deque[tuple[float, int]] = deque()
-        self._thread: threading.Thread | None = None
-        self.observations = 0
-
-    def start(self) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._loop, name=f"drkit-observer-{self.flow.name}", daemon=True)
-            self._thread.start()
-
-    def after_batch(
-        self,
-        topic_map: dict[str, str],
-        next_offsets: dict[tuple[str, int], int],
-        newest_ms: dict[tuple[str, int], int],
-        records: int,
-    ) -> None:
-        now = time.time()
-        with self._lock:
-            self._topics |= set(topic_map)
-            for key, offset in next_offsets.items():
-                self._next[key] = max(self._next.get(key, 0), offset)
-            for key, ms in newest_ms.items():
-                self._newest_ms[key] = max(self._newest_ms.get(key, 0), ms)
-            self._batches.append((now, records))
-            self._set_rate(now)
-            self._idle.clear()
-        self._wake.set()
-
-    def _set_rate(self, now: float) -> None:
-        while self._batches and self._batches[0][0] < now - self.RATE_WINDOW:
-            self._batches.popleft()
-        metrics.MIRROR_RATE.labels(self.flow.name).set(sum(n for _, n in self._batches) / self.RATE_WINDOW)
-
-    def wait_idle(self, timeout: float) -> bool:
-        """Block until the observation requested by the last batch is done (tests, shutdown)."""
-        return self._idle.wait(timeout)
-
-    def close(self, timeout: float = 5.0) -> None:
-        self.wait_idle(timeout)
-        self._closed.set()
-        self._wake.set()
-
-    def _loop(self) -> None:
-        while not self._closed.is_set():
-            self._wake.wait(self.interval)
-            self._wake.clear()
-            if self._closed.is_set():
-                return
-            try:
-                self.observe()
-            except Exception as exc:  # metrics must never stop the mirror
-                log.warning("flow %s: source not observed: %s", self.flow.name, exc)
-            finally:
-                if not self._wake.is_set():
-                    self._idle.set()
-
-    def observe(self) -> None:
-        with self._lock:
-            topics = set(self._topics)
-            self._set_rate(time.time())
-        if not topics:
-            return
-        try:
-            counts = self.admin.partition_counts()
-            ends = self.admin.end_offsets({t: counts[t] for t in topics if t in counts})
-        except DrkitError as exc:
-            log.warning("flow %s: lag not measured: %s", self.flow.name, exc)
-            return
-        at = time.time()
-        try:
-            self.runs.observe_source_ends(JobKind.MIRROR, self.flow.name, EndsObservation(int(at * 1000), ends))
-        except OSError as exc:
-            log.warning("flow %s: source ends not recorded: %s", self.flow.name, exc)
-        self.observations += 1
-        worst = 0.0
-        with self._lock:
-            for (topic, partition), end in ends.items():
-                key = (topic, partition)
-                lag = max(0, end - self._next.get(key, 0))
-                metrics.MIRROR_LAG.labels(self.flow.name, topic, str(partition)).set(lag)
-                if lag == 0:
-                    self._caught_up[key] = at
-                    continue
-                since = max(self._caught_up.get(key, 0.0), self._newest_ms.get(key, 0) / 1000)
-                if since:
-                    worst = max(worst, at - since)
-        metrics.MIRROR_LAG_SECONDS.labels(self.flow.name).set(worst)
-
-
-#: Kafka client errors that mean the source cannot be read (broker down, unreachable, or not answering).
-_SOURCE_READ_FAILURE = re.compile(
-    r"(Timeout of \d+ms expired before the position for partition"
-    r"|Timed out waiting for a node assignment"
-    r"|TimeoutException: Timeout of \d+ms expired"
-    r"|Cannot fetch record for offset"
-    r"|KafkaConsumer.*Connection refused"
-    r"|Failed to get records for .* after polling)"
-)
-
-
-def _cause(text: str) -> str:
-    """The Kafka client's own words: the first line that matches a source read failure."""
-    for line in text.splitlines():
-        match = _SOURCE_READ_FAILURE.search(line)
-        if match:
-            return (
-                line[line.rfind("Exception: ", 0, match.start()) + len("Exception: ") :].strip()[:300]
-                if "Exception: " in line[: match.start()]
-                else line.strip()[:300]
-            )
-    return text.splitlines()[0][:300] if text else ""
-
-
-def source_unreachable(flow: FlowConfig, bootstrap: str, cause: str) -> str:
-    return (
-        f"source cluster {flow.source} ({bootstrap}) cannot be read: {cause}. If {flow.source} is down or "
-        f"unreachable from this host, restore it and restart the mirror (it resumes where it stopped); "
-        f"if {flow.source} is lost, fail the groups over: drkit failover --flow '{flow.name}'"
-    )
-
-
-#: Spark's AvailableNow trigger (``--once``) refuses a run whose topic partitions differ from the last batch's.
-_AVAILABLE_NOW_CHANGED = "should provide the same topic partitions in pre-fetched offset to end offset"
-
-
-def failure_message(exc: BaseException) -> str:
-    """The operator-facing reason inside a Spark/Py4J exception chain."""
-    text = str(exc)
-    if _AVAILABLE_NOW_CHANGED in text:
-        return (
-            "the flow's topic partitions changed since its last batch (a topic deleted, created or no longer "
-            "selected), and --once cannot plan across such a change (Spark's AvailableNow trigger): run "
-            "`drkit mirror` without --once until one batch has passed; nothing was copied or lost"
-        )
-    match = re.search(re.escape(FAILURE_MARKER) + r"([^\n]*)", text)
-    if match:
-        return match.group(1).strip()
-    from drkit.errors import DrkitError
-
-    for line in text.splitlines():
-        for name in ("MirrorError", "ClusterError", "StoreError"):
-            if f"{name}: " in line:
-                return line.split(f"{name}: ", 1)[1].strip()
-    if isinstance(exc, DrkitError):
-        return text
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    # Py4J wraps a Python error raised inside foreachBatch: its last line is the error itself.
-    if lines and lines[0].startswith("An exception was raised by the Python Proxy"):
-        errors = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception): ", ln)]
-        if errors:
-            return errors[-1][:500]
-    first = lines[0] if lines else type(exc).__name__
-    return first[:500]
-
-
-class MirrorRunner:
-    """Runs the jobs of one or more flows until done (``once``) or stopped by SIGINT/SIGTERM."""
-
-    def __init__(self, config: DrkitConfig, flows: list[FlowConfig], spark: SparkSession) -> None:
-        self.jobs = [MirrorJob(config, f, spark) for f in flows]
-        self._stop = threading.Event()
-        self._unreachable: set[str] = set()
-
-    def run(
-        self, once: bool, poll_seconds: float = 0.2, on_progress: Callable[[list[MirrorSummary]], None] | None = None
-    ) -> list[MirrorSummary]:
-        queries: list[StreamingQuery] = []
-        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-        if threading.current_thread() is threading.main_thread():
-            for s in previous:
-                signal.signal(s, lambda *_: self._stop.set())
-        try:
-            # Every flow before any starts: a refusal must not leave other flows' batches half done.
-            for job in self.jobs:
-                job.check_not_registered()
-                job.check_targets()
-            for job in self.jobs:
-                queries.append(job.start(once))
-            while any(q.isActive for q in queries):
-                if self._stop.is_set():
-                    self._stop_queries(queries)
-                    break
-                if on_progress is not None:
-                    on_progress([job.summary() for job in self.jobs])
-                self._stop.wait(poll_seconds)
-            for query, job in zip(queries, self.jobs, strict=True):
-                error = query.exception()
-                if error is not None and ABANDONED_MARKER in str(error):  # the query was being stopped
-                    log.warning(
-                        "flow %s: stopped during a batch: it is copied again on restart (duplicates on the "
-                        "target, no loss)",
-                        job.flow.name,
-                    )
-                    continue
-                if error is not None:
-                    metrics.ERRORS.labels(job.flow.name, "mirror").inc()
-                    kind = ClusterError if job.source_lost(error) else MirrorError
-                    # The query's own trace (Java and Py4J) is the cause: shown by `drkit --debug` only.
-                    raise kind(f"mirror of flow {job.flow.name} stopped: {job.describe_failure(error)}") from error
-        finally:
-            for q in queries:
-                if q.isActive:
-                    q.stop()
-            for job in self.jobs:
-                # A source that cannot be read will not answer the last observation either.
-                job.observer.close(0.0 if job.flow.name in self._unreachable else 5.0)
-                job.topology.close()
-                job.heartbeats.close()
-                job.reader.close()
-            if threading.current_thread() is threading.main_thread():
-                for s, handler in previous.items():
-                    signal.signal(s, handler)
-        return [job.summary() for job in self.jobs]
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def _stop_queries(self, queries: list[StreamingQuery]) -> None:
-        """Let the running batches finish within their flow's grace, then stop every query.
-
-        A batch stopped half way is produced again after a restart (duplicates, never a loss: Spark did
-        not commit it and its syncs were not written). A source that cannot be read makes the batch wait
-        for Kafka's timeouts, so it is not waited for at all.
-        """
-        for q, job in zip(queries, self.jobs, strict=False):
-            deadline = time.monotonic() + job.flow.mirror.stop_grace_seconds
-            while q.isActive and q.status.get("isTriggerActive") and time.monotonic() < deadline:
-                if not job.source_reachable():
-                    self._unreachable.add(job.flow.name)
-                    log.warning(
-                        "flow %s: source %s unreachable: stopping the running batch", job.flow.name, job.flow.source
-                    )
-                    break
-                time.sleep(0.1)
-        for q, job in zip(queries, self.jobs, strict=False):
-            job.abandon.set()  # a batch the driver is still reading gives up now
-            if q.isActive:
-                try:
-                    q.stop()
-                except Exception:  # spark.sql.streaming.stopTimeout passed: its thread is abandoned
-                    log.warning(
-                        "flow %s: the query did not stop within spark.sql.streaming.stopTimeout; exiting without "
-                        "it: its uncommitted batch is copied again on restart (duplicates on the target, no loss)",
-                        job.flow.name,
-                    )

@@ -17,38 +17,38 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
 
 from drkit import metrics
-from drkit.config import DrkitConfig, FlowConfig
-from drkit.core.checkpoints import Checkpoint, CheckpointPlan, CommittedOffset, plan_checkpoints
-from drkit.core.ports import CheckpointLog, SyncLog
+from drkit.config import FlowConfig
+from drkit.core.checkpoints import Checkpoint, CheckpointPlan, plan_checkpoints
 from drkit.core.reports import TranslationRun
 from drkit.core.status import EndsObservation
 from drkit.core.translate import PartitionBounds, SyncIndex
+from drkit.core.translator import confirmed_groups, forward_commits, translated_by_group, unmirrored_partitions
 from drkit.errors import ClusterError
-from drkit.kafka.admin import KafkaAdmin
-from drkit.layout import JobKind, StateLayout
+from drkit.layout import JobKind
+from drkit.runtime.signals import stop_on_signals
 from drkit.store.offset_syncs import SyncIndexCache
-from drkit.store.runs import MirrorFiles, RunFiles, TranslatorRun
+from drkit.store.runs import TranslatorRun
+from drkit.translator.context import TranslatorContext
 
 log = logging.getLogger(__name__)
 
 
 class TranslatorJob:
-    def __init__(self, config: DrkitConfig, flow: FlowConfig, syncs: SyncLog, checkpoints: CheckpointLog) -> None:
-        self.config = config
+    def __init__(self, context: TranslatorContext, flow: FlowConfig) -> None:
+        self.context = context
+        self.config = context.config
         self.flow = flow
-        self.syncs = syncs
-        self.store = checkpoints
-        self.runs = RunFiles(StateLayout(config.state_root()))
+        self.syncs = context.syncs
+        self.store = context.checkpoints
+        self.runs = context.runs
         self.groups = flow.group_selector()
-        self.topics = config.topic_selector(flow)
-        self.source = KafkaAdmin(config.clusters[flow.source], flow.source)
-        self.target = KafkaAdmin(config.clusters[flow.target], flow.target)
+        self.topics = context.config.topic_selector(flow)
+        self.source = context.clusters.admin(flow.source)
+        self.target = context.clusters.admin(flow.target)
         self.policy = flow.policy()
-        files = MirrorFiles(StateLayout(config.state_root()))
+        files = context.mirror_files
         self.sync_cache = SyncIndexCache(self.syncs, flow.name, lambda: files.renewals(flow.name))
         self._previous: dict[tuple[str, str, int], Checkpoint] | None = None
 
@@ -65,7 +65,7 @@ class TranslatorJob:
         indexes = self.indexes()
         # After the committed offsets, and the starts before the ends (see PartitionBounds): a partition of
         # which nothing was mirrored translates only if the source holds nothing at or after the offset.
-        unmirrored = self._unmirrored(committed, topic_map, indexes)
+        unmirrored = unmirrored_partitions(committed, topic_map, indexes)
         starts = self.source.start_offsets(unmirrored) if unmirrored else {}
         ends = self._observe_source_ends()
         bounds = {key: PartitionBounds(start, ends[key]) for key, start in starts.items() if key in ends}
@@ -77,7 +77,6 @@ class TranslatorJob:
         appended = self.store.append(plan.changed)
         self._previous.update({c.key: c for c in plan.changed})
         synced = self.sync_target_groups(plan) if self.flow.checkpoint.sync_group_offsets else []
-        finished_ms = int(datetime.now(UTC).timestamp() * 1000)
         run = TranslationRun(
             self.flow.name,
             len(selected),
@@ -86,21 +85,18 @@ class TranslatorJob:
             tuple(synced),
             tuple(plan.findings),
             time.monotonic() - started,
-            finished_ms,
+            self.context.now_ms(),
         )
         metrics.CHECKPOINT_RUNS.labels(self.flow.name).inc()
         metrics.CHECKPOINT_SECONDS.labels(self.flow.name).observe(run.seconds)
         metrics.CHECKPOINT_APPENDED.labels(self.flow.name).inc(run.appended)
         metrics.CHECKPOINT_LAST_SUCCESS.labels(self.flow.name).set_to_current_time()
-        self._record(run, sorted(g for g, offsets in committed.items() if any(o.offset >= 0 for o in offsets)))
+        self._record(run, confirmed_groups(committed))
         return run
 
     def sync_target_groups(self, plan: CheckpointPlan) -> list[str]:
         """Commit translated offsets to target groups that have no members; never move one back."""
-        by_group: dict[str, list[Checkpoint]] = {}
-        for c in plan.current:
-            if c.downstream_offset is not None:
-                by_group.setdefault(c.group, []).append(c)
+        by_group = translated_by_group(plan.current)
         states = self.target.describe_groups(by_group)
         synced = []
         for group, checkpoints in sorted(by_group.items()):
@@ -113,38 +109,19 @@ class TranslatorJob:
                     self.flow.target,
                 )
                 continue
-            current = self.target.offsets_of(group)
-            forward = {
-                (c.target_topic, c.partition): c.downstream_offset
-                for c in checkpoints
-                if c.downstream_offset is not None
-                and c.downstream_offset > current.get((c.target_topic, c.partition), -1)
-            }
+            current = {(c.topic, c.partition): c.offset for c in self.target.committed_offsets(group) if c.offset >= 0}
+            forward = forward_commits(checkpoints, current)
             if forward:
                 self.target.commit_offsets(group, forward)
                 synced.append(group)
         return synced
-
-    @staticmethod
-    def _unmirrored(
-        committed: Mapping[str, Iterable[CommittedOffset]],
-        topic_map: Mapping[str, str],
-        indexes: Mapping[tuple[str, int], SyncIndex],
-    ) -> set[tuple[str, int]]:
-        """The mirrored topics' partitions a group has an offset on but of which nothing was mirrored."""
-        return {
-            (c.topic, c.partition)
-            for offsets in committed.values()
-            for c in offsets
-            if c.offset >= 0 and c.topic in topic_map and (c.topic, c.partition) not in indexes
-        }
 
     def _observe_source_ends(self) -> dict[tuple[str, int], int]:
         """Record the source's end offsets of the mirrored topics: after the source is lost, this last
         observation is what tells failover how many records the mirror had not copied (RPO)."""
         counts = self.source.partition_counts()
         ends = self.source.end_offsets({t: counts[t] for t in self.topics.select(counts)})
-        observation = EndsObservation(int(datetime.now(UTC).timestamp() * 1000), ends)
+        observation = EndsObservation(self.context.now_ms(), ends)
         self.runs.observe_source_ends(JobKind.TRANSLATOR, self.flow.name, observation)
         return ends
 
@@ -160,23 +137,15 @@ class TranslatorJob:
 class TranslatorRunner:
     """Runs the jobs of one or more flows once, or every ``interval`` seconds until stopped."""
 
-    def __init__(
-        self, config: DrkitConfig, flows: list[FlowConfig], syncs: SyncLog, checkpoints: CheckpointLog
-    ) -> None:
-        self.jobs = [TranslatorJob(config, f, syncs, checkpoints) for f in flows]
+    def __init__(self, context: TranslatorContext, flows: list[FlowConfig]) -> None:
+        self.jobs = [TranslatorJob(context, f) for f in flows]
         self.stopped = threading.Event()
 
     def run(self, once: bool, interval: float | None = None, max_runs: int | None = None) -> list[TranslationRun]:
         if once:
             return [job.run_once() for job in self.jobs]
-        import signal
-
         runs: list[TranslationRun] = []
-        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
-        if threading.current_thread() is threading.main_thread():
-            for s in previous:
-                signal.signal(s, lambda *_: self.stopped.set())
-        try:
+        with stop_on_signals(self.stopped):
             n = 0
             while not self.stopped.is_set() and (max_runs is None or n < max_runs):
                 for job in self.jobs:
@@ -188,8 +157,4 @@ class TranslatorRunner:
                 n += 1
                 wait = interval if interval is not None else min(j.flow.checkpoint.interval_seconds for j in self.jobs)
                 self.stopped.wait(wait)
-        finally:
-            if threading.current_thread() is threading.main_thread():
-                for s, handler in previous.items():
-                    signal.signal(s, handler)
         return runs[-len(self.jobs) :] if runs else []

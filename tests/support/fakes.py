@@ -140,8 +140,12 @@ class FakeSyncs:
     topics_by_flow: dict[str, dict[str, str]] = field(default_factory=dict)
     synced_at_ms: int = NOW_MS - 2_000
     targets: dict[str, FakeCluster] = field(default_factory=dict)
+    #: The table's version: one more per ``add`` (the translator reloads only on a new one).
+    versions: int = 0
+    reads: int = 0
 
     def add(self, flow: str, source_topic: str, target_topic: str, partition: int, *ranges: SyncRange) -> None:
+        self.versions += 1
         self.ranges_by_flow.setdefault(flow, {}).setdefault((source_topic, partition), []).extend(ranges)
         self.topics_by_flow.setdefault(flow, {})[source_topic] = target_topic
         target = self.targets.get(flow)
@@ -161,6 +165,16 @@ class FakeSyncs:
 
     def target_topics(self, flow: str) -> dict[str, str]:
         return dict(self.topics_by_flow.get(flow, {}))
+
+    def version(self) -> int | None:
+        return self.versions or None
+
+    def ranges_since(
+        self, flow: str, seen: dict[str, int], version: int
+    ) -> tuple[dict[TopicPartition, list[SyncRange]], dict[str, int]]:
+        """Every range of the flow (the cache coalesces what it already holds); ``seen`` is kept as is."""
+        self.reads += 1
+        return self.ranges(flow), dict(seen)
 
 
 @dataclass
@@ -183,6 +197,14 @@ class FakeCheckpoints:
     def record(self, checkpoint: Checkpoint, at_ms: int = NOW_MS - 1_000) -> None:
         """A checkpoint row as the translator wrote it (its translation and position included)."""
         self.rows.append(RecordedCheckpoint(checkpoint, at_ms))
+
+    def ensure(self) -> None:
+        pass
+
+    def append(self, rows: list[Checkpoint], at: datetime | None = None) -> int:
+        at_ms = int((at or NOW).timestamp() * 1000)
+        self.rows.extend(RecordedCheckpoint(c, at_ms) for c in rows)
+        return len(rows)
 
     def latest(
         self, flow: str, groups: list[str] | None = None, as_of: datetime | None = None, version: int | None = None
@@ -260,4 +282,62 @@ def world(tmp_path: Path, config: DrkitConfig | None = None) -> World:
         FakeCheckpoints(),
         FakeOperations(),
         FakeClusters({"A": a, "B": b}),
+    )
+
+
+@dataclass
+class FakeMirrorClusters:
+    """The mirror's view of the clusters (``drkit.mirror.context.MirrorClusters``): fake admins, a scripted
+    source consumer for the driver's reader, and whether a cluster answers a probe."""
+
+    clusters: dict[str, FakeCluster]
+    consumer: Any = None
+    consumers_made: int = 0
+
+    def admin(self, alias: str) -> FakeCluster:
+        return self.clusters[alias]
+
+    def source_consumer(self, flow: Any) -> Any:
+        self.consumers_made += 1
+        return self.consumer
+
+    def reachable(self, alias: str, timeout: float) -> bool:
+        return self.clusters[alias].reachable
+
+
+@dataclass
+class FakeMirrorSyncs(FakeSyncs):
+    """``offset_syncs`` as the mirror writes it: the batches recorded per stream, their rows."""
+
+    batches: dict[tuple[str, int], list[Any]] = field(default_factory=dict)
+
+    def ensure(self) -> None:
+        pass
+
+    def batch_written(self, stream_id: str, batch_id: int) -> bool:
+        return (stream_id, batch_id) in self.batches
+
+    def write(self, flow: str, stream_id: str, batch_id: int, ranges: Any) -> int:
+        """``ranges``: an Arrow table of the range columns, as the mirror writes them."""
+        if (stream_id, batch_id) in self.batches:
+            return 0
+        rows = ranges.to_pylist()
+        self.batches[(stream_id, batch_id)] = rows
+        for r in rows:
+            offsets = (r["upstream_first"], r["upstream_last"], r["downstream_first"], r["downstream_last"])
+            self.add(flow, r["source_topic"], r["target_topic"], r["partition"], SyncRange(*offsets))
+        return len(rows)
+
+
+def mirror_context(config: DrkitConfig, consumer: Any = None) -> Any:
+    """A mirror context (``drkit.mirror.context.MirrorContext``) of fakes, without Spark."""
+    from drkit.mirror.context import MirrorContext
+
+    clusters = {alias: FakeCluster(alias) for alias in config.clusters}
+    return MirrorContext(
+        config,
+        None,  # type: ignore[arg-type]  # no Spark: only what the driver decides is exercised
+        FakeMirrorClusters(clusters, consumer),
+        FakeMirrorSyncs(),
+        StateLayout(config.state_root()),
     )

@@ -12,7 +12,7 @@ from prometheus_client import REGISTRY
 from support.kafka_io import create_topic, unique
 
 from drkit.config import DrkitConfig
-from drkit.mirror.job import MirrorRunner
+from drkit.mirror.runner import MirrorRunner
 from drkit.service import Drkit
 
 
@@ -24,7 +24,7 @@ def test_heartbeat_latency_and_age_appear_in_status_and_the_metrics(
     config = make_config(
         [{"source": "A", "target": "B", "topics": {"include": [topic]}, "heartbeats": {"interval_seconds": 0.5}}]
     )
-    runner = MirrorRunner(config, config.flows, spark)
+    runner = MirrorRunner(Drkit(config, spark).mirror_context(), config.flows)
     thread = threading.Thread(target=lambda: runner.run(False), daemon=True)
     thread.start()
     service = Drkit(config)

@@ -27,7 +27,7 @@ from support.processes import no_java_env, quietly
 
 from drkit.config import load_config
 from drkit.localdev.clusters import LocalKafka
-from drkit.mirror.job import MirrorRunner
+from drkit.mirror.runner import MirrorRunner
 from drkit.service import Drkit
 
 TOPIC, GROUP, PARTITIONS, RATE = "payments", "ledger", 3, 150
@@ -100,7 +100,7 @@ def test_rpo_with_the_source_killed_under_load(
     time.sleep(2)
     commit(clusters["A"], GROUP, {(TOPIC, p): 10 for p in range(PARTITIONS)})
 
-    runner = MirrorRunner(config, config.flows, spark)
+    runner = MirrorRunner(Drkit(config, spark).mirror_context(), config.flows)
     mirror = threading.Thread(target=lambda: quietly(runner.run, False), daemon=True)
     mirror.start()
     translator = threading.Thread(target=lambda: quietly(service.translate, "A->B", False, 1.0, 25), daemon=True)

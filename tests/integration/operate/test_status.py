@@ -19,7 +19,6 @@ from support.processes import no_java_env
 from drkit.config import DrkitConfig
 from drkit.service import Drkit
 from drkit.store.checkpoints import CheckpointTable
-from drkit.store.offset_syncs import SyncTable
 from drkit.translator.job import TranslatorRunner
 
 
@@ -111,7 +110,7 @@ def test_checkpoint_freshness_with_interval(
     )
     service = Drkit(config, spark)
     service.mirror(None, once=True)
-    runner = TranslatorRunner(config, config.flows, SyncTable(service.layout), CheckpointTable(service.layout))
+    runner = TranslatorRunner(service.translator_context(), config.flows)
     thread = threading.Thread(target=runner.run, args=(False, 1.0), daemon=True)
     thread.start()
     store = CheckpointTable(service.layout)

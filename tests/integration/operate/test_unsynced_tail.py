@@ -26,7 +26,7 @@ from drkit.config import load_config
 from drkit.core.origin import ORIGIN_HEADER, origin_of
 from drkit.core.translate import Position
 from drkit.localdev.clusters import LocalKafka
-from drkit.mirror.job import MirrorRunner
+from drkit.mirror.runner import MirrorRunner
 from drkit.service import Drkit
 
 TOPIC, GROUP, PARTITIONS = "ledger", "settlement", 2
@@ -72,7 +72,7 @@ def test_failover_after_a_batch_cut_off_by_the_disaster_re_reads_nothing(
             produce(clusters["A"], TOPIC, records, **{"queue.buffering.max.messages": 1_000_000, "linger.ms": 20})
 
     fill(0, SYNCED)
-    MirrorRunner(config, config.flows, spark).run(once=True)
+    MirrorRunner(Drkit(config, spark).mirror_context(), config.flows).run(once=True)
     assert end_offsets(clusters["B"], target) == {p: SYNCED for p in range(PARTITIONS)}
 
     fill(SYNCED, BACKLOG)
@@ -81,7 +81,7 @@ def test_failover_after_a_batch_cut_off_by_the_disaster_re_reads_nothing(
     assert run.checkpoints == PARTITIONS, run
 
     # One batch for the whole backlog; A dies once B holds copies past the group's offset.
-    runner = MirrorRunner(config, config.flows, spark)
+    runner = MirrorRunner(Drkit(config, spark).mirror_context(), config.flows)
     mirror = threading.Thread(target=lambda: quietly(runner.run, False), daemon=True)
     mirror.start()
     deadline = time.monotonic() + 240

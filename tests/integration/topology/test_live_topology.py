@@ -25,7 +25,7 @@ from drkit.config import DrkitConfig, load_config
 from drkit.core.audit import OperationStatus
 from drkit.core.status import Verdict
 from drkit.core.topology import TopicIssueKind
-from drkit.mirror.job import MirrorRunner
+from drkit.mirror.runner import MirrorRunner
 from drkit.service import Drkit
 
 REFRESH = 2.0
@@ -138,7 +138,7 @@ def test_partitions_topics_and_configs_are_followed_under_load(
             }
         ]
     )
-    runner = MirrorRunner(config, config.flows, spark)
+    runner = MirrorRunner(Drkit(config, spark).mirror_context(), config.flows)
     failure: list[BaseException] = []
 
     def mirror() -> None:
@@ -243,7 +243,7 @@ def test_a_deleted_topic_leaves_the_others_flowing_and_comes_back_as_a_new_incar
             }
         ]
     )
-    runner = MirrorRunner(config, config.flows, spark)
+    runner = MirrorRunner(Drkit(config, spark).mirror_context(), config.flows)
     failure: list[BaseException] = []
 
     def mirror() -> None:
@@ -392,7 +392,7 @@ def test_a_foreign_target_too_small_is_refused_alone_and_copied_from_where_it_st
             }
         ]
     )
-    runner = MirrorRunner(config, config.flows, spark)
+    runner = MirrorRunner(Drkit(config, spark).mirror_context(), config.flows)
     failure: list[BaseException] = []
 
     def mirror() -> None:

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from drkit.config import DRIVER_COPY_MAX_RECORDS, MirrorSettings
 from drkit.core.offsets import batch_ranges, copy_in_driver
-from drkit.mirror.job import batch_start_offsets, initial_offsets, logged_offsets
+from drkit.mirror.offset_log import batch_start_offsets, initial_offsets, logged_offsets
 
 
 def test_a_batch_of_known_ranges_up_to_the_limit_is_copied_by_the_driver() -> None:

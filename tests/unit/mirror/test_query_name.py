@@ -33,7 +33,7 @@ def test_a_running_query_and_a_stopped_unreleased_one_are_told_apart() -> None:
 
 
 def test_a_once_run_across_a_topology_change_says_what_to_do() -> None:
-    from drkit.mirror.job import failure_message
+    from drkit.mirror.failure import failure_message
 
     spark_text = (
         "Kafka data source in Trigger.AvailableNow should provide the same topic partitions in pre-fetched "

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -243,7 +243,7 @@ def test_the_drivers_reader_reads_at_the_isolation_level_of_sparks(monkeypatch: 
     read_committed reader would stop there: the two readers use the one declared level."""
     from drkit.config import parse_config
     from drkit.kafka import clients
-    from drkit.mirror.job import SOURCE_ISOLATION, MirrorJob
+    from drkit.mirror.context import SOURCE_ISOLATION, KafkaMirrorClusters
 
     config = parse_config(
         {
@@ -252,19 +252,20 @@ def test_the_drivers_reader_reads_at_the_isolation_level_of_sparks(monkeypatch: 
             "state": {"root": "st"},
         }
     )
-    job = MirrorJob.__new__(MirrorJob)  # no Spark: only the consumer's settings are looked at
-    job.flow, job.source = config.flows[0], config.clusters["A"]
     built: list[dict[str, Any]] = []
     monkeypatch.setattr(clients, "consumer", lambda cluster, alias, group, **conf: built.append(conf))
-    job._new_source_consumer()
+    KafkaMirrorClusters(config).source_consumer(config.flows[0])
     assert built[0]["isolation.level"] == SOURCE_ISOLATION
     assert built[0]["auto.offset.reset"] == "error" and built[0]["enable.partition.eof"] is True
 
 
-def test_a_source_that_stalls_the_drivers_read_is_a_cluster_error_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_source_that_stalls_the_drivers_read_is_a_cluster_error_naming_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """The batch fails as a cluster error (exit 4) that names the source and says what to do; the copy's
     producer is dropped, so a retry starts with a fresh one."""
     import confluent_kafka
+    from support.fakes import mirror_context
 
     from drkit.config import parse_config
     from drkit.errors import ClusterError
@@ -274,8 +275,8 @@ def test_a_source_that_stalls_the_drivers_read_is_a_cluster_error_naming_it(monk
     config = parse_config(
         {
             "clusters": {"A": {"bootstrap_servers": "a:1"}, "B": {"bootstrap_servers": "b:1"}},
-            "flows": [{"source": "A", "target": "B"}],
-            "state": {"root": "st"},
+            "flows": [{"source": "A", "target": "B", "mirror": {"consumer": {"default.api.timeout.ms": "200"}}}],
+            "state": {"root": str(tmp_path / "st")},
         }
     )
 
@@ -288,9 +289,8 @@ def test_a_source_that_stalls_the_drivers_read_is_a_cluster_error_naming_it(monk
 
     monkeypatch.setattr(deliver, "_PRODUCERS", {})
     monkeypatch.setattr(confluent_kafka, "Producer", Producer)
-    job = MirrorJob.__new__(MirrorJob)
-    job.flow, job.source, job.abandon, job._query = config.flows[0], config.clusters["A"], threading.Event(), None
-    job.reader = reader(FakeConsumer([]), stall=0.2)
+    job = MirrorJob(mirror_context(config, FakeConsumer([])), config.flows[0])
+    assert job.reader.stall_seconds == 0.2
     with pytest.raises(ClusterError) as raised:
         job._copy_in_driver({("t", 0): (0, 5)}, {"bootstrap.servers": "b:1"}, {"t": "A.t"})
     message = str(raised.value)

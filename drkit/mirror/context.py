@@ -1,0 +1,107 @@
+"""The collaborators a mirror job receives: config, Spark, the clusters, the offset-sync log, state.
+
+The facade (``drkit.service``) builds one with the real adapters (``KafkaMirrorClusters``, the Delta
+``offset_syncs`` table); unit tests build one with fakes. Invariant: the mirror job builds no cluster
+client and opens no table itself; every admin, consumer, table and state file comes from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from drkit.config import DrkitConfig, FlowConfig
+from drkit.core.ports import SyncProgress, TopicPartition
+from drkit.errors import DrkitError
+from drkit.kafka import clients
+from drkit.kafka.admin import KafkaAdmin
+from drkit.layout import StateLayout, flow_dir_name
+from drkit.store.runs import MirrorFiles, RunFiles
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import SparkSession
+
+SOURCE_FETCH_MAX_WAIT_MS = 20
+#: The source's isolation level (the config refuses another): Spark's reader and the driver's must agree,
+#: or one would stop at the last stable offset where the other reads past it.
+SOURCE_ISOLATION = "read_committed"
+
+
+def source_consumer_settings() -> dict[str, Any]:
+    """The driver's reader's consumer settings: it reads exactly what Spark planned, never commits."""
+    return {
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "error",  # deleted records: Spark's reader and failOnDataLoss decide
+        "enable.partition.eof": True,
+        "isolation.level": SOURCE_ISOLATION,
+        "fetch.wait.max.ms": SOURCE_FETCH_MAX_WAIT_MS,
+    }
+
+
+class MirrorClusters(Protocol):
+    """The clusters as the mirror uses them: admins, the driver's source consumer, a reachability probe."""
+
+    def admin(self, alias: str) -> KafkaAdmin: ...
+
+    def source_consumer(self, flow: FlowConfig) -> Any: ...
+
+    def reachable(self, alias: str, timeout: float) -> bool: ...
+
+
+class MirrorSyncLog(Protocol):
+    """The mirror's view of ``offset_syncs``: make sure it exists, tell a recorded batch, record one."""
+
+    def ensure(self) -> None: ...
+
+    def batch_written(self, stream_id: str, batch_id: int) -> bool: ...
+
+    def write(self, flow: str, stream_id: str, batch_id: int, ranges: pa.Table) -> int:
+        """Record a batch's ranges (``drkit.store.offset_syncs.RANGE_SCHEMA``, Arrow); 0 when recorded before."""
+        ...
+
+    def progress(self, flow: str) -> dict[TopicPartition, SyncProgress]: ...
+
+    def target_topics(self, flow: str) -> dict[str, str]: ...
+
+
+class KafkaMirrorClusters:
+    """The configured clusters through confluent-kafka; implements ``MirrorClusters``."""
+
+    def __init__(self, config: DrkitConfig) -> None:
+        self._config = config
+
+    def admin(self, alias: str) -> KafkaAdmin:
+        return KafkaAdmin(self._config.clusters[alias], alias)
+
+    def source_consumer(self, flow: FlowConfig) -> Any:
+        return clients.consumer(
+            self._config.clusters[flow.source],
+            flow.source,
+            f"drkit-mirror-reader-{flow_dir_name(flow.name)}",  # required by librdkafka; never joined
+            **source_consumer_settings(),
+        )
+
+    def reachable(self, alias: str, timeout: float) -> bool:
+        try:
+            KafkaAdmin(self._config.clusters[alias], alias, timeout=timeout).partition_counts()
+        except DrkitError:
+            return False
+        return True
+
+
+@dataclass(frozen=True)
+class MirrorContext:
+    config: DrkitConfig
+    spark: SparkSession
+    clusters: MirrorClusters
+    syncs: MirrorSyncLog
+    layout: StateLayout
+
+    @property
+    def runs(self) -> RunFiles:
+        return RunFiles(self.layout)
+
+    @property
+    def files(self) -> MirrorFiles:
+        return MirrorFiles(self.layout)

@@ -1,0 +1,104 @@
+"""How a failed batch or a stopped mirror query is told to the operator, and which exit it gets.
+
+Invariant: pure functions of the error's text and the flow's config; a source that cannot be read is
+a ``ClusterError`` naming the source and what to do (exit 4), anything else the mirror's own failure
+(exit 5); a delivery failure (``FAILURE_MARKER``) is never taken for an unreachable source.
+"""
+
+from __future__ import annotations
+
+import re
+
+from drkit.config import FlowConfig
+from drkit.errors import ClusterError, DrkitError
+from drkit.mirror.deliver import FAILURE_MARKER
+
+#: Kafka client errors that mean the source cannot be read (broker down, unreachable, or not answering).
+_SOURCE_READ_FAILURE = re.compile(
+    r"(Timeout of \d+ms expired before the position for partition"
+    r"|Timed out waiting for a node assignment"
+    r"|TimeoutException: Timeout of \d+ms expired"
+    r"|Cannot fetch record for offset"
+    r"|KafkaConsumer.*Connection refused"
+    r"|Failed to get records for .* after polling)"
+)
+
+
+def _cause(text: str) -> str:
+    """The Kafka client's own words: the first line that matches a source read failure."""
+    for line in text.splitlines():
+        match = _SOURCE_READ_FAILURE.search(line)
+        if match:
+            return (
+                line[line.rfind("Exception: ", 0, match.start()) + len("Exception: ") :].strip()[:300]
+                if "Exception: " in line[: match.start()]
+                else line.strip()[:300]
+            )
+    return text.splitlines()[0][:300] if text else ""
+
+
+def source_unreachable(flow: FlowConfig, bootstrap: str, cause: str) -> str:
+    return (
+        f"source cluster {flow.source} ({bootstrap}) cannot be read: {cause}. If {flow.source} is down or "
+        f"unreachable from this host, restore it and restart the mirror (it resumes where it stopped); "
+        f"if {flow.source} is lost, fail the groups over: drkit failover --flow '{flow.name}'"
+    )
+
+
+#: Spark's AvailableNow trigger (``--once``) refuses a run whose topic partitions differ from the last batch's.
+_AVAILABLE_NOW_CHANGED = "should provide the same topic partitions in pre-fetched offset to end offset"
+
+
+def failure_message(exc: BaseException) -> str:
+    """The operator-facing reason inside a Spark/Py4J exception chain."""
+    text = str(exc)
+    if _AVAILABLE_NOW_CHANGED in text:
+        return (
+            "the flow's topic partitions changed since its last batch (a topic deleted, created or no longer "
+            "selected), and --once cannot plan across such a change (Spark's AvailableNow trigger): run "
+            "`drkit mirror` without --once until one batch has passed; nothing was copied or lost"
+        )
+    match = re.search(re.escape(FAILURE_MARKER) + r"([^\n]*)", text)
+    if match:
+        return match.group(1).strip()
+
+    for line in text.splitlines():
+        for name in ("MirrorError", "ClusterError", "StoreError"):
+            if f"{name}: " in line:
+                return line.split(f"{name}: ", 1)[1].strip()
+    if isinstance(exc, DrkitError):
+        return text
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    # Py4J wraps a Python error raised inside foreachBatch: its last line is the error itself.
+    if lines and lines[0].startswith("An exception was raised by the Python Proxy"):
+        errors = [ln for ln in lines if re.match(r"^[\w.]+(Error|Exception): ", ln)]
+        if errors:
+            return errors[-1][:500]
+    first = lines[0] if lines else type(exc).__name__
+    return first[:500]
+
+
+def explain(flow: FlowConfig, bootstrap: str, exc: BaseException) -> BaseException:
+    """The operator-facing error of a failed batch: delivery failures as they are; a source that cannot
+    be read is named, with what to do."""
+    text = str(exc)
+    if FAILURE_MARKER in text or not _SOURCE_READ_FAILURE.search(text):
+        return exc
+    return ClusterError(source_unreachable(flow, bootstrap, _cause(text)))
+
+
+def source_lost(flow: FlowConfig, error: BaseException) -> bool:
+    """Whether a stopped query's error is its source not answering (a cluster error, exit 4), rather
+    than a failure of the mirror itself (exit 5)."""
+    text = str(error)
+    if FAILURE_MARKER in text:
+        return False
+    return f"source cluster {flow.source} (" in text or bool(_SOURCE_READ_FAILURE.search(text))
+
+
+def describe_failure(flow: FlowConfig, bootstrap: str, error: BaseException) -> str:
+    """One line for a query that stopped: the cause, and for a source that cannot be read, what to do."""
+    text = str(error)
+    if source_lost(flow, error) and "ClusterError: " not in text:
+        return source_unreachable(flow, bootstrap, _cause(text))
+    return failure_message(error)
