@@ -6,20 +6,15 @@ Client property values may reference environment variables as ``${env:NAME}``.
 
 What validation refuses beyond types, because a later layer would fail or misbehave:
 
-- regular expressions that Spark's Java regex and Python would read differently (``regex``);
+- regular expressions that Spark's Java regex and Python would read differently (:mod:`drkit.config.regex`);
 - client properties the Kafka client (librdkafka) does not know or would reject, and Java class
   properties the Python clients cannot load;
 - non-finite numbers (``inf``, ``nan``) and Spark masters Spark cannot parse;
 - flow topologies where records would be copied forever or two flows would write the same topic
-  (:func:`drkit.core.flows.topology_problem`).
+  (:mod:`drkit.core.flows`).
 
-Secrets are one notion (``secrets``: :func:`is_secret_key`, :func:`secret_values`): :func:`masked_dump`
-hides them by key, inside JAAS/OAuth strings, and by value wherever else the same value appears.
-
-One module per idea: ``model`` (the pydantic models and their cross-field checks), ``secrets``,
-``properties`` (client and Spark properties), ``regex`` (Java/Python regex agreement), ``loading``
-(TOML, ``${env:...}``, one-line errors); the rules over the set of flows are ``drkit.core.flows``.
-This module re-exports the names the rest of drkit uses.
+Secrets are one notion (:func:`is_secret_key`, :func:`secret_values`): :func:`masked_dump` hides them
+by key, inside JAAS/OAuth strings, and by value wherever else the same value appears.
 
 Example::
 
@@ -37,27 +32,54 @@ Example::
     source = "A"
     target = "B"
     topics.include = ["orders.*"]
+
+Modules, one idea each: :mod:`~drkit.config.model` (the pydantic models), :mod:`~drkit.config.secrets`,
+:mod:`~drkit.config.properties` (client and Spark properties), :mod:`~drkit.config.regex` (Java-regex
+compatibility), :mod:`~drkit.config.topology` (messages for the rules of :mod:`drkit.core.flows`) and
+:mod:`~drkit.config.loading`. This package re-exports what the rest of drkit imports.
 """
 
-from __future__ import annotations
+from drkit.config.loading import load_config, masked_dump, parse_config
+from drkit.config.model import (
+    DRIVER_COPY_MAX_RECORDS,
+    CheckpointSettings,
+    ClusterConfig,
+    DrkitConfig,
+    FlowConfig,
+    HeartbeatSettings,
+    MetricsConfig,
+    MirrorSettings,
+    Selection,
+    SparkConfig,
+    StateConfig,
+    TopologySettings,
+)
+from drkit.config.properties import JAVA_ONLY_PROPERTIES
+from drkit.config.regex import Pattern
+from drkit.config.secrets import MASK, is_secret_key, mask_text, secret_values
+from drkit.config.topology import topology_problem
 
-from drkit.config.loading import load_config as load_config
-from drkit.config.loading import masked_dump as masked_dump
-from drkit.config.loading import parse_config as parse_config
-from drkit.config.model import DRIVER_COPY_MAX_RECORDS as DRIVER_COPY_MAX_RECORDS
-from drkit.config.model import CheckpointSettings as CheckpointSettings
-from drkit.config.model import ClusterConfig as ClusterConfig
-from drkit.config.model import DrkitConfig as DrkitConfig
-from drkit.config.model import FlowConfig as FlowConfig
-from drkit.config.model import HeartbeatSettings as HeartbeatSettings
-from drkit.config.model import MetricsConfig as MetricsConfig
-from drkit.config.model import MirrorSettings as MirrorSettings
-from drkit.config.model import Selection as Selection
-from drkit.config.model import SparkConfig as SparkConfig
-from drkit.config.model import StateConfig as StateConfig
-from drkit.config.model import TopologySettings as TopologySettings
-from drkit.config.properties import JAVA_ONLY_PROPERTIES as JAVA_ONLY_PROPERTIES
-from drkit.config.secrets import MASK as MASK
-from drkit.config.secrets import is_secret_key as is_secret_key
-from drkit.config.secrets import mask_text as mask_text
-from drkit.config.secrets import secret_values as secret_values
+__all__ = [
+    "DRIVER_COPY_MAX_RECORDS",
+    "JAVA_ONLY_PROPERTIES",
+    "MASK",
+    "CheckpointSettings",
+    "ClusterConfig",
+    "DrkitConfig",
+    "FlowConfig",
+    "HeartbeatSettings",
+    "MetricsConfig",
+    "MirrorSettings",
+    "Pattern",
+    "Selection",
+    "SparkConfig",
+    "StateConfig",
+    "TopologySettings",
+    "is_secret_key",
+    "load_config",
+    "mask_text",
+    "masked_dump",
+    "parse_config",
+    "secret_values",
+    "topology_problem",
+]

@@ -1,5 +1,7 @@
-"""Loading a config: TOML read as UTF-8 from a regular file, ``${env:NAME}`` substituted, validated once;
-every error one line naming the file and the dotted key, with secret values masked.
+"""Reading a TOML file into a :class:`DrkitConfig`: environment references, file checks, error messages.
+
+Invariant: every failure is one :class:`ConfigError` line naming the file and the dotted key, with
+secrets (from the file or the environment) masked; a success is a validated, frozen config.
 """
 
 from __future__ import annotations
@@ -11,9 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import (
-    ValidationError,
-)
+from pydantic import ValidationError
 
 from drkit.config.model import DrkitConfig, _KeyedError
 from drkit.config.properties import _PropertyError

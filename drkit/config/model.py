@@ -1,5 +1,8 @@
-"""The typed configuration (pydantic, frozen): clusters, flows, state, Spark, metrics, and the checks that
-span fields (known clusters, one flow per pair, flow topologies via drkit.core.flows).
+"""The pydantic model of drkit's configuration: one frozen model per component.
+
+Invariant: a :class:`DrkitConfig` that exists is valid as a whole: every field checked alone (types,
+bounds, patterns, properties) and across fields (flows name defined clusters, are not duplicated, and
+form no topology :mod:`drkit.core.flows` refuses). Cross-field errors carry their dotted key.
 """
 
 from __future__ import annotations
@@ -8,13 +11,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from drkit.config.properties import (
     _SPARK_MASTER,
@@ -24,7 +21,7 @@ from drkit.config.properties import (
     _PropertyError,
 )
 from drkit.config.regex import Pattern
-from drkit.core.flows import FlowEdge, PolicyName, topology_problem
+from drkit.config.topology import topology_problem
 from drkit.core.heartbeat import HEARTBEAT_TOPIC
 from drkit.core.policy import ReplicationPolicy, policy_for
 from drkit.core.selection import NameSelector, group_selector, topic_selector
@@ -189,10 +186,6 @@ class FlowConfig(_Model):
     def policy(self) -> ReplicationPolicy:
         return policy_for(self.replication_policy, self.separator)
 
-    def edge(self) -> FlowEdge:
-        """This flow as the topology rules see it (drkit.core.flows)."""
-        return FlowEdge(self.name, self.source, self.target, PolicyName(self.replication_policy), self.separator)
-
     def group_selector(self) -> NameSelector:
         """The consumer groups this flow translates (never drkit's own or Connect's)."""
         return group_selector(self.groups.include, self.groups.exclude)
@@ -284,10 +277,9 @@ class DrkitConfig(_Model):
             seen.add(flow.name)
             self._check_joined_patterns(i, flow)
         # Without the heartbeat topic: heartbeats of many sources share one topic safely (keyed by flow).
-        edges = [f.edge() for f in self.flows]
-        problem = topology_problem(edges, [self.topic_selector(f, heartbeats=False) for f in self.flows])
+        problem = topology_problem(self.flows, [self.topic_selector(f, heartbeats=False) for f in self.flows])
         if problem:
-            raise _KeyedError(problem.key, problem.reason)
+            raise _KeyedError(*problem)
         return self
 
     def _check_joined_patterns(self, i: int, flow: FlowConfig) -> None:

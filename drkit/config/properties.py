@@ -1,5 +1,8 @@
-"""Client and Spark properties: what librdkafka would refuse is refused at load time, with the key; the
-Java-only ones are kept for Spark's client and left out of librdkafka's.
+"""Client and Spark property tables: flattened to strings and checked against what will read them.
+
+Invariant: a property table that validates is a flat ``{name: str}`` dict whose librdkafka properties
+librdkafka accepts one by one (checked offline, with a client that never connects), and whose messages
+never quote a value.
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
-"""Topic and group patterns as both engines read them: Spark's Java regex and Python's ``re`` must agree on
-every pattern drkit accepts, or the mirror and the translator would select different names.
+"""Regular expressions that mean the same to Python and to Spark's Java regex.
+
+Invariant: a :data:`Pattern` that validates compiles in Python without warnings and is read the same
+way by ``java.util.regex``, alone and once drkit joins a flow's patterns into one expression.
 """
 
 from __future__ import annotations
@@ -8,9 +10,7 @@ import re
 import warnings
 from typing import Annotated
 
-from pydantic import (
-    AfterValidator,
-)
+from pydantic import AfterValidator
 
 _QUANTIFIER = re.compile(r"\{\d+(?:,\d*)?\}")
 _INLINE_FLAGS = re.compile(r"\(\?([A-Za-z]*)(?:-([A-Za-z]*))?([:)])")

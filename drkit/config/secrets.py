@@ -1,5 +1,7 @@
-"""Secrets in a config: which keys are secret, their values (also inside JAAS and OAuth strings and URLs),
-and masking them wherever they would be shown. One notion, used by every output, log and error.
+"""Secrets in config data: which keys hold them, where they hide inside values, and how they are masked.
+
+Invariant: one notion of secret (:func:`is_secret_key`, :func:`secret_values`) serves both masking
+(``config show``, error messages) and nothing here ever returns a secret it was asked to hide.
 """
 
 from __future__ import annotations

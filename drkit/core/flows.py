@@ -1,129 +1,135 @@
-"""How flows relate: the flow topologies drkit refuses, decided over the flows alone.
+"""Rules over the set of replication flows: loops that copy forever and topics written by two sources.
 
-A topology is refused when records would be copied forever around a loop of flows, or when two
-flows would write two different source topics into one target topic. Pure: the config model turns
-its flows into :class:`FlowEdge` values and reports a :class:`FlowProblem` under the key it names.
+Pure decisions over frozen values; :mod:`drkit.config` turns each :class:`Finding` into its message.
+
+Invariants (checked with hypothesis in ``tests/unit/core/test_flows.py``):
+
+- :func:`simple_cycles` returns every simple cycle of the flow graph exactly once, as flow indices
+  in travel order, starting from the flow that leaves the cycle's least cluster;
+- a cycle of identity flows is never a finding: names stay the same, and the mirror never copies a
+  record whose ``drkit.origin`` headers name the flow's target;
+- a cycle with a prefix flow is a finding exactly when a topic name sent around it never stops
+  (the prefix flow X->Y skips names whose chain of prefixes holds Y): that is, unless some cluster
+  both receives and sends with the prefix policy and every prefix flow writes one separator;
+- two identity flows into one target are a finding when their selections may share a name;
+  :func:`may_overlap` is never False for two selectors that both match some name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from drkit.core.selection import NameSelector
 
 
-class PolicyName(StrEnum):
-    """A flow's replication policy (drkit.core.policy): how its target topics are named."""
+class Policy(StrEnum):
+    """How a flow names its target topics (:mod:`drkit.core.policy`)."""
 
     PREFIX = "prefix"
     IDENTITY = "identity"
 
 
-@dataclass(frozen=True)
-class FlowEdge:
-    """One flow as the topology sees it: from where to where, and how it names what it copies."""
+class Problem(StrEnum):
+    """The kinds of topology the config refuses."""
 
-    name: str
+    #: A two-way pair with identity one way and prefix the other.
+    MIXED_POLICY_PAIR = "mixed-policy-pair"
+    #: A longer loop where no cluster both receives and sends with the prefix policy.
+    NO_PREFIX_HANDOFF = "no-prefix-handoff"
+    #: A loop whose prefix flows write different separators.
+    MIXED_SEPARATORS = "mixed-separators"
+    #: Two identity flows into one target whose selections may share a topic name.
+    IDENTITY_FAN_IN = "identity-fan-in"
+
+
+@dataclass(frozen=True)
+class Flow:
+    """One flow as the topology rules see it: its two clusters, its policy and separator."""
+
     source: str
     target: str
-    policy: PolicyName
+    policy: Policy = Policy.PREFIX
     separator: str = "."
+
+    @property
+    def name(self) -> str:
+        return f"{self.source}->{self.target}"
 
 
 @dataclass(frozen=True)
-class FlowProblem:
-    """Why a set of flows cannot work, and the config key (``flows[i].<field>``) to fix."""
+class Finding:
+    """A refused topology.
 
-    key: str
-    reason: str
-
-
-def topology_problem(flows: Sequence[FlowEdge], selectors: Sequence[NameSelector]) -> FlowProblem | None:
-    """The first way ``flows`` would copy records forever or mix two sources in one topic, with the key
-    of the config (``flows[i].<field>``) it is about.
-
-    ``selectors[i]`` is the topic selection of ``flows[i]``. Loops: follow a topic around a cycle of
-    flows. An identity flow keeps its name; a prefix flow X->Y renames it ``X.<name>`` and skips names
-    whose chain of prefixes already holds Y. A cycle of identity flows keeps every name, and the mirror never
-    copies a record whose ``drkit.origin`` headers name the flow's target, so records stop there. Otherwise
-    a copy stops coming around exactly when some cluster of
-    the cycle both receives and sends with the prefix policy (its outgoing flow writes the prefix its
-    incoming flow recognises) and every prefix flow of the cycle writes the same separator (the chain
-    is read with one). Otherwise the name comes back unchanged, or longer, every lap. Fan-in: two
-    identity flows into one target keep their sources' names; if both may select one name, two
-    different topics are written into one.
+    ``flow`` is the index of the flow whose setting should change (the key an error names);
+    ``flows`` the flows involved: a loop in travel order, or the two flows of a fan-in (earlier first).
+    ``other`` is the second flow the message names (the reverse flow of a pair, the flow with another
+    separator, the earlier flow of a fan-in).
     """
-    for cycle in _simple_cycles(flows):
-        problem = _loop_problem(flows, cycle)
-        if problem:
-            return problem
-    identity = [i for i, flow in enumerate(flows) if flow.policy is PolicyName.IDENTITY]
+
+    problem: Problem
+    flow: int
+    flows: tuple[int, ...]
+    other: int
+
+
+def topology_findings(flows: Sequence[Flow], selectors: Sequence[NameSelector]) -> Iterator[Finding]:
+    """Every finding over ``flows``, loops first (one per cycle), then fan-ins in index order.
+
+    ``selectors[i]`` is the topic selection of ``flows[i]``.
+    """
+    for cycle in simple_cycles(flows):
+        finding = loop_finding(flows, cycle)
+        if finding is not None:
+            yield finding
+    identity = [i for i, flow in enumerate(flows) if flow.policy is Policy.IDENTITY]
     for a in identity:
         for b in identity:
-            if a < b and flows[a].target == flows[b].target and _may_overlap(selectors[a], selectors[b]):
-                return FlowProblem(
-                    f"flows[{b}].topics.include",
-                    f"flows {flows[a].name} and {flows[b].name} both copy into cluster {flows[b].target!r} with "
-                    "the identity policy and may select the same topic name, so two topics would be written "
-                    "into one; give them include patterns that start with different literal text, or use "
-                    "the prefix policy",
-                )
-    return None
+            if a < b and flows[a].target == flows[b].target and may_overlap(selectors[a], selectors[b]):
+                yield Finding(Problem.IDENTITY_FAN_IN, b, (a, b), a)
 
 
-def _simple_cycles(flows: Sequence[FlowEdge]) -> list[list[int]]:
+def simple_cycles(flows: Sequence[Flow]) -> list[tuple[int, ...]]:
     """Every simple cycle of the flow graph, as flow indices in order, each found once (from its least cluster)."""
     outgoing: dict[str, list[int]] = {}
     for i, flow in enumerate(flows):
         outgoing.setdefault(flow.source, []).append(i)
-    cycles: list[list[int]] = []
+    cycles: list[tuple[int, ...]] = []
 
-    def extend(start: str, node: str, path: list[int], visited: frozenset[str]) -> None:
+    def extend(start: str, node: str, path: tuple[int, ...], visited: frozenset[str]) -> None:
         for i in outgoing.get(node, []):
             nxt = flows[i].target
             if nxt == start:
-                cycles.append([*path, i])
+                cycles.append((*path, i))
             elif nxt > start and nxt not in visited:
-                extend(start, nxt, [*path, i], visited | {nxt})
+                # Only clusters above the start: the cycle is found once, from its least cluster.
+                extend(start, nxt, (*path, i), visited | {nxt})
 
     for start in sorted(outgoing):
-        extend(start, start, [], frozenset({start}))
+        extend(start, start, (), frozenset({start}))
     return cycles
 
 
-def _loop_problem(flows: Sequence[FlowEdge], cycle: list[int]) -> FlowProblem | None:
-    names = ", ".join(flows[i].name for i in cycle)
-    prefix = [flows[i].policy is PolicyName.PREFIX for i in cycle]
+def loop_finding(flows: Sequence[Flow], cycle: Sequence[int]) -> Finding | None:
+    """Why records would go round ``cycle`` (flow indices in travel order) forever, or None."""
+    loop = tuple(cycle)
+    prefix = [flows[i].policy is Policy.PREFIX for i in loop]
     if not any(prefix):
         # Names stay the same all the way round, and the mirror never copies a record whose drkit.origin
         # headers name the flow's target (it has been there): nothing goes round twice.
         return None
-    if not any(prefix[j] and prefix[(j + 1) % len(cycle)] for j in range(len(cycle))):
-        first = min(i for i in cycle if flows[i].policy is PolicyName.IDENTITY)
-        if len(cycle) == 2:
-            reverse = flows[cycle[0] if first == cycle[1] else cycle[1]].name
-            return FlowProblem(
-                f"flows[{first}].replication_policy",
-                f"flow {flows[first].name} uses the identity policy while flow {reverse} uses the prefix policy, so "
-                "copies of copies would be created forever under ever longer names; use the same policy both ways "
-                "(prefix, or identity: records that came from a flow's target are never copied back)",
-            )
-        return FlowProblem(
-            f"flows[{first}].replication_policy",
-            f"flows {names} form a loop in which no cluster both receives and sends with the prefix policy, so "
-            "copies of copies would be created around it forever under ever longer names; use the prefix policy on "
-            "two flows in a row of the loop, or the identity policy on all of them",
-        )
-    prefixed = sorted(i for i in cycle if flows[i].policy is PolicyName.PREFIX)
+    if not any(prefix[j] and prefix[(j + 1) % len(loop)] for j in range(len(loop))):
+        first = min(i for i in loop if flows[i].policy is Policy.IDENTITY)
+        if len(loop) == 2:
+            reverse = loop[0] if first == loop[1] else loop[1]
+            return Finding(Problem.MIXED_POLICY_PAIR, first, loop, reverse)
+        return Finding(Problem.NO_PREFIX_HANDOFF, first, loop, first)
+    prefixed = sorted(i for i in loop if flows[i].policy is Policy.PREFIX)
     if len({flows[i].separator for i in prefixed}) > 1:
+        # The chain of prefixes is read with one separator; a prefix written with another is not seen.
         other = next(i for i in prefixed if flows[i].separator != flows[prefixed[0]].separator)
-        return FlowProblem(
-            f"flows[{other}].separator",
-            f"the prefix flows of the loop {names} use different separators, so none recognises the prefixes "
-            "the others write and records would be copied around it forever; use one separator",
-        )
+        return Finding(Problem.MIXED_SEPARATORS, other, loop, other)
     return None
 
 
@@ -177,7 +183,7 @@ def _literal_prefix(alternative: str) -> tuple[str, bool]:
     return "".join(out), True
 
 
-def _may_overlap(a: NameSelector, b: NameSelector) -> bool:
+def may_overlap(a: NameSelector, b: NameSelector) -> bool:
     """False only when no name can be selected by both: a literal one refuses, or literal starts differ."""
     for x in (alt for pattern in a.include for alt in _alternatives(pattern)):
         for y in (alt for pattern in b.include for alt in _alternatives(pattern)):

@@ -10,7 +10,7 @@ import pytest
 from drkit.config import MASK, is_secret_key, load_config, masked_dump, parse_config
 from drkit.errors import ConfigError
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "examples" / "drkit.local.toml"
 
 TWO_CLUSTERS = """\
