@@ -300,7 +300,6 @@ class DrillReport:
     judgement: Judgement
     accounting: Accounting
     timeline: Timeline
-    reported_rpo: RpoReport | None  # what drkit's failover reported (its lower bound, its estimate)
     failover: OperationResult | None  # the failover result as the facade returned it (None if never run)
     spec: dict[str, Any]
     drkit_version: str
@@ -308,6 +307,11 @@ class DrillReport:
     finished_ms: int
     report_dir: str = ""
     failback: OperationResult | None = None  # the failback result (None if none ran)
+
+    @property
+    def reported_rpo(self) -> RpoReport | None:
+        """What drkit's failover reported (its lower bound, its estimate): the failover's own figure."""
+        return None if self.failover is None else self.failover.rpo
 
     @property
     def verdict(self) -> DrillVerdict:

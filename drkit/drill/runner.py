@@ -232,7 +232,6 @@ class DrillRunner:
                 back.finished_ms,
                 back.first_ms,
             ),
-            reported_rpo=reported,
             failover=failover,
             failback=failback,
             spec=spec.model_dump(mode="json"),
