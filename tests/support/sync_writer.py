@@ -6,12 +6,16 @@ maintenance rewrites only completed UTC days.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+
+import pyarrow as pa
 
 from drkit.config import DrkitConfig, parse_config
 from drkit.core.offsets import SyncRange
-from drkit.store.offset_syncs import SyncTable, range_table
+from drkit.layout import StateLayout
+from drkit.store import delta
+from drkit.store.offset_syncs import SPEC, SyncTable, range_table
 
 #: Maintenance rewrites only completed UTC days; old batches are written a day back, as a running
 #: mirror would have written them yesterday.
@@ -67,3 +71,40 @@ class Writer:
             rows.append((topic, target, partition, SyncRange(u, u + records - 1, d, d + records - 1)))
             self.next[key] = (u + records, d + records)
         self.store.write(self.flow, self.stream_id, batch_id, range_table(rows), at=at)
+
+
+#: When the rows of :func:`sync` are written, unless told otherwise.
+T0 = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
+
+
+def sync(
+    flow: str,
+    topic: str,
+    partition: int,
+    up: tuple[int, int],
+    down: tuple[int, int],
+    batch: int,
+    stream: str = "s1",
+    at: datetime = T0,
+) -> dict[str, object]:
+    """One ``offset_syncs`` row as stored, target topic ``A.<topic>``."""
+    return {
+        "flow": flow,
+        "source_topic": topic,
+        "target_topic": f"A.{topic}",
+        "partition": partition,
+        "upstream_first": up[0],
+        "upstream_last": up[1],
+        "downstream_first": down[0],
+        "downstream_last": down[1],
+        "record_count": up[1] - up[0] + 1,
+        "batch_id": batch,
+        "stream_id": stream,
+        "written_at": at,
+        "sync_date": date(2026, 11, 23),
+    }
+
+
+def write_syncs(layout: StateLayout, rows: list[dict[str, object]]) -> None:
+    """``rows`` appended as they are (no batch transaction, no coalescing): a table to read back."""
+    delta.write(layout.offset_syncs, SPEC, pa.Table.from_pylist(rows, schema=SPEC.schema))

@@ -2,54 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 from support.fakes import NOW, two_cluster_config, world
+from support.sync_writer import sync, write_syncs
 
 from drkit.core.checkpoints import Checkpoint
 from drkit.core.offsets import SyncRange
 from drkit.core.translate import Position
-from drkit.layout import StateLayout
 from drkit.service import CheckpointRow, Drkit, GapKind
-from drkit.store import delta
 from drkit.store.checkpoints import CheckpointTable
-from drkit.store.offset_syncs import SPEC as SYNCS_SPEC
 
 T0 = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
-
-
-def sync(
-    flow: str,
-    topic: str,
-    partition: int,
-    up: tuple[int, int],
-    down: tuple[int, int],
-    batch: int,
-    stream: str = "s1",
-    at: datetime = T0,
-) -> dict[str, object]:
-    return {
-        "flow": flow,
-        "source_topic": topic,
-        "target_topic": f"A.{topic}",
-        "partition": partition,
-        "upstream_first": up[0],
-        "upstream_last": up[1],
-        "downstream_first": down[0],
-        "downstream_last": down[1],
-        "record_count": up[1] - up[0] + 1,
-        "batch_id": batch,
-        "stream_id": stream,
-        "written_at": at,
-        "sync_date": date(2026, 11, 23),
-    }
-
-
-def write_syncs(layout: StateLayout, rows: list[dict[str, object]]) -> None:
-    delta.write(layout.offset_syncs, SYNCS_SPEC, pa.Table.from_pylist(rows, schema=SYNCS_SPEC.schema))
 
 
 def test_sync_history_rows_and_gaps_on_either_side(tmp_path: Path) -> None:

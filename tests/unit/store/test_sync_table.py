@@ -5,18 +5,18 @@ That Spark reads the same rows is tests/integration/store/test_spark_shares_tabl
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.sync_writer import sync, write_syncs
 
 from drkit.core.offsets import SyncRange, coalesce
 from drkit.core.translate import SyncIndex
 from drkit.layout import StateLayout
-from drkit.store import delta
 from drkit.store.offset_syncs import OFFSETS, SyncIndexCache, SyncRow, SyncTable, _coalesced, range_table
 from drkit.store.offset_syncs import SPEC as SYNCS_SPEC
 
@@ -123,37 +123,6 @@ def test_offset_syncs_ranges_progress_and_increments(tmp_path: Path) -> None:
     new, marks = syncs.ranges_since("A->B", {"s1": 1}, version)
     assert new == {("orders", 0): [SyncRange(25, 29, 20, 24)]} and marks == {"s1": 2}
     assert syncs.ranges_since("A->B", marks, version) == ({}, marks)
-
-
-def sync(
-    flow: str,
-    topic: str,
-    partition: int,
-    up: tuple[int, int],
-    down: tuple[int, int],
-    batch: int,
-    stream: str = "s1",
-    at: datetime = T0,
-) -> dict[str, object]:
-    return {
-        "flow": flow,
-        "source_topic": topic,
-        "target_topic": f"A.{topic}",
-        "partition": partition,
-        "upstream_first": up[0],
-        "upstream_last": up[1],
-        "downstream_first": down[0],
-        "downstream_last": down[1],
-        "record_count": up[1] - up[0] + 1,
-        "batch_id": batch,
-        "stream_id": stream,
-        "written_at": at,
-        "sync_date": date(2026, 11, 23),
-    }
-
-
-def write_syncs(layout: StateLayout, rows: list[dict[str, object]]) -> None:
-    delta.write(layout.offset_syncs, SYNCS_SPEC, pa.Table.from_pylist(rows, schema=SYNCS_SPEC.schema))
 
 
 def test_sync_history_is_the_rows_of_one_partition_as_written(tmp_path: Path) -> None:
