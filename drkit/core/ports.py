@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Protocol
 
 from drkit.core.audit import OperationRecord
@@ -128,3 +128,8 @@ class OperationLog(Protocol):
     def append(self, record: OperationRecord) -> None: ...
 
     def list(self, flow: str | None = None, limit: int = 50) -> list[OperationRecord]: ...
+
+
+def utc_now() -> datetime:
+    """The real clock: the default of every context's ``clock`` port (tests pass their own)."""
+    return datetime.now(UTC)

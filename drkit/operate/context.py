@@ -8,16 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 from drkit.config import DrkitConfig
-from drkit.core.ports import CheckpointReader, Clusters, OperationLog, SyncReader
+from drkit.core.ports import CheckpointReader, Clusters, OperationLog, SyncReader, utc_now
 from drkit.layout import StateLayout
 from drkit.store.runs import RunFiles
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)

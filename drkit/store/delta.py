@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from pyarrow.dataset import Expression
 
 T = TypeVar("T")
+A = TypeVar("A")
+R = TypeVar("R")
 
 SCHEMA_VERSION = "1"
 VERSION_PROPERTY = "drkit.schema.version"
@@ -306,9 +308,31 @@ def _scan(dataset: Any, table: DeltaTable, columns: Sequence[str], where: Expres
         raise StoreError(f"Delta table at {table.table_uri} cannot be read ({cause(exc)}): {RESTORE}") from None
 
 
-def read(table: DeltaTable, columns: Sequence[str], where: Expression | None = None) -> pa.Table:
-    """The named columns of the rows of ``table`` matching ``where`` (pushed down to the Parquet scan)."""
-    return _scan(_dataset(table), table, columns, where)
+class RowLog(Generic[A, R]):
+    """A table of records appended one at a time (``A``) and listed newest first (``R``): the audit
+    trail, the drills. Its spec, its mapping both ways and its time column are all that differ."""
+
+    def __init__(
+        self,
+        path: str,
+        spec: TableSpec,
+        to_row: Callable[[A], dict[str, Any]],
+        from_row: Callable[[dict[str, Any]], R],
+        time_column: str = "started_at",
+    ) -> None:
+        self.path = path
+        self.spec = spec
+        self._to_row, self._from_row, self._time = to_row, from_row, time_column
+        self._handle = Handle(path, spec)
+
+    def append(self, record: A) -> None:
+        self._handle.write(pa.Table.from_pylist([self._to_row(record)], schema=self.spec.schema))
+
+    def newest(self, limit: int, where: Expression | None = None, columns: Sequence[str] | None = None) -> list[R]:
+        """The latest ``limit`` records (matching ``where``; only ``columns`` read), newest first."""
+        rows = self._handle.read(columns or self.spec.columns, where)
+        rows = rows.sort_by([(self._time, "descending")]).slice(0, limit)
+        return [self._from_row(r) for r in rows.to_pylist()]
 
 
 def check_readable(tables: Sequence[tuple[str, str]]) -> None:

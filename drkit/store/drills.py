@@ -6,8 +6,6 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-import pyarrow as pa
-
 from drkit.core.drill import DrillRecord, DrillReport
 from drkit.layout import StateLayout
 from drkit.store import delta
@@ -73,17 +71,11 @@ def _from_row(r: dict[str, Any]) -> DrillRecord:
     )
 
 
-class DrillLog:
-    def __init__(self, layout: StateLayout) -> None:
-        self.path = layout.drills
+class DrillLog(delta.RowLog[DrillReport, DrillRecord]):
+    """``drills``: the drills run with this state root; a record is listed without the spec it ran."""
 
-    def append(self, report: DrillReport) -> None:
-        delta.write(self.path, SPEC, pa.Table.from_pylist([_to_row(report)], schema=SPEC.schema))
+    def __init__(self, layout: StateLayout) -> None:
+        super().__init__(layout.drills, SPEC, _to_row, _from_row)
 
     def list(self, limit: int = 20) -> list[DrillRecord]:
-        table = delta.open_table(self.path, SPEC.name)
-        if table is None:
-            return []
-        names = [n for n in SPEC.columns if n != "spec"]
-        rows = delta.read(table, names).sort_by([("started_at", "descending")]).slice(0, limit)
-        return [_from_row(r) for r in rows.to_pylist()]
+        return self.newest(limit, columns=[n for n in SPEC.columns if n != "spec"])

@@ -190,8 +190,7 @@ class SyncTable:
         """The stream's rows of ``day`` and ``new``, coalesced, and the predicate of the rows they replace."""
         flow_sql, stream_sql = delta.sql_str(flow), delta.sql_str(stream_id)
         predicate = f"sync_date = '{day.isoformat()}' AND flow = {flow_sql} AND stream_id = {stream_sql}"
-        old = delta.read(
-            self._handle.for_writing(),
+        old = self._handle.read(
             SPEC.columns,
             (pc.field("sync_date") == pa.scalar(day, pa.date32()))
             & _flow_is(flow)

@@ -10,7 +10,6 @@ import json
 from datetime import UTC
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.compute as pc
 
 from drkit.core.audit import Action, OperationRecord
@@ -64,20 +63,12 @@ def _from_row(r: dict[str, Any]) -> OperationRecord:
     )
 
 
-class OperationTable:
+class OperationTable(delta.RowLog[OperationRecord, OperationRecord]):
     """``operations``: implements ``OperationLog``."""
 
     def __init__(self, layout: StateLayout) -> None:
-        self.path = layout.operations
-
-    def append(self, record: OperationRecord) -> None:
-        delta.write(self.path, SPEC, pa.Table.from_pylist([_to_row(record)], schema=SPEC.schema))
+        super().__init__(layout.operations, SPEC, _to_row, _from_row)
 
     def list(self, flow: str | None = None, limit: int = 50) -> list[OperationRecord]:
         """The latest ``limit`` operations (of ``flow``), newest first."""
-        table = delta.open_table(self.path, SPEC.name)
-        if table is None:
-            return []
-        rows = delta.read(table, SPEC.columns, None if flow is None else pc.field("flow") == flow)
-        rows = rows.sort_by([("started_at", "descending")]).slice(0, limit)
-        return [_from_row(r) for r in rows.to_pylist()]
+        return self.newest(limit, None if flow is None else pc.field("flow") == flow)

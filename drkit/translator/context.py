@@ -9,16 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
 from drkit.config import DrkitConfig
-from drkit.core.ports import CheckpointLog, Clusters, SyncLog
+from drkit.core.ports import CheckpointLog, Clusters, SyncLog, utc_now
 from drkit.layout import StateLayout
 from drkit.store.runs import MirrorFiles, RunFiles
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 @dataclass(frozen=True)
