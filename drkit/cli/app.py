@@ -93,24 +93,29 @@ def _usage_line(exc: Exception) -> str:
 OPERATOR_COMMANDS = frozenset({"status", "offsets", "failover", "failback", "history", "topics"})
 
 
-def _without_pandas(args: list[str]) -> None:
-    """Keep pandas out of an operator command's process.
+#: Packages an operator command's process goes without (see ``_without_dataframes``).
+_UNUSED_BY_OPERATORS = frozenset({"pandas", "numpy"})
 
-    Why: pyarrow.dataset (under every delta-rs read) imports pandas whenever it is installed (pyspark
-    brings it), for conversions these commands never make: a third of a second of each ``drkit status``.
-    Only for a whole process started from the command line: Spark's commands need pandas, and a caller's
-    interpreter (tests, notebooks calling ``main``) keeps its own.
+
+def _without_dataframes(args: list[str]) -> None:
+    """Keep pandas and numpy out of an operator command's process.
+
+    Why: pyarrow imports numpy, and pyarrow.dataset (under every delta-rs read) imports pandas, whenever
+    they are installed (pyspark brings them), for conversions these commands never make: together over
+    half a second of each ``drkit status``. pyarrow and delta-rs work without both. Only for a whole
+    process started from the command line: Spark's commands need them, and a caller's interpreter
+    (tests, notebooks calling ``main``) keeps its own.
     """
     command = next((a for a in args if not a.startswith("-")), None)
-    if command in OPERATOR_COMMANDS and "pandas" not in sys.modules:
-        sys.meta_path.insert(0, _NoPandas())
+    if command in OPERATOR_COMMANDS and not _UNUSED_BY_OPERATORS & sys.modules.keys():
+        sys.meta_path.insert(0, _Without())
 
 
-class _NoPandas(importlib.abc.MetaPathFinder):
-    """``import pandas`` fails as if pandas were not installed (pyarrow then goes without it)."""
+class _Without(importlib.abc.MetaPathFinder):
+    """Importing pandas or numpy fails as if they were not installed (pyarrow then goes without them)."""
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> None:
-        if fullname == "pandas" or fullname.startswith("pandas."):
+        if fullname.partition(".")[0] in _UNUSED_BY_OPERATORS:
             raise ModuleNotFoundError(f"No module named {fullname!r}", name=fullname)
 
 
@@ -118,7 +123,7 @@ def main(argv: list[str] | None = None, facade_factory: FacadeFactory | None = N
     """Run the CLI; ``facade_factory`` builds the facade from the config path (tests pass fakes)."""
     args = list(sys.argv[1:] if argv is None else argv)
     if argv is None:
-        _without_pandas(args)
+        _without_dataframes(args)
     output = _output_of(args)
     _register()
     invocation = Invocation(facade_factory)

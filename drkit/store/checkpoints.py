@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -20,7 +19,7 @@ from drkit.core.translate import Position
 from drkit.layout import StateLayout
 from drkit.store import delta
 from drkit.store.delta import TableSpec, TableVersion
-from drkit.store.offset_syncs import same_key_as_next
+from drkit.store.offset_syncs import last_of_each_key
 
 SPEC = TableSpec(
     "checkpoints",
@@ -115,7 +114,7 @@ class CheckpointTable:
         rows = rows.sort_by(
             [*((k, "ascending") for k in _KEYS), ("checkpointed_at", "ascending"), ("upstream_offset", "ascending")]
         )
-        return _from_rows(rows.take(pa.array(np.flatnonzero(~same_key_as_next(rows, _KEYS)))))
+        return _from_rows(rows.take(last_of_each_key(rows, _KEYS)))
 
     def history(
         self, flow: str, group: str, as_of: datetime | None = None, version: int | None = None

@@ -25,7 +25,6 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -281,7 +280,7 @@ def _progress(rows: pa.Table) -> dict[TopicPartition, SyncProgress]:
     rows = rows.sort_by(
         [*((k, "ascending") for k in keys), ("upstream_last", "ascending"), ("downstream_last", "ascending")]
     )
-    last = rows.take(pa.array(np.flatnonzero(~same_key_as_next(rows, keys))))
+    last = rows.take(last_of_each_key(rows, keys))
     written = rows.group_by(keys).aggregate([("written_at", "max")])
     at = {(r["source_topic"], r["partition"]): r["written_at_max"] for r in written.to_pylist()}
     return {
@@ -322,24 +321,28 @@ def merge_rows(rows: pa.Table) -> pa.Table:
     if not rows.num_rows:
         return rows
     rows = rows.group_by(SPEC.columns).aggregate([]).select(SPEC.columns)  # identical rows once
-    rows, (uf, ul, df, dl), starts, ends = _islands(rows, MERGE_KEYS, ["batch_id"])
-    batch = np.maximum.reduceat(rows.column("batch_id").to_numpy(), starts)
-    written = pc.cast(rows.column("written_at"), pa.int64()).to_numpy()
-    out = rows.take(pa.array(starts))
-    merged = {
-        "upstream_last": ul[ends],
-        "downstream_last": dl[ends],
-        "record_count": ul[ends] - uf[starts] + 1,
-        "batch_id": batch,
-    }
-    if np.any((dl[ends] - df[starts]) != (ul[ends] - uf[starts])):
+    rows, (uf, ul, df, dl), starts, ends, island = _islands(rows, MERGE_KEYS, ["batch_id"])
+    first_up, last_up = uf.take(starts), ul.take(ends)
+    if pc.any(pc.not_equal(pc.subtract(dl.take(ends), df.take(starts)), pc.subtract(last_up, first_up))).as_py():
         raise StoreError(
             "offset_syncs: a merged range would not stand for exactly its rows' pairs (please report this)"
         )
+    newest = (
+        pa.table({"island": island, "batch_id": rows.column("batch_id"), "written_at": rows.column("written_at")})
+        .group_by("island", use_threads=False)
+        .aggregate([("batch_id", "max"), ("written_at", "max")])
+        .sort_by("island")
+    )
+    merged = {
+        "upstream_last": last_up,
+        "downstream_last": dl.take(ends),
+        "record_count": pc.add(pc.subtract(last_up, first_up), 1),
+        "batch_id": newest.column("batch_id_max"),
+        "written_at": newest.column("written_at_max"),
+    }
+    out = rows.take(starts)
     for name, values in merged.items():
-        out = out.set_column(out.schema.get_field_index(name), name, pa.array(values, pa.int64()))
-    stamps = pa.array(np.maximum.reduceat(written, starts), pa.int64()).cast(pa.timestamp("us", tz="UTC"))
-    out = out.set_column(out.schema.get_field_index("written_at"), "written_at", stamps)
+        out = out.set_column(out.schema.get_field_index(name), name, values)
     return out.cast(SPEC.schema)
 
 
@@ -353,44 +356,55 @@ def _coalesced(rows: pa.Table) -> dict[TopicPartition, list[SyncRange]]:
         return {}
     keys = ["source_topic", "partition"]
     rows = rows.select([*keys, *OFFSETS]).group_by([*keys, *OFFSETS]).aggregate([])  # drop repeats
-    rows, (uf, ul, df, dl), starts, ends = _islands(rows, keys)
-    topics = rows.column("source_topic").take(pa.array(starts)).to_pylist()
-    parts = rows.column("partition").to_numpy()[starts]
+    rows, (uf, ul, df, dl), starts, ends, _ = _islands(rows, keys)
+    topics = rows.column("source_topic").take(starts).to_pylist()
+    parts = rows.column("partition").take(starts).to_pylist()
+    first_up, last_up = uf.take(starts).to_pylist(), ul.take(ends).to_pylist()
+    first_down, last_down = df.take(starts).to_pylist(), dl.take(ends).to_pylist()
     out: dict[TopicPartition, list[SyncRange]] = {}
-    for topic, part, s, e in zip(topics, parts.tolist(), starts.tolist(), ends.tolist(), strict=True):
-        out.setdefault((topic, part), []).append(SyncRange(int(uf[s]), int(ul[e]), int(df[s]), int(dl[e])))
+    for topic, part, u0, u1, d0, d1 in zip(topics, parts, first_up, last_up, first_down, last_down, strict=True):
+        out.setdefault((topic, part), []).append(SyncRange(u0, u1, d0, d1))
     return out
 
 
 def _islands(
     rows: pa.Table, keys: list[str], tiebreak: Sequence[str] = ()
-) -> tuple[pa.Table, tuple[np.ndarray, ...], np.ndarray, np.ndarray]:
+) -> tuple[pa.Table, tuple[pa.Array, ...], pa.Array, pa.Array, pa.Array]:
     """``rows`` sorted by ``keys``, upstream and downstream start (then ``tiebreak``), their four offset
-    columns, and the first and last row of each island: a chain of rows of one key, each starting right
-    after the previous one ends on both sides."""
+    columns, the indexes of the first and last row of each island, and each row's island number: an
+    island is a chain of rows of one key, each starting right after the previous one ends on both
+    sides."""
     rows = rows.sort_by([(k, "ascending") for k in [*keys, "upstream_first", "downstream_first", *tiebreak]])
-    uf, ul, df, dl = (rows.column(c).to_numpy() for c in OFFSETS)
+    uf, ul, df, dl = (rows.column(c).combine_chunks() for c in OFFSETS)
     n = rows.num_rows
-    continues = np.zeros(n, dtype=bool)
-    continues[1:] = same_key_as_next(rows, keys)[:-1] & (uf[1:] == ul[:-1] + 1) & (df[1:] == dl[:-1] + 1)
-    starts = np.flatnonzero(~continues)
-    return rows, (uf, ul, df, dl), starts, np.append(starts[1:], n) - 1
+    # continues[i] (i >= 1): row i has row i-1's key and starts right after it ends, on both sides.
+    continues = pc.and_(
+        _same_as_next(rows, keys).slice(0, n - 1),
+        pc.and_(
+            pc.equal(uf.slice(1), pc.add(ul.slice(0, n - 1), 1)),
+            pc.equal(df.slice(1), pc.add(dl.slice(0, n - 1), 1)),
+        ),
+    )
+    first = pa.concat_arrays([pa.array([True]), pc.invert(continues)])
+    starts = pc.indices_nonzero(first)
+    ends = pc.subtract(pa.concat_arrays([starts.slice(1), pa.array([n], pa.uint64())]), 1)
+    island = pc.subtract(pc.cumulative_sum(pc.cast(first, pa.int64())), 1)
+    return rows, (uf, ul, df, dl), starts, ends, island
 
 
-def same_key_as_next(rows: pa.Table, keys: Sequence[str]) -> np.ndarray:
+def _same_as_next(rows: pa.Table, keys: Sequence[str]) -> pa.Array:
     """For sorted ``rows``: True where a row has the same ``keys`` as the row after it (the last: False)."""
-    same = np.zeros(rows.num_rows, dtype=bool)
-    same[:-1] = True
+    n = rows.num_rows
+    same = pa.array([True] * max(n - 1, 0), pa.bool_())
     for k in keys:
         column = rows.column(k).combine_chunks()
-        if pa.types.is_string(column.type):
-            codes = pc.dictionary_encode(column).indices.to_numpy()
-        elif pa.types.is_date32(column.type):
-            codes = column.view(pa.int32()).to_numpy()
-        else:
-            codes = column.to_numpy()
-        same[:-1] &= codes[1:] == codes[:-1]
-    return same
+        same = pc.and_(same, pc.equal(column.slice(1), column.slice(0, n - 1)))
+    return pa.concat_arrays([same, pa.array([False])])
+
+
+def last_of_each_key(rows: pa.Table, keys: Sequence[str]) -> pa.Array:
+    """For ``rows`` sorted by ``keys``: the indexes of the last row of each key."""
+    return pc.indices_nonzero(pc.invert(_same_as_next(rows, keys)))
 
 
 class SyncIndexCache:

@@ -1,4 +1,5 @@
-"""The operator commands run without a JVM: neither pyspark nor delta-spark is ever imported.
+"""The operator commands run without a JVM (neither pyspark nor delta-spark is ever imported), and
+without numpy and pandas.
 
 Each command runs as an operator would (``python -m drkit.cli.app ...``) in an environment where no
 JVM can start, against a flow that was mirrored and checkpointed; ``-X importtime`` lists every module
@@ -22,6 +23,22 @@ from drkit.service import Drkit
 
 #: Top-level packages an operator command must not import (the JVM bridge and Spark's Delta).
 JVM_PACKAGES = {"pyspark", "py4j", "delta"}
+#: Packages an operator command's process goes without (half a second of imports it never needs).
+DATAFRAME_PACKAGES = ("numpy", "pandas")
+#: The CLI as ``drkit`` runs it, reporting at exit which of DATAFRAME_PACKAGES were loaded (``-X importtime``
+#: also lists imports that were attempted and failed, so it cannot tell).
+CLI_REPORTING_MODULES = (
+    "import atexit, sys\n"
+    "atexit.register(lambda: sys.stderr.write('\\nloaded: ' + ' '.join(m for m in %r if m in sys.modules) + '\\n'))\n"
+    "from drkit.cli.app import main\n"
+    "main()\n"
+) % (DATAFRAME_PACKAGES,)
+
+
+def loaded(stderr: str) -> list[str]:
+    """The DATAFRAME_PACKAGES a process still held at exit."""
+    line = next(line for line in stderr.splitlines() if line.startswith("loaded:"))
+    return line.removeprefix("loaded:").split()
 
 
 def imported(stderr: str) -> set[str]:
@@ -62,7 +79,7 @@ def test_operator_commands_import_neither_pyspark_nor_delta_spark(
     }
     for name, (argv, codes) in commands.items():
         proc = subprocess.run(
-            [sys.executable, "-X", "importtime", "-m", "drkit.cli.app", *argv, "-c", str(toml), "-o", "json"],
+            [sys.executable, "-X", "importtime", "-c", CLI_REPORTING_MODULES, *argv, "-c", str(toml), "-o", "json"],
             capture_output=True,
             text=True,
             timeout=300,
@@ -73,3 +90,4 @@ def test_operator_commands_import_neither_pyspark_nor_delta_spark(
         packages = imported(proc.stderr)
         assert ("drkit" in packages and "deltalake" in packages) or name == "topics sync --dry-run", name
         assert not packages & JVM_PACKAGES, f"{name} imported {sorted(packages & JVM_PACKAGES)}"
+        assert loaded(proc.stderr) == [], f"{name} loaded {loaded(proc.stderr)}"
