@@ -29,10 +29,11 @@ DATAFRAME_PACKAGES = ("numpy", "pandas")
 #: also lists imports that were attempted and failed, so it cannot tell).
 CLI_REPORTING_MODULES = (
     "import atexit, sys\n"
-    "atexit.register(lambda: sys.stderr.write('\\nloaded: ' + ' '.join(m for m in %r if m in sys.modules) + '\\n'))\n"
+    f"held = lambda: ' '.join(m for m in {DATAFRAME_PACKAGES!r} if m in sys.modules)\n"
+    "atexit.register(lambda: sys.stderr.write('\\nloaded: ' + held() + '\\n'))\n"
     "from drkit.cli.app import main\n"
     "main()\n"
-) % (DATAFRAME_PACKAGES,)
+)
 
 
 def loaded(stderr: str) -> list[str]:
