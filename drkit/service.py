@@ -19,21 +19,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from drkit.config import DrkitConfig, load_config
-from drkit.core.audit import OperationRecord
-from drkit.core.drill import DrillPhase, DrillRecord, DrillReport
-from drkit.core.outcome import OperationResult
-from drkit.core.plan import Plan
-from drkit.core.ports import CheckpointLog, OperationLog, SyncLog
-from drkit.core.reports import MaintenanceReport, MirrorSummary, TranslationRun
-from drkit.core.status import GroupOffsets, StatusReport
-from drkit.core.topology import TopologyPlan
 from drkit.layout import JobKind, StateLayout
 from drkit.operate.context import OperateContext
 from drkit.runtime.process import running_jobs
 
 if TYPE_CHECKING:
+    # Result types, named in annotations only: each command's process imports the modules it uses
+    # (a frozen dataclass costs about a millisecond to define; drkit.core defines some 150).
     from pyspark.sql import SparkSession
 
+    from drkit.core.audit import OperationRecord
+    from drkit.core.drill import DrillPhase, DrillRecord, DrillReport
+    from drkit.core.outcome import OperationResult
+    from drkit.core.plan import Plan
+    from drkit.core.ports import CheckpointLog, OperationLog, SyncLog
+    from drkit.core.reports import MaintenanceReport, MirrorSummary, TranslationRun
+    from drkit.core.status import GroupOffsets, StatusReport
+    from drkit.core.topology import TopologyPlan
     from drkit.mirror.context import MirrorContext
     from drkit.store.delta import TableVersion
     from drkit.store.offset_syncs import SyncRow

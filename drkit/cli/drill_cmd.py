@@ -5,14 +5,16 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import RenderableType
 
 from drkit.cli.console import Output, Progress, emit, table
 from drkit.cli.options import ConfigOption, OutputOption, facade
-from drkit.core.drill import DrillPhase
+
+if TYPE_CHECKING:  # annotations only: the command that renders them imports them
+    from drkit.core.drill import DrillPhase
 
 SpecArgument = typer.Argument(..., help="The drill spec (TOML), e.g. runbooks/drills/source-loss.toml.")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import RenderableType
@@ -15,11 +16,13 @@ from rich.console import RenderableType
 from drkit.cli.console import Output, Progress, emit, stderr, table
 from drkit.cli.options import ConfigOption, OutputOption, facade, parse_time
 from drkit.core.audit import OperationStatus
-from drkit.core.outcome import OperationResult
-from drkit.core.plan import Plan
-from drkit.core.status import RpoReport
 from drkit.errors import RefusedError
-from drkit.service import History
+
+if TYPE_CHECKING:  # annotations only: the command that renders them imports them
+    from drkit.core.outcome import OperationResult
+    from drkit.core.plan import Plan
+    from drkit.core.status import RpoReport
+    from drkit.service import History
 
 FlowRequired = typer.Option(..., "--flow", help="The replication flow, e.g. A->B.")
 GroupOption = typer.Option(None, "--group", "-g", help="Consumer group (repeatable).")

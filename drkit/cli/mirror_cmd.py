@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import RenderableType
 
 from drkit.cli.console import Output, Progress, emit, table
 from drkit.cli.options import ConfigOption, FlowOption, OutputOption, facade
-from drkit.core.reports import MirrorSummary
+
+if TYPE_CHECKING:  # annotations only: the command that renders them imports them
+    from drkit.core.reports import MirrorSummary
 
 
 def _render(summaries: list[MirrorSummary]) -> Iterable[RenderableType]:

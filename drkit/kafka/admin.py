@@ -7,9 +7,9 @@ side failed. It implements ``drkit.core.ports.ClusterAdmin``.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterable, Mapping
-from functools import cached_property
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -33,15 +33,21 @@ class KafkaAdmin:
         self._cluster = cluster
         self._alias = alias
         self.timeout = timeout
+        self._client: AdminClient | None = None
+        self._client_lock = threading.Lock()
 
     @property
     def alias(self) -> str:
         return self._alias
 
-    @cached_property
+    @property
     def client(self) -> AdminClient:
-        """The confluent-kafka admin client (for adapters that need more than this class offers)."""
-        return clients.admin(self._cluster, self._alias, timeout_ms=int(self.timeout * 1000))
+        """The confluent-kafka admin client (for adapters that need more than this class offers); made
+        once, whichever thread asks first (one admin answers several threads of a command)."""
+        with self._client_lock:
+            if self._client is None:
+                self._client = clients.admin(self._cluster, self._alias, timeout_ms=int(self.timeout * 1000))
+            return self._client
 
     def _fail(self, what: str, exc: KafkaException) -> ClusterError:
         return ClusterError(f"cluster {self._alias}: {what}: {exc.args[0]}")
@@ -316,13 +322,24 @@ _MEMBERLESS = frozenset({"EMPTY", "DEAD"})
 
 
 class KafkaClusters:
-    """The configured clusters; implements ``drkit.core.ports.Clusters``."""
+    """The configured clusters; implements ``drkit.core.ports.Clusters``.
+
+    One admin per cluster and timeout, kept: an operator command asks one cluster several questions,
+    from several threads at once, and each new client would connect and fetch metadata again.
+    """
 
     def __init__(self, config: DrkitConfig) -> None:
         self._config = config
+        self._admins: dict[tuple[str, bool], KafkaAdmin] = {}
+        self._lock = threading.Lock()
 
     def admin(self, alias: str, probe: bool = False) -> KafkaAdmin:
-        return KafkaAdmin(self._config.clusters[alias], alias, PROBE_TIMEOUT if probe else TIMEOUT)
+        with self._lock:
+            admin = self._admins.get((alias, probe))
+            if admin is None:
+                admin = KafkaAdmin(self._config.clusters[alias], alias, PROBE_TIMEOUT if probe else TIMEOUT)
+                self._admins[(alias, probe)] = admin
+            return admin
 
 
 def _header_list(headers: object) -> list[tuple[str, bytes | str | None]]:

@@ -39,6 +39,7 @@ from drkit.layout import JobKind
 from drkit.operate.context import OperateContext
 from drkit.operate.lag import source_ends
 from drkit.operate.targets import target_check
+from drkit.runtime import background
 from drkit.store.runs import MirrorFiles
 
 #: Asked with the plan before an apply; False declines (nothing changes).
@@ -86,8 +87,10 @@ def _user() -> str:
 def failover(ctx: OperateContext, request: FailoverRequest, confirm: Confirm | None = None) -> OperationResult:
     """Move groups to the flow's target at their checkpoints, re-translated with the syncs now."""
     started = ctx.clock()
-    flow, names, plan, admin = _failover_plan(ctx, request, started)
-    rpo = measure_rpo(ctx, flow)
+    # The source is probed (it may be gone: a probe's timeout) while the plan is made.
+    measured = background.started(measure_rpo, ctx, ctx.config.flow(request.flow))
+    _, names, plan, admin = _failover_plan(ctx, request, started)
+    rpo = measured.result()
     as_of = request.as_of.isoformat() if request.as_of else None
     return _finish(ctx, plan, names, as_of, request.apply, confirm, admin, started, rpo)
 
@@ -126,21 +129,25 @@ def _failover_plan(
     ]
     admin = ctx.clusters.admin(flow.target)
     topics = sorted({c.source_topic for c in checkpoints})  # only the syncs this failover translates with
+    # The groups' state and offsets on the target (a request per group) are read while the syncs are.
+    facts = background.started(_facts, admin, names)
     ranges = ctx.syncs.ranges(flow.name, topics)
     eras = era_indexes(ranges, MirrorFiles(ctx.layout).renewals(flow.name))
     # The newest incarnation's syncs stand for a renewed partition wherever one index is asked for.
     indexes = {key: eras[key].at(None) if key in eras else SyncIndex(rs) for key, rs in ranges.items()}
+    tails = _tails(admin, flow, checkpoints, indexes)
+    diverged = _diverged(ctx, admin, flow, set(topics))
     plan = failover_plan(
         flow.name,
         flow.target,
         names,
         checkpoints,
         indexes,
-        _facts(admin, names),
+        facts.result(),
         flow.checkpoint.max_age_seconds,
         request.allow_stale,
-        _tails(admin, flow, checkpoints, indexes),
-        _diverged(ctx, admin, flow, set(topics)),
+        tails,
+        diverged,
         eras,
     )
     return flow, names, plan, admin

@@ -6,7 +6,6 @@ committed offsets comes from the stores and the state folder.
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 
 from drkit.config import FlowConfig
@@ -30,6 +29,7 @@ from drkit.layout import JobKind
 from drkit.operate.context import OperateContext
 from drkit.operate.lag import oldest_unmirrored, source_ends
 from drkit.operate.targets import target_check
+from drkit.runtime import background
 from drkit.runtime.process import running
 from drkit.store.runs import MirrorFiles
 
@@ -63,23 +63,21 @@ def _heartbeat(ctx: OperateContext, flow: FlowConfig) -> HeartbeatReading:
 
 
 def flow_status(ctx: OperateContext, flow: FlowConfig) -> FlowStatus:
-    progress = ctx.syncs.progress(flow.name)
     source = ctx.clusters.admin(flow.source, probe=True)
-
-    def from_source() -> tuple[dict[TopicPartition, int] | None, dict[TopicPartition, int]]:
-        ends = source_ends(source, ctx.config.topic_selector(flow))
-        return ends, oldest_unmirrored(source, progress, ends)
-
-    # The two clusters are asked at the same time, while the checkpoints are read here: a cluster that
-    # does not answer costs its probe's timeout once, not once per question after another's.
-    with ThreadPoolExecutor(2, thread_name_prefix="drkit-status") as pool:
-        on_source = pool.submit(from_source)
-        on_target = pool.submit(lambda: (_divergences(ctx, flow, progress), _heartbeat(ctx, flow)))
-        last_run = ctx.runs.last_run(flow.name)
-        recorded = ctx.checkpoints.latest(flow.name)
-        checked_at, issues = MirrorFiles(ctx.layout).findings(flow.name)
-        ends, oldest = on_source.result()
-        divergences, beat = on_target.result()
+    # Every question that does not need another's answer is asked at once: the two clusters (a cluster
+    # that does not answer costs its probe's timeout once, not once per question after another's) and
+    # the two tables (delta-rs and pyarrow read without the interpreter's lock).
+    on_source = background.started(source_ends, source, ctx.config.topic_selector(flow))
+    beat_read = background.started(_heartbeat, ctx, flow)
+    recorded_read = background.started(ctx.checkpoints.latest, flow.name)
+    progress = ctx.syncs.progress(flow.name)
+    on_target = background.started(_divergences, ctx, flow, progress)
+    last_run = ctx.runs.last_run(flow.name)
+    checked_at, issues = MirrorFiles(ctx.layout).findings(flow.name)
+    ends = on_source.result()
+    oldest = oldest_unmirrored(source, progress, ends)
+    recorded = recorded_read.result()
+    divergences, beat = on_target.result(), beat_read.result()
     now = ctx.now_ms()  # after every read: ages and lags are never younger than the truth
     confirmed = {} if last_run is None else {g: last_run.finished_at_ms for g in last_run.confirmed_groups}
     ages = group_ages(recorded, now, confirmed)

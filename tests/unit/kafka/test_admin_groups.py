@@ -67,7 +67,7 @@ class FakeClient:
 
 def admin_with(client: FakeClient) -> KafkaAdmin:
     admin = KafkaAdmin(ClusterConfig(bootstrap_servers="127.0.0.1:1"), "B")
-    admin.__dict__["client"] = client  # the cached client property, as the adapter would build it
+    admin._client = client  # type: ignore[assignment]  # the client the adapter would build
     return admin
 
 
