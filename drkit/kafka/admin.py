@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -26,6 +27,11 @@ from drkit.kafka import clients, topics
 TIMEOUT = 15.0
 #: Seconds a probe waits (the source side of status, offsets and failover, which may be gone).
 PROBE_TIMEOUT = 5.0
+#: Connections a request per group is spread over when many groups are asked at once: a broker
+#: answers one request per connection at a time, so a thousand requests on one connection queue.
+GROUP_CONNECTIONS = 4
+#: From this many groups on, the requests are spread (below, one connection answers quickly enough).
+SPREAD_FROM = 64
 
 
 class KafkaAdmin:
@@ -34,6 +40,7 @@ class KafkaAdmin:
         self._alias = alias
         self.timeout = timeout
         self._client: AdminClient | None = None
+        self._more: list[AdminClient] = []
         self._client_lock = threading.Lock()
 
     @property
@@ -48,6 +55,16 @@ class KafkaAdmin:
             if self._client is None:
                 self._client = clients.admin(self._cluster, self._alias, timeout_ms=int(self.timeout * 1000))
             return self._client
+
+    def _spread(self, requests: int) -> list[AdminClient]:
+        """The clients ``requests`` requests (one per group) are spread over, round robin."""
+        first = self.client
+        if requests < SPREAD_FROM:
+            return [first]
+        with self._client_lock:
+            while len(self._more) < GROUP_CONNECTIONS - 1:
+                self._more.append(clients.admin(self._cluster, self._alias, timeout_ms=int(self.timeout * 1000)))
+            return [first, *self._more]
 
     def _fail(self, what: str, exc: KafkaException) -> ClusterError:
         return ClusterError(f"cluster {self._alias}: {what}: {exc.args[0]}")
@@ -214,14 +231,15 @@ class KafkaAdmin:
 
     def committed_offsets_many(self, groups: Iterable[str]) -> dict[str, list[CommittedOffset]]:
         """Every committed offset of each group: one request per group (Kafka's API takes one), all in
-        flight at once, so a thousand groups cost about one round trip, not a thousand."""
+        flight at once over a few connections, so a thousand groups do not cost a thousand round trips."""
         names = list(dict.fromkeys(groups))
+        spread = self._spread(len(names))
         try:
             futures = {
-                g: self.client.list_consumer_group_offsets(
+                g: spread[i % len(spread)].list_consumer_group_offsets(
                     [ConsumerGroupTopicPartitions(g)], request_timeout=self.timeout
                 )[g]
-                for g in names
+                for i, g in enumerate(names)
             }
         except KafkaException as exc:
             raise self._fail("cannot read committed offsets", exc) from None
@@ -295,16 +313,16 @@ class KafkaAdmin:
 
     def commit_offsets_many(self, commits: Mapping[str, Mapping[tuple[str, int], int]]) -> None:
         """Commit many groups' offsets with every request in flight at once (each group all or nothing)."""
-        futures = {}
+        futures: dict[str, Future[ConsumerGroupTopicPartitions]] = {}
+        spread = self._spread(len(commits))
         try:
             for group, offsets in commits.items():
                 if offsets:
                     request = ConsumerGroupTopicPartitions(
                         group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
                     )
-                    futures[group] = self.client.alter_consumer_group_offsets([request], request_timeout=self.timeout)[
-                        group
-                    ]
+                    client = spread[len(futures) % len(spread)]
+                    futures[group] = client.alter_consumer_group_offsets([request], request_timeout=self.timeout)[group]
         except KafkaException as exc:
             raise self._fail("cannot commit offsets", exc) from None
         for group, future in futures.items():
