@@ -287,8 +287,11 @@ class KafkaAdmin:
             if tp.error is not None:
                 raise ClusterError(f"cluster {self._alias}: group {group!r} {tp.topic}/{tp.partition}: {tp.error}")
 
-    def commit_offsets_many(self, commits: Mapping[str, Mapping[tuple[str, int], int]]) -> None:
-        """Commit many groups' offsets with every request in flight at once (each group all or nothing)."""
+    def commit_offsets_many(self, commits: Mapping[str, Mapping[tuple[str, int], int]]) -> dict[str, str]:
+        """Commit many groups' offsets with every request in flight at once (each group all or nothing).
+
+        A group the cluster refuses (active members, a partition error) does not stop the others: the
+        refused groups come back with the reason, naming the cluster; the caller reads back what holds."""
         futures = {}
         try:
             for group, offsets in commits.items():
@@ -301,14 +304,18 @@ class KafkaAdmin:
                     ]
         except KafkaException as exc:
             raise self._fail("cannot commit offsets", exc) from None
+        refused: dict[str, str] = {}
         for group, future in futures.items():
             try:
                 result = future.result()
             except KafkaException as exc:
-                raise self._fail(f"cannot commit offsets for group {group!r}", exc) from None
+                refused[group] = str(self._fail(f"cannot commit offsets for group {group!r}", exc))
+                continue
             for tp in result.topic_partitions or []:
                 if tp.error is not None:
-                    raise ClusterError(f"cluster {self._alias}: group {group!r} {tp.topic}/{tp.partition}: {tp.error}")
+                    refused[group] = f"cluster {self._alias}: group {group!r} {tp.topic}/{tp.partition}: {tp.error}"
+                    break
+        return refused
 
 
 #: Group states without members (Kafka's ``ConsumerGroupState`` names).
