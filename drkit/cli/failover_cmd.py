@@ -14,7 +14,7 @@ import typer
 from rich.console import RenderableType
 
 from drkit.cli.console import Output, Progress, emit, stderr, table
-from drkit.cli.options import ConfigOption, OutputOption, facade, parse_time
+from drkit.cli.options import ConfigOption, Invocation, OutputOption, facade, parse_time
 from drkit.core.audit import OperationRecord, OperationStatus
 from drkit.core.lease import LEASE_SECONDS
 from drkit.core.outcome import OperationResult
@@ -154,8 +154,9 @@ def _confirm(output: Output, yes: bool, progress: Progress, prompt: _Prompt) -> 
     return ask
 
 
-def _finish(result: OperationResult, output: Output, prompt: _Prompt) -> None:
+def _finish(ctx: typer.Context, result: OperationResult, output: Output, prompt: _Prompt) -> None:
     emit(result, output, _render)
+    ctx.ensure_object(Invocation).reported = True  # the result says how it ended: no second line for 130/143
     code = _EXIT_CODES.get(result.status)
     if result.status is OperationStatus.INTERRUPTED and result.signal is not None:
         code = 128 + result.signal  # 130 for SIGINT, 143 for SIGTERM
@@ -183,7 +184,7 @@ def failover(
     prompt = _Prompt()
     with Progress("reading checkpoints and offset-syncs, checking the target...", output) as progress:
         result = drkit.failover(flow, names, when, allow_stale, apply, _confirm(output, yes, progress, prompt))
-    _finish(result, output, prompt)
+    _finish(ctx, result, output, prompt)
 
 
 def failback(
@@ -202,7 +203,7 @@ def failback(
     prompt = _Prompt()
     with Progress("reading offsets and offset-syncs, checking both clusters...", output) as progress:
         result = drkit.failback(flow, names, apply, _confirm(output, yes, progress, prompt))
-    _finish(result, output, prompt)
+    _finish(ctx, result, output, prompt)
 
 
 def history(

@@ -65,6 +65,9 @@ class OperationRecord:
         value = self.result.get("status")
         return None if value is None else str(value)
 
+    def describe(self) -> str:
+        return f"{self.action} {self.flow} (operation {self.id[:12]}, {self.user}@{self.host})"
+
     @property
     def intent(self) -> bool:
         return self.status == OperationStatus.APPLYING.value
@@ -111,3 +114,14 @@ def to_complete(records: Iterable[OperationRecord], action: Action, flow: str, g
             continue  # changed nothing: look further back
         return r.id if status is not None and OperationStatus(status).unfinished else None
     return None
+
+
+def last_apply(records: Iterable[OperationRecord], groups: Iterable[str], other_than: str) -> OperationRecord | None:
+    """The newest apply (``records`` newest first, folded) on any of ``groups`` other than ``other_than``
+    that may have committed offsets: the operation to name when a plan finds its groups moved."""
+    wanted = set(groups)
+    changed = {OperationStatus.APPLIED.value} | {s.value for s in _UNFINISHED}
+    return next(
+        (r for r in records if r.id != other_than and r.status in changed and wanted & set(r.groups)),
+        None,
+    )

@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 
 from drkit._version import __version__
 from drkit.config import FlowConfig
-from drkit.core.audit import OperationRecord, OperationStatus, fold, to_complete
+from drkit.core.audit import OperationRecord, OperationStatus, fold, last_apply, to_complete
 from drkit.core.checkpoints import CommittedOffset
 from drkit.core.consistency import TargetDivergence
 from drkit.core.incarnation import era_indexes
@@ -330,10 +330,12 @@ def _apply(ctx: OperateContext, plan: Plan, admin: ClusterAdmin, audit: _Audit) 
             moved = drifted(plan, _held(admin, planned))
             if moved:
                 more = f" (and {len(moved) - 1} more)" if len(moved) > 1 else ""
+                last = last_apply(fold(recent), planned, audit.id)
+                by = "" if last is None else f" (last moved by {last.describe()})"
                 _refuse(
                     audit,
                     base,
-                    f"{plan.action} {plan.flow}: offsets on {plan.destination} changed since the plan was made, "
+                    f"{plan.action} {plan.flow}: offsets on {plan.destination} changed since the plan was made{by}, "
                     f"{moved[0]}{more}: nothing was committed; run the command again to see the new plan",
                 )
             errors: dict[str, str] = {}
