@@ -203,3 +203,23 @@ def test_a_partial_apply_exits_4_lists_what_was_not_committed_and_history_shows_
     code, out, _ = run_on(w, capsys, *args)
     assert code == 0 and "completes operation" in out
     assert w.b.commits[-1] == ("audit", {("A.orders", 0): 30})
+
+
+@pytest.mark.parametrize("signum, code", [(2, 130), (15, 143)])
+def test_a_signal_during_the_commits_exits_128_plus_it_with_the_result_alone(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signum: int, code: int
+) -> None:
+    import signal
+
+    from drkit.operate import failover as failover_module
+
+    w = fake_world(tmp_path)
+    w.checkpoints.add("A->B", "audit", "orders", "A.orders", 0, 30)
+    monkeypatch.setattr(failover_module, "COMMIT_BATCH_GROUPS", 1)
+    w.b.after_commit = lambda group: signal.raise_signal(signal.Signals(signum))
+    args = ("failover", "--flow", "A->B", "--group", "billing", "--group", "audit", "--apply", "--yes", "-o", "json")
+    exit_code, out, _ = run_on(w, capsys, *args)
+    data = json.loads(out)  # one JSON object: the result, no error object after it
+    assert exit_code == code and data["status"] == "interrupted"
+    assert data["committed"] == {"audit": {"A.orders/0": 30}} and list(data["not_committed"]) == ["billing"]
+    assert [r.status for r in w.operations.records] == ["applying", "interrupted"]
