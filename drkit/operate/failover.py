@@ -40,7 +40,7 @@ from drkit.core.plan import (
 from drkit.core.ports import ClusterAdmin, TopicPartition
 from drkit.core.status import RpoReport, rpo_report
 from drkit.core.translate import SyncIndex
-from drkit.errors import RefusedError
+from drkit.errors import RefusedError, StoreError
 from drkit.layout import JobKind
 from drkit.operate.context import OperateContext
 from drkit.operate.lag import source_ends
@@ -321,7 +321,13 @@ def _apply(ctx: OperateContext, plan: Plan, admin: ClusterAdmin, audit: _Audit) 
         try:
             recent = ctx.operations.recent(HISTORY_READ)
             intents = open_intents(recent, ctx.operations.versions(r.id for r in recent if r.intent))
-            lease = decide_lease(audit.id, intents, ctx.now_ms())
+            try:
+                lease = decide_lease(audit.id, intents, ctx.now_ms())
+            except ValueError:
+                raise StoreError(
+                    f"the operations table does not show the intent of operation {audit.id} just written: nothing "
+                    "was committed; check that [state] root is one folder every host sees whole, then run again"
+                ) from None
             stale = tuple(i.describe() for i in lease.stale)
             base |= {"stale_intents": list(stale)}
             if not lease.granted:
