@@ -129,3 +129,15 @@ def test_offsets_moved_since_the_plan_refuse_the_apply_before_any_commit(w: Worl
     with pytest.raises(RefusedError, match=r"changed since the plan was made, group g3 A.orders/0: - -> 170"):
         apply(w)
     assert w.b.batches == [] and statuses(w) == ["applying", "refused"]
+
+
+def test_a_failback_apply_is_audited_with_its_intent_and_outcome(w: World) -> None:
+    from drkit.operate.failover import FailbackRequest, failback
+
+    for g in GROUPS:
+        w.b.offsets[g] = {("A.orders", 0): 150}  # on B at 150: back to 50 on A
+    result = failback(w.context, FailbackRequest("A->B", GROUPS, apply=True), lambda plan: True)
+    assert result.status is OperationStatus.APPLIED
+    intent, outcome = w.operations.records
+    assert (intent.action, intent.status, outcome.status, intent.id) == ("failback", "applying", "applied", outcome.id)
+    assert intent.result["commits"] == {g: {"orders/0": 50} for g in GROUPS}

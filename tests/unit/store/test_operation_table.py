@@ -76,3 +76,19 @@ def test_each_rows_commit_names_its_operation_so_intents_are_ordered_by_commit_v
     assert [(r.id, r.status) for r in recent][:1] == [("b", "applying")]
     assert all(r.plan == {} for r in recent)  # the plans are not read to find open intents
     assert other.list()[0].plan == {"moves": [1]}
+
+
+def test_two_processes_whose_intents_overlap_agree_on_the_one_that_holds_the_group(tmp_path: Path) -> None:
+    from drkit.core.lease import decide_lease, open_intents
+
+    first, second = OperationTable(StateLayout(tmp_path)), OperationTable(StateLayout(tmp_path))
+    first.append(_row("one", "applying"))
+    second.append(_row("two", "applying"))  # before either has read the other's intent back
+
+    def decision(log: OperationTable, mine: str) -> bool:
+        recent = log.recent(100)
+        return decide_lease(
+            mine, open_intents(recent, log.versions(r.id for r in recent)), T0.timestamp() * 1000
+        ).granted
+
+    assert (decision(second, "two"), decision(first, "one")) == (False, True)
