@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from drkit.config import DrkitConfig, load_config
+from drkit.core.audit import fold
 from drkit.layout import JobKind, StateLayout
 from drkit.operate.context import OperateContext
 from drkit.runtime.process import running_jobs
@@ -346,9 +347,10 @@ class Drkit:
         return OffsetsReport(tuple(group_offsets(self.context, f.name, group, as_of, version) for f in flows))
 
     def history(self, flow: str | None = None, limit: int = 20) -> History:
-        """The audit trail of failovers and failbacks (dry runs included), newest first."""
+        """The audit trail of failovers and failbacks (dry runs included), newest first: one record per
+        operation, an apply's outcome row in place of its intent (an intent alone: it never recorded an end)."""
         name = None if flow is None else self.config.flow(flow).name
-        return History(tuple(self.context.operations.list(name, limit)))
+        return History(tuple(fold(self.context.operations.list(name, 2 * limit))[:limit]))
 
     def plan_failover(
         self, flow: str, groups: list[str] | None, as_of: datetime | None = None, allow_stale: bool = False

@@ -186,7 +186,7 @@ def _run(args: list[str], invocation: Invocation, output: Output) -> int:
             1,
         )
         return 1
-    if result == INTERRUPTED:  # Typer turns Ctrl-C into a silent exit 130 (no drkit command exits 130)
+    if result == INTERRUPTED and not invocation.reported:  # Typer turns Ctrl-C into a silent exit 130
         error("interrupted (Ctrl-C)", output, INTERRUPTED)
     return result if type(result) is int else 0
 

@@ -6,6 +6,7 @@ a plan with refusals is shown and exits 3 without touching any cluster.
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,15 +15,19 @@ import typer
 from rich.console import RenderableType
 
 from drkit.cli.console import Output, Progress, emit, stderr, table
-from drkit.cli.options import ConfigOption, OutputOption, facade, parse_time
-from drkit.core.audit import OperationStatus
-from drkit.errors import RefusedError
+from drkit.cli.options import ConfigOption, Invocation, OutputOption, facade, parse_time
+from drkit.core.audit import OperationRecord, OperationStatus
+from drkit.core.lease import LEASE_SECONDS
+from drkit.errors import ClusterError, RefusedError
 
 if TYPE_CHECKING:  # annotations only: the command that renders them imports them
     from drkit.core.outcome import OperationResult
     from drkit.core.plan import Plan
     from drkit.core.status import RpoReport
     from drkit.service import History
+
+#: Ctrl-C at the prompt, or SIGINT during an apply (SIGTERM: 143), as a shell reports it.
+INTERRUPTED = 128 + signal.SIGINT
 
 FlowRequired = typer.Option(..., "--flow", help="The replication flow, e.g. A->B.")
 GroupOption = typer.Option(None, "--group", "-g", help="Consumer group (repeatable).")
@@ -35,8 +40,20 @@ _VERDICTS = {
     OperationStatus.REFUSED: "refused: nothing was changed",
     OperationStatus.DECLINED: "not confirmed: nothing was changed",
     OperationStatus.APPLIED: "applied and verified",
+    OperationStatus.PARTIAL: "partial: some groups were not committed (listed); fix the cause and run the same "
+    "command again: it commits only what is missing",
+    OperationStatus.INTERRUPTED: "interrupted: not every group was committed (listed); run the same command "
+    "again: it commits only what is missing",
+    OperationStatus.FAILED: "failed: nothing reads back at the planned offsets (listed); fix the cause and run "
+    "the same command again",
 }
-_EXIT_CODES = {OperationStatus.REFUSED: RefusedError.exit_code, OperationStatus.DECLINED: 1}
+_EXIT_CODES = {
+    OperationStatus.REFUSED: RefusedError.exit_code,
+    OperationStatus.DECLINED: 1,
+    OperationStatus.PARTIAL: ClusterError.exit_code,
+    OperationStatus.FAILED: ClusterError.exit_code,
+    OperationStatus.INTERRUPTED: INTERRUPTED,
+}
 
 
 def _groups(group: list[str] | None, all_groups: bool) -> list[str] | None:
@@ -72,7 +89,28 @@ def _render(result: OperationResult) -> Iterable[RenderableType]:
         yield f"[yellow]warning:[/] {w}"
     for r in plan.refusals:
         yield f"[red]refused ({r.reason}):[/] {r.detail}"
-    yield f"[bold]{_VERDICTS[result.status]}[/] (operation {result.operation_id})"
+    for stale in result.stale:
+        yield f"[yellow]warning:[/] {stale}: intent over {LEASE_SECONDS / 60:.0f} minutes old and no outcome"
+    yield from _render_outcome(result)
+    completes = f"; completes operation {result.completes}" if result.completes else ""
+    yield f"[bold]{_VERDICTS[result.status]}[/] (operation {result.operation_id}{completes})"
+
+
+def _render_outcome(result: OperationResult) -> Iterable[RenderableType]:
+    outcome = result.outcome
+    if outcome is None or outcome.status is OperationStatus.APPLIED:
+        return
+    done, planned = outcome.counts
+    rows = [
+        [group, key, held["planned"], "-" if held["held"] is None else held["held"]]
+        for group, parts in outcome.not_committed.items()
+        for key, held in parts.items()
+    ]
+    yield table(
+        f"not committed: {planned - done} of {planned} partitions", ["group", "partition", "planned", "holds"], rows
+    )
+    for group, reason in outcome.errors.items():
+        yield f"[red]group {group}:[/] {reason}"
 
 
 def _rpo_line(rpo: RpoReport) -> str:
@@ -93,7 +131,13 @@ def _rpo_line(rpo: RpoReport) -> str:
     return line
 
 
-def _confirm(output: Output, yes: bool, progress: Progress) -> Callable[[Plan], bool]:
+class _Prompt:
+    """Whether the confirmation prompt was left with Ctrl-C (declined, like "no", but exit 130)."""
+
+    interrupted = False
+
+
+def _confirm(output: Output, yes: bool, progress: Progress, prompt: _Prompt) -> Callable[[Plan], bool]:
     def ask(plan: Plan) -> bool:
         if yes:
             return True
@@ -106,15 +150,21 @@ def _confirm(output: Output, yes: bool, progress: Progress) -> Callable[[Plan], 
         )
         try:
             return bool(typer.confirm("Apply", default=False))
-        except typer.Abort:  # no answer (stdin at its end, or Ctrl-D): not confirmed, audited as declined
+        except typer.Abort as exc:  # no answer (Ctrl-C, Ctrl-D, stdin at its end): not confirmed, audited as declined
+            prompt.interrupted = isinstance(exc.__context__, KeyboardInterrupt)
             return False
 
     return ask
 
 
-def _finish(result: OperationResult, output: Output) -> None:
+def _finish(ctx: typer.Context, result: OperationResult, output: Output, prompt: _Prompt) -> None:
     emit(result, output, _render)
+    ctx.ensure_object(Invocation).reported = True  # the result says how it ended: no second line for 130/143
     code = _EXIT_CODES.get(result.status)
+    if result.status is OperationStatus.INTERRUPTED and result.signal is not None:
+        code = 128 + result.signal  # 130 for SIGINT, 143 for SIGTERM
+    if prompt.interrupted:
+        code = INTERRUPTED
     if code is not None:
         raise typer.Exit(code)
 
@@ -134,9 +184,10 @@ def failover(
     """Move consumer groups to the flow's target at their exactly translated offsets (works with the source down)."""
     names, when = _groups(group, all_groups), parse_time(as_of)
     drkit = facade(ctx, config)
+    prompt = _Prompt()
     with Progress("reading checkpoints and offset-syncs, checking the target...", output) as progress:
-        result = drkit.failover(flow, names, when, allow_stale, apply, _confirm(output, yes, progress))
-    _finish(result, output)
+        result = drkit.failover(flow, names, when, allow_stale, apply, _confirm(output, yes, progress, prompt))
+    _finish(ctx, result, output, prompt)
 
 
 def failback(
@@ -152,9 +203,10 @@ def failback(
     """Move consumer groups back to the flow's source, across mirrored and locally produced records."""
     names = _groups(group, all_groups)
     drkit = facade(ctx, config)
+    prompt = _Prompt()
     with Progress("reading offsets and offset-syncs, checking both clusters...", output) as progress:
-        result = drkit.failback(flow, names, apply, _confirm(output, yes, progress))
-    _finish(result, output)
+        result = drkit.failback(flow, names, apply, _confirm(output, yes, progress, prompt))
+    _finish(ctx, result, output, prompt)
 
 
 def history(
@@ -178,7 +230,7 @@ def history(
                     o.flow,
                     ", ".join(o.groups),
                     o.dry_run,
-                    o.status,
+                    _status(o),
                     f"{o.user}@{o.host}",
                     o.id[:12],
                 ]
@@ -187,3 +239,18 @@ def history(
         )
 
     emit(result, output, render, as_json=lambda h: [o.as_dict() for o in h.operations])
+
+
+def _status(o: OperationRecord) -> str:
+    """The status, with what an unfinished apply left: the partitions committed of those planned."""
+    if o.intent:
+        return "no outcome (killed, or still running)"
+    text = o.status or "-"
+    committed, missing = o.result.get("committed"), o.result.get("not_committed")
+    if isinstance(committed, dict) and isinstance(missing, dict) and missing:
+        done = sum(len(v) for v in committed.values())
+        text += f" ({done} of {done + sum(len(v) for v in missing.values())} partitions)"
+    completes = o.result.get("completes")
+    if completes:
+        text += f", completes {str(completes)[:12]}"
+    return text

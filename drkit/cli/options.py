@@ -29,6 +29,8 @@ class Invocation:
     def __init__(self, factory: FacadeFactory | None = None) -> None:
         self.factory = factory or _from_file
         self.debug = False
+        #: The command already rendered how it ended (an interrupted apply's result): its exit code needs no line.
+        self.reported = False
         self._facades: dict[Path, Drkit] = {}
 
     def facade(self, config: Path) -> Drkit:

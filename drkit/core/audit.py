@@ -1,12 +1,15 @@
-"""The audit trail's record: one row per failover or failback, dry runs and refusals included.
+"""The audit trail's records: every failover and failback, dry runs and refusals included.
 
-A record is written whatever happened (applied, refused, declined, failed), so the trail answers
-"who moved which groups where, when, and what did drkit report" without gaps.
+A record is written whatever happened, so the trail answers "who moved which groups where, when,
+and what did drkit report" without gaps. An apply writes two rows with one id: the intent
+(``applying``: what it is about to commit) before any offset is committed, and the outcome after;
+an operation whose last row is its intent never recorded an end (the process was killed, or it
+is still running). :func:`fold` gives one record per operation, the outcome where there is one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -25,7 +28,20 @@ class OperationStatus(StrEnum):
     REFUSED = "refused"  # a safety check refused the plan, nothing changed
     DECLINED = "declined"  # the operator did not confirm, nothing changed
     APPLIED = "applied"  # committed and read back
-    FAILED = "failed"  # an error while applying (the record holds it)
+    FAILED = "failed"  # an error while applying, nothing read back at the planned offsets (the record holds it)
+    PARTIAL = "partial"  # some partitions read back at the planned offsets, others not (the record names both)
+    INTERRUPTED = "interrupted"  # SIGINT or SIGTERM stopped the apply before every partition was committed
+    APPLYING = "applying"  # the intent row of an apply: written before any commit, followed by the outcome row
+
+    @property
+    def unfinished(self) -> bool:
+        """An apply that left the groups between their old and planned offsets: a rerun completes it."""
+        return self in _UNFINISHED
+
+
+_UNFINISHED = frozenset(
+    {OperationStatus.FAILED, OperationStatus.PARTIAL, OperationStatus.INTERRUPTED, OperationStatus.APPLYING}
+)
 
 
 @dataclass(frozen=True)
@@ -49,6 +65,13 @@ class OperationRecord:
         value = self.result.get("status")
         return None if value is None else str(value)
 
+    def describe(self) -> str:
+        return f"{self.action} {self.flow} (operation {self.id[:12]}, {self.user}@{self.host})"
+
+    @property
+    def intent(self) -> bool:
+        return self.status == OperationStatus.APPLYING.value
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -65,3 +88,40 @@ class OperationRecord:
             "plan": dict(self.plan),
             "result": dict(self.result),
         }
+
+
+def fold(records: Iterable[OperationRecord]) -> list[OperationRecord]:
+    """One record per operation id, in the order of first appearance: its outcome row where it has one,
+    else its intent row (an apply that never recorded its end)."""
+    by_id: dict[str, OperationRecord] = {}
+    for r in records:
+        held = by_id.get(r.id)
+        if held is None or held.intent:
+            by_id[r.id] = r if held is None or not r.intent else held
+    return list(by_id.values())
+
+
+def to_complete(records: Iterable[OperationRecord], action: Action, flow: str, groups: Iterable[str]) -> str | None:
+    """The id of the operation a new apply of ``action`` on ``flow`` for ``groups`` completes: the newest
+    apply (``records`` newest first, folded) of the same action and flow on any of those groups, when it
+    ended unfinished (interrupted, partial, failed, or no outcome); None when the newest ended otherwise."""
+    wanted = set(groups)
+    for r in records:
+        if r.action is not action or r.flow != flow or r.dry_run or not wanted & set(r.groups):
+            continue
+        status = r.status
+        if status in (OperationStatus.REFUSED.value, OperationStatus.DECLINED.value, OperationStatus.DRY_RUN.value):
+            continue  # changed nothing: look further back
+        return r.id if status is not None and OperationStatus(status).unfinished else None
+    return None
+
+
+def last_apply(records: Iterable[OperationRecord], groups: Iterable[str], other_than: str) -> OperationRecord | None:
+    """The newest apply (``records`` newest first, folded) on any of ``groups`` other than ``other_than``
+    that may have committed offsets: the operation to name when a plan finds its groups moved."""
+    wanted = set(groups)
+    changed = {OperationStatus.APPLIED.value} | {s.value for s in _UNFINISHED}
+    return next(
+        (r for r in records if r.id != other_than and r.status in changed and wanted & set(r.groups)),
+        None,
+    )

@@ -77,8 +77,9 @@ class ClusterAdmin(Protocol):
 
     def commit_offsets(self, group: str, offsets: Mapping[TopicPartition, int]) -> None: ...
 
-    def commit_offsets_many(self, commits: Mapping[str, Mapping[TopicPartition, int]]) -> None:
-        """Commit the offsets of many groups, requested concurrently (each group all or nothing)."""
+    def commit_offsets_many(self, commits: Mapping[str, Mapping[TopicPartition, int]]) -> dict[str, str]:
+        """Commit the offsets of many groups, requested concurrently (each group all or nothing); the groups
+        the cluster refused, with its reason (the others are committed)."""
         ...
 
 
@@ -126,6 +127,15 @@ class CheckpointLog(CheckpointReader, Protocol):
 
 class OperationLog(Protocol):
     def append(self, record: OperationRecord) -> None: ...
+
+    def versions(self, ids: Iterable[str]) -> dict[str, int]:
+        """The commit version of the first row of each operation in ``ids`` (its intent, for an apply), where
+        the recent commits hold it: the order of intents written by processes on any host."""
+        ...
+
+    def recent(self, limit: int) -> list[OperationRecord]:
+        """The latest ``limit`` rows of every flow, newest first, without their plans (to find open intents)."""
+        ...
 
     def list(self, flow: str | None = None, limit: int = 50) -> list[OperationRecord]: ...
 

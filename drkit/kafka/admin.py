@@ -30,8 +30,9 @@ PROBE_TIMEOUT = 5.0
 #: Connections a request per group is spread over when many groups are asked at once: a broker
 #: answers one request per connection at a time, so a thousand requests on one connection queue.
 GROUP_CONNECTIONS = 4
-#: From this many groups on, the requests are spread (below, one connection answers quickly enough).
-SPREAD_FROM = 64
+#: From this many groups on, the requests are spread (below, one connection answers quickly enough;
+#: failover commits in batches of ``drkit.operate.failover.COMMIT_BATCH_GROUPS``).
+SPREAD_FROM = 16
 
 
 class KafkaAdmin:
@@ -311,8 +312,11 @@ class KafkaAdmin:
             if tp.error is not None:
                 raise ClusterError(f"cluster {self._alias}: group {group!r} {tp.topic}/{tp.partition}: {tp.error}")
 
-    def commit_offsets_many(self, commits: Mapping[str, Mapping[tuple[str, int], int]]) -> None:
-        """Commit many groups' offsets with every request in flight at once (each group all or nothing)."""
+    def commit_offsets_many(self, commits: Mapping[str, Mapping[tuple[str, int], int]]) -> dict[str, str]:
+        """Commit many groups' offsets with every request in flight at once (each group all or nothing).
+
+        A group the cluster refuses (active members, a partition error) does not stop the others: the
+        refused groups come back with the reason, naming the cluster; the caller reads back what holds."""
         futures: dict[str, Future[ConsumerGroupTopicPartitions]] = {}
         spread = self._spread(len(commits))
         try:
@@ -325,14 +329,18 @@ class KafkaAdmin:
                     futures[group] = client.alter_consumer_group_offsets([request], request_timeout=self.timeout)[group]
         except KafkaException as exc:
             raise self._fail("cannot commit offsets", exc) from None
+        refused: dict[str, str] = {}
         for group, future in futures.items():
             try:
                 result = future.result()
             except KafkaException as exc:
-                raise self._fail(f"cannot commit offsets for group {group!r}", exc) from None
+                refused[group] = str(self._fail(f"cannot commit offsets for group {group!r}", exc))
+                continue
             for tp in result.topic_partitions or []:
                 if tp.error is not None:
-                    raise ClusterError(f"cluster {self._alias}: group {group!r} {tp.topic}/{tp.partition}: {tp.error}")
+                    refused[group] = f"cluster {self._alias}: group {group!r} {tp.topic}/{tp.partition}: {tp.error}"
+                    break
+        return refused
 
 
 #: Group states without members (Kafka's ``ConsumerGroupState`` names).

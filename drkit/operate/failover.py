@@ -2,26 +2,32 @@
 
 Failover never needs the source cluster: it probes it with a short timeout only to measure how
 many records were not mirrored, and falls back to the translator's last observation. Every run,
-dry runs and refusals included, is appended to the audit trail, whatever its end.
+dry runs and refusals included, is appended to the audit trail, whatever its end. An apply writes
+its intent (what it will commit) before any commit and its outcome (what reads back) after; it
+commits only while it holds its groups' lease (drkit.core.lease) and the offsets it planned from
+have not moved, so two applies never interleave on a group and none silently rewinds one.
 """
 
 from __future__ import annotations
 
 import getpass
 import socket
+import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, NoReturn
 
 from drkit._version import __version__
 from drkit.config import FlowConfig
-from drkit.core.audit import OperationRecord, OperationStatus
+from drkit.core.audit import OperationRecord, OperationStatus, fold, last_apply, to_complete
 from drkit.core.checkpoints import CommittedOffset
 from drkit.core.consistency import TargetDivergence
 from drkit.core.incarnation import era_indexes
+from drkit.core.lease import decide_lease, open_intents
 from drkit.core.origin import TargetTail, tail_reads, tail_spans
-from drkit.core.outcome import OperationResult, decide_status
+from drkit.core.outcome import OperationResult, decide_apply, decide_status, drifted
 from drkit.core.plan import (
     CheckpointFact,
     GroupFacts,
@@ -34,12 +40,13 @@ from drkit.core.plan import (
 from drkit.core.ports import ClusterAdmin, TopicPartition
 from drkit.core.status import RpoReport, rpo_report
 from drkit.core.translate import SyncIndex
-from drkit.errors import ClusterError, DrkitError, RefusedError
+from drkit.errors import RefusedError, StoreError
 from drkit.layout import JobKind
 from drkit.operate.context import OperateContext
 from drkit.operate.lag import source_ends
 from drkit.operate.targets import target_check
 from drkit.runtime import background
+from drkit.runtime.signals import stop_on_signals
 from drkit.store.runs import MirrorFiles
 
 #: Asked with the plan before an apply; False declines (nothing changes).
@@ -266,56 +273,142 @@ def _finish(
     if plan.ok and apply and confirm is not None:
         confirmed = confirm(plan)
     status = decide_status(plan, apply, confirmed)
-    verified: dict[str, dict[str, int]] = {}
-    error: str | None = None
-    operation_id = uuid.uuid4().hex
-    try:
-        if status is OperationStatus.APPLIED:
-            verified = _apply(plan, admin)
-    except DrkitError as exc:
-        error = str(exc)
-        raise
-    finally:
-        result = {
-            "status": (status if error is None else OperationStatus.FAILED).value,
-            "error": error,
-            "verified": verified,
-            "rpo": {} if rpo is None else rpo.as_dict(),
-        }
-        ctx.operations.append(
+    audit = _Audit(ctx, uuid.uuid4().hex, plan, names, as_of, not apply, started, rpo)
+    if status is not OperationStatus.APPLIED:
+        audit.write({"status": status.value, "error": None, "verified": {}})
+        return OperationResult(plan, status, audit.id, rpo)
+    return _apply(ctx, plan, admin, audit)
+
+
+@dataclass(frozen=True)
+class _Audit:
+    """Writes the rows of one operation (one id): the intent and the outcome of an apply, or the one row."""
+
+    ctx: OperateContext
+    id: str
+    plan: Plan
+    names: list[str]
+    as_of: str | None
+    dry_run: bool
+    started: datetime
+    rpo: RpoReport | None
+
+    def write(self, result: dict[str, Any], intent: bool = False) -> None:
+        self.ctx.operations.append(
             OperationRecord(
-                operation_id,
-                plan.action,
-                plan.flow,
-                tuple(names),
-                as_of,
-                not apply,
-                plan.as_dict(),
-                result,
+                self.id,
+                self.plan.action,
+                self.plan.flow,
+                tuple(self.names),
+                self.as_of,
+                self.dry_run,
+                self.plan.as_dict(),
+                result | {"rpo": {} if self.rpo is None else self.rpo.as_dict()},
                 _user(),
                 socket.gethostname(),
                 __version__,
-                started,
-                ctx.clock(),
+                self.started,
+                None if intent else self.ctx.clock(),
             )
         )
-    return OperationResult(plan, status, operation_id, rpo, verified)
 
 
-def _apply(plan: Plan, admin: ClusterAdmin) -> dict[str, dict[str, int]]:
-    """Commit every group's offsets, then read them back: what is there must be what was planned."""
-    commits = plan.commits()
-    admin.commit_offsets_many(commits)
-    now = admin.committed_offsets_many(commits)
-    verified: dict[str, dict[str, int]] = {}
-    for group, offsets in commits.items():
-        held = _offsets(now.get(group, []))
-        wrong = {k: (v, held.get(k)) for k, v in offsets.items() if held.get(k) != v}
-        if wrong:
-            (topic, p), (want, got) = next(iter(wrong.items()))
-            raise ClusterError(
-                f"cluster {plan.destination}: group {group} {topic}/{p} reads back {got} "
-                f"after committing {want}; run the command again"
-            )
-        verified[group] = {f"{t}/{p}": o for (t, p), o in sorted(offsets.items())}
-    return verified
+def _apply(ctx: OperateContext, plan: Plan, admin: ClusterAdmin, audit: _Audit) -> OperationResult:
+    """Record the intent, take the groups' lease, commit what differs in batches, read back, record the outcome.
+
+    From the intent on, SIGINT and SIGTERM only ask the apply to stop between batches: the outcome
+    row is always written, naming what was committed and what was not (a rerun completes it).
+    """
+    planned = plan.commits()
+    completes = to_complete(fold(ctx.operations.recent(HISTORY_READ)), plan.action, plan.flow, planned)
+    stop, received = threading.Event(), list[int]()
+    base: dict[str, Any] = {"completes": completes}
+    with stop_on_signals(stop, received):
+        audit.write(base | {"status": OperationStatus.APPLYING.value, "commits": _keyed(planned)}, intent=True)
+        try:
+            recent = ctx.operations.recent(HISTORY_READ)
+            intents = open_intents(recent, ctx.operations.versions(r.id for r in recent if r.intent))
+            try:
+                lease = decide_lease(audit.id, intents, ctx.now_ms())
+            except ValueError:
+                raise StoreError(
+                    f"the operations table does not show the intent of operation {audit.id} just written: nothing "
+                    "was committed; check that [state] root is one folder every host sees whole, then run again"
+                ) from None
+            stale = tuple(i.describe() for i in lease.stale)
+            base |= {"stale_intents": list(stale)}
+            if not lease.granted:
+                assert lease.holder is not None
+                _refuse(audit, base | {"holder": lease.holder.id}, lease.refusal())
+            moved = drifted(plan, _held(admin, planned))
+            if moved:
+                more = f" (and {len(moved) - 1} more)" if len(moved) > 1 else ""
+                last = last_apply(fold(recent), planned, audit.id)
+                by = "" if last is None else f" (last moved by {last.describe()})"
+                _refuse(
+                    audit,
+                    base,
+                    f"{plan.action} {plan.flow}: offsets on {plan.destination} changed since the plan was made{by}, "
+                    f"{moved[0]}{more}: nothing was committed; run the command again to see the new plan",
+                )
+            errors: dict[str, str] = {}
+            todo = _changes(plan)
+            groups = sorted(todo)
+            for i in range(0, len(groups), COMMIT_BATCH_GROUPS):
+                if stop.is_set():
+                    break
+                errors |= admin.commit_offsets_many({g: todo[g] for g in groups[i : i + COMMIT_BATCH_GROUPS]})
+            outcome = decide_apply(planned, _held(admin, planned), errors, stop.is_set())
+        except RefusedError:
+            raise
+        except Exception as exc:  # a cluster or the store failed mid-way: what holds on the cluster is unknown
+            audit.write(base | {"status": OperationStatus.FAILED.value, "error": str(exc), "verified": {}})
+            raise
+        result = base | {
+            "status": outcome.status.value,
+            "error": next(iter(outcome.errors.values()), None),
+            "verified": outcome.as_dict()["committed"],
+        }
+        audit.write(result | outcome.as_dict())
+    return OperationResult(
+        plan,
+        outcome.status,
+        audit.id,
+        audit.rpo,
+        outcome.committed if outcome.status is OperationStatus.APPLIED else {},
+        outcome,
+        completes,
+        stale,
+        received[0] if received else None,
+    )
+
+
+#: Groups whose commits are in flight at once; a stop request (SIGINT, SIGTERM) is honoured between batches.
+COMMIT_BATCH_GROUPS = 50
+#: Rows read back from the audit trail to find open intents and the unfinished apply a rerun completes.
+HISTORY_READ = 1000
+
+
+def _refuse(audit: _Audit, base: dict[str, Any], message: str) -> NoReturn:
+    audit.write(base | {"status": OperationStatus.REFUSED.value, "error": message, "verified": {}})
+    raise RefusedError(message)
+
+
+def _held(
+    admin: ClusterAdmin, planned: Mapping[str, Mapping[TopicPartition, int]]
+) -> dict[str, dict[TopicPartition, int]]:
+    now = admin.committed_offsets_many(planned)
+    return {group: _offsets(now.get(group, [])) for group in planned}
+
+
+def _changes(plan: Plan) -> dict[str, dict[TopicPartition, int]]:
+    """Only what differs from the destination's offsets: a rerun commits what an earlier apply left."""
+    out: dict[str, dict[TopicPartition, int]] = {}
+    for m in plan.moves:
+        if m.changes and m.new is not None:
+            out.setdefault(m.group, {})[(m.to_topic, m.partition)] = m.new
+    return out
+
+
+def _keyed(commits: Mapping[str, Mapping[TopicPartition, int]]) -> dict[str, dict[str, int]]:
+    return {g: {f"{t}/{p}": o for (t, p), o in sorted(offsets.items())} for g, offsets in sorted(commits.items())}

@@ -16,14 +16,21 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 @contextmanager
-def stop_on_signals(event: threading.Event) -> Iterator[threading.Event]:
-    """Set ``event`` on SIGINT or SIGTERM while inside; restore the previous handlers on leaving."""
+def stop_on_signals(event: threading.Event, received: list[int] | None = None) -> Iterator[threading.Event]:
+    """Set ``event`` on SIGINT or SIGTERM while inside (and append the signal's number to ``received``);
+    restore the previous handlers on leaving."""
     if threading.current_thread() is not threading.main_thread():
         yield event
         return
+
+    def stop(signum: int, frame: object) -> None:
+        if received is not None:
+            received.append(signum)
+        event.set()
+
     previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
     for s in STOP_SIGNALS:
-        signal.signal(s, lambda *_: event.set())
+        signal.signal(s, stop)
     try:
         yield event
     finally:

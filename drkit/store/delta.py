@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -160,6 +160,7 @@ def write(
     done: Callable[[], bool] | None = None,
     what: str = "append",
     table: DeltaTable | None = None,
+    metadata: Mapping[str, str] | None = None,
 ) -> bool:
     """Commit ``rows`` to the table (created first if missing): an append, or with ``replace`` (a SQL
     predicate) a replacement of exactly the rows it matches, in one commit.
@@ -168,13 +169,19 @@ def write(
     as Spark's streaming sinks write it: the idempotence key of a mirror batch. A commit refused for a
     concurrent one is tried again on the new snapshot, unless ``done()`` says the work was recorded
     meanwhile (then False is returned). Every failure is one line naming the table. ``table``: the
-    table held open by a :class:`Writer` (it exists and was checked).
+    table held open by a :class:`Writer` (it exists and was checked). ``metadata``: keys recorded in the
+    commit's info (``history()`` shows them: the audit trail finds the version of an operation's rows).
     """
     rows = rows.select(spec.columns).cast(spec.schema)
     if table is None:
         ensure(path, spec)
     target: str | DeltaTable = path if table is None else table
-    commit = CommitProperties(app_transactions=[Transaction(*app)]) if app is not None else None
+    commit = None
+    if app is not None or metadata:
+        commit = CommitProperties(
+            app_transactions=[Transaction(*app)] if app is not None else None,
+            custom_metadata=dict(metadata) if metadata else None,
+        )
     for attempt in range(COMMIT_ATTEMPTS):
         try:
             partitions = list(spec.partitions) or None
@@ -280,9 +287,33 @@ class Handle:
         replace: str | None = None,
         done: Callable[[], bool] | None = None,
         what: str = "append",
+        metadata: Mapping[str, str] | None = None,
     ) -> bool:
         table = self.for_writing()
-        return write(self.path, self.spec, rows, app=app, replace=replace, done=done, what=what, table=table)
+        return write(
+            self.path, self.spec, rows, app=app, replace=replace, done=done, what=what, table=table, metadata=metadata
+        )
+
+    def commit_versions(self, key: str, values: Iterable[str], window: int) -> dict[str, int]:
+        """For each of ``values``, the first of the newest ``window`` commits whose info has ``key`` equal to it
+        (see ``metadata`` of :func:`write`); values not found there are left out."""
+        table = self.current()
+        if table is None:
+            return {}
+        wanted = set(values)
+        found: dict[str, int] = {}
+        try:
+            commits = table.history(window)
+        except Exception as exc:
+            raise StoreError(
+                f"Delta table {self.spec.name} at {self.path} cannot be read ({cause(exc)}): {RESTORE}"
+            ) from None
+        for c in commits:
+            value = c.get(key)
+            if isinstance(value, str) and value in wanted:
+                version = int(c["version"])
+                found[value] = min(version, found.get(value, version))
+        return found
 
 
 def _dataset(table: DeltaTable) -> Any:
@@ -325,8 +356,8 @@ class RowLog(Generic[A, R]):
         self._to_row, self._from_row, self._time = to_row, from_row, time_column
         self._handle = Handle(path, spec)
 
-    def append(self, record: A) -> None:
-        self._handle.write(pa.Table.from_pylist([self._to_row(record)], schema=self.spec.schema))
+    def append(self, record: A, metadata: Mapping[str, str] | None = None) -> None:
+        self._handle.write(pa.Table.from_pylist([self._to_row(record)], schema=self.spec.schema), metadata=metadata)
 
     def newest(self, limit: int, where: Expression | None = None, columns: Sequence[str] | None = None) -> list[R]:
         """The latest ``limit`` records (matching ``where``; only ``columns`` read), newest first."""

@@ -7,14 +7,14 @@ tests prove the real adapters against real brokers and tables.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from drkit.config import DrkitConfig, parse_config
-from drkit.core.audit import OperationRecord
+from drkit.core.audit import OperationRecord, fold
 from drkit.core.checkpoints import Checkpoint, CommittedOffset, RecordedCheckpoint
 from drkit.core.groups import GroupState, Member
 from drkit.core.heartbeat import HeartbeatCopy
@@ -50,6 +50,10 @@ class FakeCluster:
     tail_reads: list[tuple[str, int, int, int]] = field(default_factory=list)
     #: The newest heartbeat copy per (topic, key) (drkit.core.heartbeat).
     heartbeats: dict[tuple[str, bytes], HeartbeatCopy] = field(default_factory=dict)
+    #: The groups of each commit_offsets_many call, and a hook run after each group's commit (to
+    #: interrupt an apply mid-way, or to let another apply in).
+    batches: list[list[str]] = field(default_factory=list)
+    after_commit: Callable[[str], None] | None = None
 
     def _check(self) -> None:
         if not self.reachable:
@@ -95,9 +99,18 @@ class FakeCluster:
     def committed_offsets_many(self, groups: Iterable[str]) -> dict[str, list[CommittedOffset]]:
         return {g: self.committed_offsets(g) for g in groups}
 
-    def commit_offsets_many(self, commits: Mapping[str, Mapping[TopicPartition, int]]) -> None:
+    def commit_offsets_many(self, commits: Mapping[str, Mapping[TopicPartition, int]]) -> dict[str, str]:
+        self._check()
+        self.batches.append(sorted(commits))
+        refused = {}
         for group, offsets in commits.items():
-            self.commit_offsets(group, offsets)
+            try:
+                self.commit_offsets(group, offsets)
+            except ClusterError as exc:
+                refused[group] = str(exc)
+            if self.after_commit is not None:
+                self.after_commit(group)
+        return refused
 
     def describe_groups(self, groups: Iterable[str]) -> dict[str, GroupState]:
         self._check()
@@ -224,14 +237,36 @@ class FakeCheckpoints:
 
 @dataclass
 class FakeOperations:
+    """Rows in append order; a row's index is its commit version (as the Delta table's commits order them)."""
+
     records: list[OperationRecord] = field(default_factory=list)
+    #: Run after each append with the row (to let another apply write its intent right after this one).
+    after_append: Callable[[OperationRecord], None] | None = None
 
     def append(self, record: OperationRecord) -> None:
         self.records.append(record)
+        if self.after_append is not None:
+            hook, self.after_append = self.after_append, None  # once: the hook may append itself
+            hook(record)
 
     def list(self, flow: str | None = None, limit: int = 50) -> list[OperationRecord]:
         rows = [r for r in self.records if flow is None or r.flow == flow]
         return list(reversed(rows))[:limit]
+
+    def recent(self, limit: int) -> list[OperationRecord]:
+        return self.list(None, limit)
+
+    def versions(self, ids: Iterable[str]) -> dict[str, int]:
+        wanted, out = set(ids), {}
+        for version, r in enumerate(self.records):
+            if r.id in wanted and r.id not in out:
+                out[r.id] = version
+        return out
+
+    @property
+    def folded(self) -> list[OperationRecord]:
+        """One record per operation (its outcome where it has one), in the order they started."""
+        return fold(self.records)
 
 
 def two_cluster_config(tmp_path: Path, **extra: Any) -> DrkitConfig:

@@ -163,3 +163,63 @@ def test_apply_with_no_answer_to_the_prompt_is_declined_and_audited(
     assert code == 1 and "Traceback" not in err
     assert w.b.commits == []
     assert [r.status for r in w.operations.records] == ["declined"]
+
+
+def test_ctrl_c_at_the_prompt_is_declined_audited_and_exits_130(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    class CtrlC:
+        def readline(self, *args: object) -> str:
+            raise KeyboardInterrupt
+
+    w = fake_world(tmp_path)
+    monkeypatch.setattr(sys, "stdin", CtrlC())
+    code, out, err = run_on(w, capsys, "failover", "--flow", "A->B", "--group", "billing", "--apply")
+    assert code == 130 and "Traceback" not in err and "not confirmed: nothing was changed" in out
+    assert w.b.commits == [] and [r.status for r in w.operations.records] == ["declined"]
+
+
+def test_a_partial_apply_exits_4_lists_what_was_not_committed_and_history_shows_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from drkit.core.groups import Member
+
+    w = fake_world(tmp_path)
+    w.checkpoints.add("A->B", "audit", "orders", "A.orders", 0, 30)
+    # A consumer joins "audit" on B once the intent is written: B refuses that group's commit.
+    w.operations.after_append = lambda record: w.b.members.__setitem__("audit", (Member("m", "c", "h"),))
+    args = ("failover", "--flow", "A->B", "--group", "billing", "--group", "audit", "--apply", "--yes")
+    code, out, _ = run_on(w, capsys, *args)
+    assert code == 4 and "partial: some groups were not committed" in out
+    assert "not committed: 1 of 2 partitions" in out and "cannot commit offsets for group 'audit'" in out
+    code, out, _ = run_on(w, capsys, "history", "-o", "json")
+    [op] = json.loads(out)
+    assert op["result"]["status"] == "partial" and op["result"]["committed"] == {"billing": {"A.orders/0": 40}}
+    code, out, _ = run_on(w, capsys, "history")
+    assert "partial (1 of 2" in out
+    w.b.members.clear()
+    code, out, _ = run_on(w, capsys, *args)
+    assert code == 0 and "completes operation" in out
+    assert w.b.commits[-1] == ("audit", {("A.orders", 0): 30})
+
+
+@pytest.mark.parametrize("signum, code", [(2, 130), (15, 143)])
+def test_a_signal_during_the_commits_exits_128_plus_it_with_the_result_alone(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, signum: int, code: int
+) -> None:
+    import signal
+
+    from drkit.operate import failover as failover_module
+
+    w = fake_world(tmp_path)
+    w.checkpoints.add("A->B", "audit", "orders", "A.orders", 0, 30)
+    monkeypatch.setattr(failover_module, "COMMIT_BATCH_GROUPS", 1)
+    w.b.after_commit = lambda group: signal.raise_signal(signal.Signals(signum))
+    args = ("failover", "--flow", "A->B", "--group", "billing", "--group", "audit", "--apply", "--yes", "-o", "json")
+    exit_code, out, _ = run_on(w, capsys, *args)
+    data = json.loads(out)  # one JSON object: the result, no error object after it
+    assert exit_code == code and data["status"] == "interrupted"
+    assert data["committed"] == {"audit": {"A.orders/0": 30}} and list(data["not_committed"]) == ["billing"]
+    assert [r.status for r in w.operations.records] == ["applying", "interrupted"]
