@@ -747,6 +747,33 @@ STATE_CASES: list[Any] = [
     pytest.param(
         _fake, ["config", "show", "extra"], 2, "Got unexpected extra argument(s) (extra)", id="extra-argument"
     ),
+    pytest.param(
+        _fake,
+        ["maintain", "--vacuum-retention-hours", "inf", "-o", "json"],
+        2,
+        "vacuum retention must be a number of hours from 168 to 87600",
+        id="vacuum-retention-infinite",
+    ),
+    pytest.param(
+        _fake, ["maintain", "--vacuum-retention-hours", "nan"], 2, "vacuum retention", id="vacuum-retention-nan"
+    ),
+    pytest.param(
+        _fake,
+        ["maintain", "--vacuum-retention-hours", "1e12"],
+        2,
+        "vacuum retention must be a number of hours from 168 to 87600",
+        id="vacuum-retention-absurd",
+    ),
+    pytest.param(
+        _fake, ["maintain", "--vacuum-retention-hours", "-5"], 2, "below Delta's minimum", id="vacuum-negative"
+    ),
+    pytest.param(
+        _fake,
+        ["maintain", "--keep-recent-batches", str(10**20)],
+        2,
+        "keep_recent_batches must be at most 2147483647",
+        id="maintain-keep-absurd",
+    ),
     # usage the facade rejects (ConfigError, exit 2)
     pytest.param(
         _fake,
