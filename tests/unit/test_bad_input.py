@@ -983,3 +983,37 @@ def test_readme_exit_codes_match_the_code() -> None:
         if verdict is not Verdict.HEALTHY:
             assert f"Verdict.{verdict.name}" in rows[verdict.exit_code], verdict
     assert "healthy" in rows[0]
+
+
+# -- state folders named by earlier versions (drkit.layout.flow_dir_name) --------------------------------
+
+
+def _two_flows_sharing_a_legacy_folder(tmp_path: Path, flows: list[tuple[str, str]]) -> Path:
+    clusters = sorted({alias for flow in flows for alias in flow})
+    text = '[state]\nroot = "state"\n' + "".join(
+        f'[clusters.{a}]\nbootstrap_servers = "127.0.0.1:{i + 1}"\n' for i, a in enumerate(clusters)
+    )
+    text += "".join(f'[[flows]]\nsource = "{s}"\ntarget = "{t}"\n' for s, t in flows)
+    (tmp_path / "state" / "mirror" / "a_to_to_b" / "checkpoint").mkdir(parents=True)
+    return _write(tmp_path, text)
+
+
+def test_a_folder_two_flows_shared_in_earlier_versions_is_refused_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = _two_flows_sharing_a_legacy_folder(tmp_path, [("a_to", "b"), ("a", "to_b")])
+    before = _tree(tmp_path / "state")
+    code, out, err = _run(capsys, ["history", "-c", str(path)])
+    assert code == RefusedError.exit_code
+    _check_one_line(out, err, "was shared by flows a->to_b and a_to->b (earlier versions named them alike): move it")
+    assert (tmp_path / "state" / "mirror" / "a_to_to_b").is_dir() and _tree(tmp_path / "state") == before
+
+
+def test_a_folder_one_flow_owned_in_earlier_versions_is_adopted_with_its_checkpoint(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = _two_flows_sharing_a_legacy_folder(tmp_path, [("a_to", "b")])
+    code, _, err = _run(capsys, ["history", "-c", str(path)])
+    assert (code, err) == (0, "")
+    assert (tmp_path / "state" / "mirror" / "a__to_to_b" / "checkpoint").is_dir()
+    assert not (tmp_path / "state" / "mirror" / "a_to_to_b").exists()
