@@ -12,8 +12,9 @@ What is refused and why:
 - a ``prefix`` separator that occurs inside a cluster alias: the origin of ``us-east.orders`` could not
   be told with separator ``-`` (read as from ``us``), so copies would go round two-way flows;
 - selections that select nothing: an empty ``include`` list, an empty pattern, an exclude of everything,
-  a literal include that the exclusions (the flow's own or drkit's: internal topics, copies of the
-  target's) always remove;
+  plain-text includes the flow's ``exclude`` removes all of (one of several is a deliberate pause), a
+  plain-text include drkit itself never selects (an internal topic, a copy of the target's, drkit's own
+  groups);
 - a flow between two aliases of one cluster (the same bootstrap servers): it would copy into itself;
 - intervals below a floor (:data:`MIN_INTERVAL_SECONDS`, :data:`MIN_REFRESH_INTERVAL_SECONDS`) or above
   :data:`MAX_INTERVAL_SECONDS`;
@@ -29,10 +30,10 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from drkit.core.flows import literal_names
+from drkit.core.flows import alternatives, literal_names
 from drkit.core.heartbeat import HEARTBEAT_TOPIC
 from drkit.core.policy import TOPIC_NAME_CHARS, topic_name_problem
-from drkit.core.selection import NameSelector
+from drkit.core.selection import NameSelector, group_selector, topic_selector
 
 if TYPE_CHECKING:
     from drkit.config.model import ClusterConfig, FlowConfig
@@ -132,17 +133,32 @@ def flow_problem(
             if pattern in _EVERYTHING:
                 return f"{key}.{part}.exclude[{j}]", f"excludes every {_NOUN[part]}, so the flow selects none"
         selector = topics if part == "topics" else flow.group_selector()
+        own = _without_user_excludes(part, flow, clusters)
+        plain = True  # every include is plain text: the selection is known, and may be known empty
+        literals: list[str] = []
         for j, pattern in enumerate(selection.include):
-            found = _include_problem(pattern, part, flow, selector)
+            found = _include_problem(pattern, part, flow, own)
             if found:
                 return f"{key}.{part}.include[{j}]", found
+            names = literal_names(pattern)
+            plain = plain and len(names) == len(alternatives(pattern))
+            literals.extend(names)
+        if plain and not any(selector.matches(name) for name in literals):
+            return f"{key}.{part}.exclude", f"excludes every {_NOUN[part]} the flow includes, so it selects none"
     return None
 
 
 _NOUN = {"topics": "topic", "groups": "consumer group"}
 
 
-def _include_problem(pattern: str, part: str, flow: FlowConfig, selector: NameSelector) -> str | None:
+def _without_user_excludes(part: str, flow: FlowConfig, clusters: dict[str, ClusterConfig]) -> NameSelector:
+    """The selection with drkit's own exclusions only (internal names, copies of the target's)."""
+    if part == "groups":
+        return group_selector(flow.groups.include, [])
+    return topic_selector(flow.topics.include, [], flow.policy(), flow.target, frozenset(clusters))
+
+
+def _include_problem(pattern: str, part: str, flow: FlowConfig, own: NameSelector) -> str | None:
     if pattern == "":
         return f"an empty pattern selects no {_NOUN[part]}"
     for name in literal_names(pattern):
@@ -156,10 +172,11 @@ def _include_problem(pattern: str, part: str, flow: FlowConfig, selector: NameSe
             problem = topic_name_problem(copy)
             if problem:
                 return f"the copy of {name[:40]!r} on {flow.target!r} would be no valid Kafka topic name: it {problem}"
-        if not selector.matches(name):
+        if not own.matches(name):
+            # Excluded by drkit itself, whatever the flow's own exclude says (which may pause a topic on purpose).
+            noun = "an internal name or a copy of the target's" if part == "topics" else "drkit's or Connect's own"
             return (
-                f"selects {name[:60]!r}, which the flow never {'mirrors' if part == 'topics' else 'translates'}: "
-                f"it is excluded (by {part}.exclude, or as an internal name or a copy of the target's)"
+                f"selects {name[:60]!r}, which the flow never {'mirrors' if part == 'topics' else 'translates'}: {noun}"
             )
     return None
 

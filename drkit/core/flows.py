@@ -189,6 +189,11 @@ def literal_names(pattern: str) -> tuple[str, ...]:
     return tuple(text for text, whole in found if whole)
 
 
+def alternatives(pattern: str) -> list[str]:
+    """``pattern`` split at its top-level ``|``."""
+    return _alternatives(pattern)
+
+
 def may_overlap(a: NameSelector, b: NameSelector) -> bool:
     """False only when no name can be selected by both: a literal one refuses, or literal starts differ."""
     for x in (alt for pattern in a.include for alt in _alternatives(pattern)):

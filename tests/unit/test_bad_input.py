@@ -364,13 +364,13 @@ CONFIG_CASES: list[Any] = [
     ),
     pytest.param(
         _flow('topics = { include = ["orders", "__consumer_offsets"] }'),
-        "flows[0].topics.include[1]: selects '__consumer_offsets', which the flow never mirrors",
+        "flows[0].topics.include[1]: selects '__consumer_offsets', which the flow never mirrors: an internal name",
         id="topics-include-only-internal",
     ),
     pytest.param(
-        _flow('topics = { include = ["orders"], exclude = ["ord.*"] }'),
-        "flows[0].topics.include[0]: selects 'orders', which the flow never mirrors",
-        id="topics-include-excluded",
+        _flow('topics = { include = ["orders", "payments"], exclude = ["ord.*", "pay.*"] }'),
+        "flows[0].topics.exclude: excludes every topic the flow includes, so it selects none",
+        id="topics-every-include-excluded",
     ),
     pytest.param(
         _flow("groups = { include = [] }"),
@@ -379,8 +379,13 @@ CONFIG_CASES: list[Any] = [
     ),
     pytest.param(
         _flow('groups = { include = ["billing"], exclude = ["bill.*"] }'),
-        "flows[0].groups.include[0]: selects 'billing', which the flow never translates",
-        id="groups-include-excluded",
+        "flows[0].groups.exclude: excludes every consumer group the flow includes",
+        id="groups-every-include-excluded",
+    ),
+    pytest.param(
+        _flow('groups = { include = ["billing", "drkit-x"] }'),
+        "flows[0].groups.include[1]: selects 'drkit-x', which the flow never translates: drkit's or Connect's own",
+        id="groups-include-drkits-own",
     ),
     pytest.param(
         _with_a('properties = { "sasl.password" = "${env:}" }'),

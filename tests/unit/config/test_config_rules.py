@@ -405,3 +405,10 @@ def test_selections_that_can_select_a_topic_are_accepted(tmp_path: Path, pattern
     path = tmp_path / "drkit.toml"
     path.write_text(FLOW + f'topics.include = ["{pattern}"]\n', encoding="utf-8")
     assert load_config(path).flows[0].topics.include == [pattern.replace("\\\\", "\\")]
+
+
+def test_excluding_one_of_several_plain_includes_pauses_it(tmp_path: Path) -> None:
+    """runbooks/coverage.md pauses a topic by excluding it; only a selection left empty is refused."""
+    path = tmp_path / "drkit.toml"
+    path.write_text(FLOW + 'topics.include = ["orders", "payments"]\ntopics.exclude = ["orders"]\n', encoding="utf-8")
+    assert load_config(path).topic_selector(load_config(path).flows[0]).select(["orders", "payments"]) == ["payments"]
