@@ -20,9 +20,36 @@ class JobKind(StrEnum):
     TRANSLATOR = "checkpoint"  # folder name kept: existing state folders stay valid
 
 
+#: Characters a flow's folder name keeps as they are; every other one is written as an escape.
+_KEPT = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-")
+_ARROW = "->"
+
+
 def flow_dir_name(flow: str) -> str:
-    """A flow name (``A->B``) as a file-system-safe folder name (``A_to_B``)."""
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", flow.replace("->", "_to_"))
+    """A flow name (``A->B``) as a file-system-safe folder name (``A_to_B``), one per flow name.
+
+    Injective (two flows never share a folder, a lock or a Spark checkpoint): letters, digits and ``-``
+    stay, ``->`` is ``_to_``, ``_`` is ``__`` and any other character ``_<hex code>_``. Read left to
+    right, ``_`` starts exactly one of those three escapes (``t`` is no hex digit), so the name can be
+    decoded back. ``a_to->b`` is ``a__to_to_b``, ``a->to_b`` is ``a_to_to__b``. Flows whose aliases hold
+    no ``_`` keep the folder name of earlier versions (:func:`legacy_flow_dir_name`).
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(flow):
+        if flow.startswith(_ARROW, i):
+            out.append("_to_")
+            i += len(_ARROW)
+            continue
+        char = flow[i]
+        out.append(char if char in _KEPT else "__" if char == "_" else f"_{ord(char):x}_")
+        i += 1
+    return "".join(out)
+
+
+def legacy_flow_dir_name(flow: str) -> str:
+    """The folder name earlier versions gave a flow: not injective (``a_to->b`` and ``a->to_b`` share one)."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", flow.replace(_ARROW, "_to_"))
 
 
 @dataclass(frozen=True)
@@ -59,6 +86,10 @@ class StateLayout:
 
     def job_dir(self, kind: JobKind, flow: str) -> Path:
         return self.root / kind.value / flow_dir_name(flow)
+
+    def legacy_job_dir(self, kind: JobKind, flow: str) -> Path:
+        """Where earlier versions kept the flow's folder (adopted by drkit.runtime.process.adopt_legacy_dirs)."""
+        return self.root / kind.value / legacy_flow_dir_name(flow)
 
     def pid_file(self, kind: JobKind, flow: str) -> Path:
         """Where a running job of ``kind`` for ``flow`` writes its PID."""

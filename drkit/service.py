@@ -22,7 +22,7 @@ from drkit.config import DrkitConfig, load_config
 from drkit.core.audit import fold
 from drkit.layout import JobKind, StateLayout
 from drkit.operate.context import OperateContext
-from drkit.runtime.process import running_jobs
+from drkit.runtime.process import adopt_legacy_dirs, running_jobs
 
 if TYPE_CHECKING:
     # Result types, named in annotations only: each command's process imports the modules it uses
@@ -249,6 +249,7 @@ class Drkit:
         self.config = config
         self._spark = spark
         self._context = context
+        self._adopted = False
 
     @classmethod
     def from_file(cls, path: str) -> Drkit:
@@ -269,7 +270,12 @@ class Drkit:
 
         root = self.config.state_root()
         check_state_root(root)
-        return StateLayout(root)
+        layout = StateLayout(root)
+        if not self._adopted:
+            # Folders named by earlier versions are adopted before any command reads or writes one.
+            adopt_legacy_dirs(layout, [flow.name for flow in self.config.flows])
+            self._adopted = True
+        return layout
 
     def _writable_state(self) -> StateLayout:
         """The layout, for commands that write state: refused up front if the root is not writable."""

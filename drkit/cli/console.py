@@ -7,6 +7,7 @@ Commands build plain data and hand it here with a function that turns it into Ri
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -52,11 +53,22 @@ def emit(
         # Indented for a person at a terminal; one line for a pipe, where Python's C encoder writes it
         # several times faster (a failover of a thousand groups is megabytes of JSON).
         indent = 2 if stdout.is_terminal else None
-        _write_json(json.dumps(payload, indent=indent, sort_keys=False, default=str))
+        _write_json(json.dumps(_finite(payload), indent=indent, sort_keys=False, default=str, allow_nan=False))
         return
     console = stdout if stdout.is_terminal else Console(soft_wrap=True, width=PIPE_WIDTH)
     for renderable in render(data):
         console.print(renderable)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float as null: Python writes them as NaN/Infinity, which is not JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def error(message: str, output: Output = Output.text, code: int = 1) -> None:

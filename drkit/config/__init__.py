@@ -12,6 +12,9 @@ What validation refuses beyond types, because a later layer would fail or misbeh
 - non-finite numbers (``inf``, ``nan``) and Spark masters Spark cannot parse;
 - flow topologies where records would be copied forever or two flows would write the same topic
   (:mod:`drkit.core.flows`).
+- settings valid one by one that cannot work together: topic names Kafka would refuse, selections that
+  select nothing, one cluster under two aliases, intervals below their floor, shell syntax in paths,
+  malformed environment references (:mod:`drkit.config.sanity`).
 
 Secrets are one notion (:func:`is_secret_key`, :func:`secret_values`): :func:`masked_dump` hides them
 by key, inside JAAS/OAuth strings, and by value wherever else the same value appears.
@@ -35,8 +38,9 @@ Example::
 
 Modules, one idea each: :mod:`~drkit.config.model` (the pydantic models), :mod:`~drkit.config.secrets`,
 :mod:`~drkit.config.properties` (client and Spark properties), :mod:`~drkit.config.regex` (Java-regex
-compatibility), :mod:`~drkit.config.topology` (messages for the rules of :mod:`drkit.core.flows`) and
-:mod:`~drkit.config.loading`. This package re-exports what the rest of drkit imports.
+compatibility), :mod:`~drkit.config.sanity` (settings that cannot work), :mod:`~drkit.config.topology`
+(messages for the rules of :mod:`drkit.core.flows`) and :mod:`~drkit.config.loading`. This package
+re-exports what the rest of drkit imports.
 """
 
 from drkit.config.loading import load_config, masked_dump, parse_config

@@ -21,6 +21,8 @@ from drkit.config.secrets import _mask_tree, mask_text, secret_values
 from drkit.errors import ConfigError
 
 _ENV_REF = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
+#: What starts an environment reference; one left after the well-formed ones are taken out is malformed.
+_REF_START = "${"
 
 
 def _substitute_env(value: Any, key: str, path: str, used: set[str]) -> Any:
@@ -34,9 +36,17 @@ def _substitute_env(value: Any, key: str, path: str, used: set[str]) -> Any:
             name = match.group(1)
             if name not in os.environ:
                 raise ConfigError(f"{path}: {key}: environment variable {name} is not set")
+            if not os.environ[name]:
+                raise ConfigError(f"{path}: {key}: environment variable {name} is empty")
             used.add(os.environ[name])
             return os.environ[name]
 
+        if _REF_START in _ENV_REF.sub("", value):
+            # ${env:}, ${env:X (unclosed), ${X} (a shell's syntax): taken literally it would be a password or
+            # a path that cannot work.
+            raise ConfigError(
+                f"{path}: {key}: malformed environment reference; write ${{env:NAME}} (NAME: letters, digits, '_')"
+            )
         return _ENV_REF.sub(replace, value)
     return value
 

@@ -21,6 +21,17 @@ from drkit.config.properties import (
     _PropertyError,
 )
 from drkit.config.regex import Pattern
+from drkit.config.sanity import (
+    MAX_ALIAS_LENGTH,
+    MIN_INTERVAL_SECONDS,
+    MIN_REFRESH_INTERVAL_SECONDS,
+    duplicate_alias,
+    flow_problem,
+    home_problem,
+    interval_problem,
+    separator_problem,
+    shell_syntax_problem,
+)
 from drkit.config.topology import topology_problem
 from drkit.core.heartbeat import HEARTBEAT_TOPIC
 from drkit.core.policy import ReplicationPolicy, policy_for
@@ -29,6 +40,10 @@ from drkit.core.topology import CONFIG_EXCLUDE_DEFAULT
 from drkit.errors import ConfigError
 
 _ALIAS = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+#: A port as Kafka reads it: ASCII digits only (Python's int() also takes '١٢٣' and '²').
+_PORT = re.compile(r"[0-9]{1,5}")
+#: Kafka stores a replication factor as a 16-bit number.
+_MAX_REPLICATION_FACTOR = 32767
 
 
 class _Model(BaseModel):
@@ -54,11 +69,19 @@ class ClusterConfig(_Model):
     @classmethod
     def _servers(cls, value: str) -> str:
         servers = value.split(",")
+        seen: dict[str, int] = {}
         for number, server in enumerate(servers, 1):
             host, sep, port = server.strip().rpartition(":")
-            if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-                where = f"; entry {number} of {len(servers)} is not" if len(servers) > 1 else ""
+            where = f"; entry {number} of {len(servers)} is not" if len(servers) > 1 else ""
+            if port and not port.isascii():
+                entry = f" of entry {number}" if len(servers) > 1 else ""
+                raise ValueError(f"the port{entry} holds characters other than the ASCII digits 0-9")
+            valid_host = bool(host) and not any(c.isspace() for c in host)
+            if not sep or not valid_host or not _PORT.fullmatch(port) or not 0 < int(port) < 65536:
                 raise ValueError(f"expected host:port[,host:port...] with a port from 1 to 65535{where}")
+            earlier = seen.setdefault(server.strip().lower(), number)
+            if earlier != number:
+                raise ValueError(f"entry {number} repeats entry {earlier}; name each server once")
         return value
 
     @field_validator("properties", mode="before")
@@ -80,7 +103,7 @@ DRIVER_COPY_MAX_RECORDS = 1_000_000
 class MirrorSettings(_Model):
     """Tuning of the mirror job of one flow."""
 
-    trigger_interval_seconds: float = Field(default=1.0, gt=0)
+    trigger_interval_seconds: float = 1.0
     max_offsets_per_trigger: int | None = Field(default=100_000, gt=0)
     #: A batch of at most this many offsets is read by the driver's own consumer and copied by the driver
     #: (a streaming read: memory does not grow with the batch), instead of by Spark Python tasks, whose
@@ -100,13 +123,24 @@ class MirrorSettings(_Model):
     stop_grace_seconds: float = Field(default=10.0, ge=0)
     #: Seconds between observations of the source's end offsets (lag metrics, RPO) while no batch runs;
     #: after every batch the ends are observed at once, in the background.
-    observe_interval_seconds: float = Field(default=5.0, gt=0)
+    observe_interval_seconds: float = 5.0
+
+    @field_validator("trigger_interval_seconds", "observe_interval_seconds")
+    @classmethod
+    def _interval(cls, value: float) -> float:
+        return _checked_interval(value, MIN_INTERVAL_SECONDS)
+
+    @field_validator("stop_grace_seconds")
+    @classmethod
+    def _grace(cls, value: float) -> float:
+        # 0 is a deliberate "stop at once" (the running batch is copied again after a restart).
+        return _checked_interval(value, 0.0)
 
     @field_validator("target_replication_factor")
     @classmethod
     def _rf(cls, value: int) -> int:
-        if value == 0 or value < -1:
-            raise ValueError("must be -1 (broker default) or a positive number")
+        if value == 0 or value < -1 or value > _MAX_REPLICATION_FACTOR:
+            raise ValueError(f"must be -1 (broker default) or a number from 1 to {_MAX_REPLICATION_FACTOR}")
         return value
 
     _flat = field_validator("producer", "consumer", mode="before")(_flatten_properties)
@@ -135,11 +169,16 @@ class CheckpointSettings(_Model):
     #: Seconds between translator runs. A run without changes costs one round of group-offset reads
     #: and no Delta commit, so the default keeps checkpoints a few seconds behind the source's commits
     #: (MirrorMaker 2 emits checkpoints every 60 s by default).
-    interval_seconds: float = Field(default=2.0, gt=0)
+    interval_seconds: float = 2.0
     #: Also commit translated offsets to idle groups on the target (like MM2's sync.group.offsets).
     sync_group_offsets: bool = False
     #: Failover refuses checkpoints older than this unless told --allow-stale.
     max_age_seconds: float = Field(default=300.0, gt=0)
+
+    @field_validator("interval_seconds")
+    @classmethod
+    def _interval(cls, value: float) -> float:
+        return _checked_interval(value, MIN_INTERVAL_SECONDS)
 
 
 class TopologySettings(_Model):
@@ -148,7 +187,7 @@ class TopologySettings(_Model):
     #: Seconds between reconciliations of a running mirror: new topics and partitions are created on the
     #: target and config changes propagated. 0 turns the periodic reconciliation off; a batch holding a
     #: new topic or partition still creates what it needs before it copies.
-    refresh_interval_seconds: float = Field(default=10.0, ge=0)
+    refresh_interval_seconds: float = 10.0
     #: Copy topic configs (at creation, then every change) except ``config_exclude``.
     sync_configs: bool = True
     #: Topic properties never copied, as full-match regexes; the default list and why each entry is
@@ -157,12 +196,22 @@ class TopologySettings(_Model):
     #: Copy the topic ACLs of mirrored topics to their target names (READ and DESCRIBE only, never WRITE).
     sync_acls: bool = False
 
+    @field_validator("refresh_interval_seconds")
+    @classmethod
+    def _interval(cls, value: float) -> float:
+        return _checked_interval(value, MIN_REFRESH_INTERVAL_SECONDS, off=True)
+
 
 class HeartbeatSettings(_Model):
     """Heartbeat records the mirror writes on the source and copies like data (``[flows.heartbeats]``)."""
 
     #: Seconds between heartbeats; 0 writes none.
-    interval_seconds: float = Field(default=1.0, ge=0)
+    interval_seconds: float = 1.0
+
+    @field_validator("interval_seconds")
+    @classmethod
+    def _interval(cls, value: float) -> float:
+        return _checked_interval(value, MIN_INTERVAL_SECONDS, off=True)
 
 
 class FlowConfig(_Model):
@@ -178,6 +227,14 @@ class FlowConfig(_Model):
     checkpoint: CheckpointSettings = Field(default_factory=CheckpointSettings)
     topology: TopologySettings = Field(default_factory=TopologySettings)
     heartbeats: HeartbeatSettings = Field(default_factory=HeartbeatSettings)
+
+    @field_validator("separator")
+    @classmethod
+    def _separator(cls, value: str) -> str:
+        problem = separator_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @property
     def name(self) -> str:
@@ -195,6 +252,16 @@ class StateConfig(_Model):
     """Where drkit keeps its Delta tables and Spark checkpoints."""
 
     root: str = ".drkit/state"
+
+    @field_validator("root")
+    @classmethod
+    def _root(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must not be empty")
+        problem = shell_syntax_problem(value) or home_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
 
 class SparkConfig(_Model):
@@ -252,11 +319,20 @@ class DrkitConfig(_Model):
         if not value:
             raise ValueError('define at least one cluster: [clusters.<alias>] with bootstrap_servers = "host:port"')
         for alias in value:
-            if not _ALIAS.match(alias):
+            if not _ALIAS.fullmatch(alias):
                 raise ValueError(
                     f"cluster alias {alias!r} must start with a letter or digit and contain only letters, "
                     "digits, '_' or '-'"
                 )
+            if len(alias) > MAX_ALIAS_LENGTH:
+                raise _KeyedError(f"clusters.{alias[:20]}...", f"an alias has at most {MAX_ALIAS_LENGTH} characters")
+        twins = duplicate_alias(list(value))
+        if twins:
+            raise _KeyedError(
+                f"clusters.{twins[1]}",
+                f"aliases {twins[0]!r} and {twins[1]!r} differ only in case: their topic prefixes and state "
+                "folders would collide on case-insensitive systems; use one alias per cluster",
+            )
         return value
 
     @model_validator(mode="after")
@@ -276,6 +352,9 @@ class DrkitConfig(_Model):
                 raise _KeyedError(f"flows[{i}]", f"flow {flow.name} is defined twice")
             seen.add(flow.name)
             self._check_joined_patterns(i, flow)
+            problem = flow_problem(i, flow, self.clusters, self.topic_selector(flow, heartbeats=False))
+            if problem:
+                raise _KeyedError(*problem)
         # Without the heartbeat topic: heartbeats of many sources share one topic safely (keyed by flow).
         problem = topology_problem(self.flows, [self.topic_selector(f, heartbeats=False) for f in self.flows])
         if problem:
@@ -324,6 +403,13 @@ class DrkitConfig(_Model):
         if not root.is_absolute() and self.source_path:
             root = Path(self.source_path).parent / root
         return root.resolve()
+
+
+def _checked_interval(value: float, floor: float, off: bool = False) -> float:
+    problem = interval_problem(value, floor, off)
+    if problem:
+        raise ValueError(problem)
+    return value
 
 
 class _KeyedError(ValueError):

@@ -61,8 +61,23 @@ def _librdkafka_problem(name: str, value: str) -> str | None:
     return None
 
 
+#: Properties that name a file: librdkafka and Java take their value literally (no ``~``, no ``$VAR``).
+_PATH_SUFFIXES = (".location", ".keytab")
+
+
+def _path_problem(value: str) -> str | None:
+    from drkit.config.sanity import shell_syntax_problem
+
+    if value.startswith("~"):
+        return "starts with '~', which the Kafka clients do not expand; write the full path"
+    return shell_syntax_problem(value)
+
+
 def _check_client_properties(props: dict[str, str], skip: tuple[str, ...] = ()) -> dict[str, str]:
     for name, value in props.items():
+        problem = _path_problem(value) if name.endswith(_PATH_SUFFIXES) else None
+        if problem:
+            raise _PropertyError(name, problem)
         if name.startswith(skip) and not name.endswith((".class", ".classes")):
             continue
         problem = _librdkafka_problem(name, value)

@@ -183,6 +183,17 @@ def _literal_prefix(alternative: str) -> tuple[str, bool]:
     return "".join(out), True
 
 
+def literal_names(pattern: str) -> tuple[str, ...]:
+    """The names ``pattern``'s alternatives that are plain text select (``orders|a\\.b``: orders, a.b)."""
+    found = (_literal_prefix(alternative) for alternative in _alternatives(pattern))
+    return tuple(text for text, whole in found if whole)
+
+
+def alternatives(pattern: str) -> list[str]:
+    """``pattern`` split at its top-level ``|``."""
+    return _alternatives(pattern)
+
+
 def may_overlap(a: NameSelector, b: NameSelector) -> bool:
     """False only when no name can be selected by both: a literal one refuses, or literal starts differ."""
     for x in (alt for pattern in a.include for alt in _alternatives(pattern)):

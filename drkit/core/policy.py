@@ -26,6 +26,25 @@ INTERNAL_TOPIC_PATTERNS: tuple[str, ...] = (
 
 _INTERNAL = re.compile("|".join(f"(?:{p})" for p in INTERNAL_TOPIC_PATTERNS))
 
+#: Kafka's longest topic name (``org.apache.kafka.common.internals.Topic.MAX_NAME_LENGTH``).
+MAX_TOPIC_NAME_LENGTH = 249
+#: The characters Kafka allows in a topic name (``Topic.LEGAL_CHARS``).
+TOPIC_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def topic_name_problem(name: str) -> str | None:
+    """Why Kafka would refuse ``name`` as a topic name (as ``Topic.validate`` does), or None."""
+    if not name:
+        return "is empty"
+    if name in (".", ".."):
+        return "cannot be '.' or '..'"
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        return f"is {len(name)} characters long, more than Kafka's {MAX_TOPIC_NAME_LENGTH}"
+    bad = next((c for c in name if c not in TOPIC_NAME_CHARS), None)
+    if bad is not None:
+        return f"holds {bad!r}; Kafka allows only ASCII letters, digits, '.', '_' and '-'"
+    return None
+
 
 def is_internal_topic(topic: str) -> bool:
     return _INTERNAL.fullmatch(topic) is not None

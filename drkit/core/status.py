@@ -8,7 +8,7 @@ mirrored yet) the figure is ``None``, never a guess that looks better than the t
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -73,14 +73,19 @@ def partition_lags(
     ends: Mapping[TopicPartition, int] | None,
     oldest_unmirrored_ms: Mapping[TopicPartition, int],
     now_ms: float,
+    diverged: Collection[TopicPartition] = (),
 ) -> tuple[PartitionLag, ...]:
-    """Lag per partition mirrored or present on the source (``ends`` None: source unreachable)."""
+    """Lag per partition mirrored or present on the source (``ends`` None: source unreachable).
+
+    A partition in ``diverged`` (its target copy no longer holds what the syncs say was mirrored: the
+    topic deleted, re-created or truncated) has no lag to tell (None), never the 0 its syncs would give.
+    """
     rows = []
     for key in sorted(set(progress) | set(ends or {})):
         p = progress.get(key)
         next_offset = p.next_upstream if p is not None else 0
         end = None if ends is None else ends.get(key)
-        lag = None if end is None else max(0, end - next_offset)
+        lag = None if end is None or key in diverged else max(0, end - next_offset)
         if lag is None:
             lag_seconds = None
         elif lag == 0:

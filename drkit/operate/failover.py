@@ -194,7 +194,12 @@ def measure_rpo(ctx: OperateContext, flow: FlowConfig) -> RpoReport:
     progress = ctx.syncs.progress(flow.name)
     live = source_ends(ctx.clusters.admin(flow.source, probe=True), ctx.config.topic_selector(flow))
     # The freshest observation, and for the produce rate the newest one before it, whichever job made them.
-    seen = [o for kind in (JobKind.MIRROR, JobKind.TRANSLATOR) for o in ctx.runs.source_ends(kind, flow.name)]
+    try:
+        seen = [o for kind in (JobKind.MIRROR, JobKind.TRANSLATOR) for o in ctx.runs.source_ends(kind, flow.name)]
+    except StoreError:
+        if live is None:
+            raise  # the source is down: the damaged file was the only measure of the RPO
+        seen = []  # the live ends measure it; the damaged file is replaced at the next observation
     observations = sorted((o for o in seen if o is not None), key=lambda o: o.at_ms, reverse=True)
     latest = observations[0] if observations else None
     previous = next((o for o in observations if latest is not None and o.at_ms < latest.at_ms), None)

@@ -81,7 +81,8 @@ def flow_status(ctx: OperateContext, flow: FlowConfig) -> FlowStatus:
     now = ctx.now_ms()  # after every read: ages and lags are never younger than the truth
     confirmed = {} if last_run is None else {g: last_run.finished_at_ms for g in last_run.confirmed_groups}
     ages = group_ages(recorded, now, confirmed)
-    lags = partition_lags(progress, ends, oldest, now)
+    diverged = {(d.source_topic, d.partition) for d in divergences or ()}
+    lags = partition_lags(progress, ends, oldest, now, diverged)
     last_run_age = None if last_run is None else round((now - last_run.finished_at_ms) / 1000, 1)
     # The heartbeat topic's lag is told by the heartbeat's age, not by the verdict: it gets a record a second.
     verdict = flow_verdict(
@@ -99,7 +100,9 @@ def flow_status(ctx: OperateContext, flow: FlowConfig) -> FlowStatus:
         source_reachable=ends is not None,
         mirror_running=running(ctx.layout.pid_file(JobKind.MIRROR, flow.name)),
         checkpoint_running=running(ctx.layout.pid_file(JobKind.TRANSLATOR, flow.name)),
-        lag_records=None if ends is None else sum(p.lag_records or 0 for p in lags if p.topic != HEARTBEAT_TOPIC),
+        lag_records=None
+        if ends is None or diverged
+        else sum(p.lag_records or 0 for p in lags if p.topic != HEARTBEAT_TOPIC),
         checkpoint_last_run_age_seconds=last_run_age,
         checkpoint_last_run_seconds=None if last_run is None else round(last_run.seconds, 3),
         groups=tuple(GroupAge(g, a) for g, a in sorted(ages.items())),

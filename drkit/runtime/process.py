@@ -8,6 +8,11 @@ releases the lock when the process ends, however it ends, so a crash never leave
 the lock file itself is never deleted (deleting a lock file lets two processes lock two inodes).
 
 The PID file (:meth:`drkit.layout.StateLayout.pid_file`) stays for :func:`running`.
+
+Earlier versions named a flow's folder in a way two flows could share (``a_to->b``, ``a->to_b``);
+:func:`adopt_legacy_dirs` moves such a folder to its flow's own name when exactly one configured flow
+can own it and no job of the earlier version holds its lock, and refuses in one line otherwise, so an
+upgrade never starts a mirror from an empty Spark checkpoint while the old one sits beside it.
 """
 
 from __future__ import annotations
@@ -17,12 +22,12 @@ import errno
 import fcntl
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from drkit.errors import RefusedError
+from drkit.errors import RefusedError, StoreError
 from drkit.layout import JobKind, StateLayout
 
 #: What the refusal calls each kind of job (JobKind.TRANSLATOR's value is its folder name).
@@ -127,3 +132,53 @@ def running(path: Path) -> bool:
     except (OSError, ValueError):
         return False
     return True
+
+
+def adopt_legacy_dirs(layout: StateLayout, flows: Sequence[str]) -> None:
+    """Move the folders earlier versions kept for ``flows`` (all configured flows) to their own names.
+
+    A folder is moved when exactly one of ``flows`` had that name, it is no flow's own name and its
+    flow has no folder of its own yet; a folder two flows shared is refused with what to do, as is one
+    an earlier version's job still holds. Nothing is moved when the state root does not exist.
+    """
+    if not layout.root.is_dir():
+        return
+    for kind in JobKind:
+        for flow in flows:
+            old, new = layout.legacy_job_dir(kind, flow), layout.job_dir(kind, flow)
+            if old == new or new.exists() or not old.is_dir():
+                continue
+            if any(layout.job_dir(kind, other) == old for other in flows):
+                continue  # another flow's own folder, by today's names
+            owners = sorted(f for f in flows if layout.legacy_job_dir(kind, f) == old)
+            if len(owners) > 1:
+                choices = " or ".join(str(layout.job_dir(kind, f)) for f in owners)
+                raise RefusedError(
+                    f"{old} was shared by flows {' and '.join(owners)} (earlier versions named them alike): move "
+                    f"it to {choices}, for the flow whose state it holds; nothing was changed"
+                )
+            _move(old, new, kind, flow)
+
+
+def _move(old: Path, new: Path, kind: JobKind, flow: str) -> None:
+    lock = old / "lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC) if lock.is_file() else None
+    try:
+        if fd is not None:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                raise RefusedError(
+                    f"flow {flow} has a {_JOB_NAMES[kind]} of an earlier drkit version running (it holds {lock}): "
+                    "stop it, then run this again; nothing was changed"
+                ) from None
+        try:
+            old.rename(new)
+        except OSError as exc:
+            raise StoreError(
+                f"flow {flow}: cannot move its state folder {old} to {new} ({exc.strerror}): move it by hand or "
+                "fix the permissions; nothing was changed"
+            ) from None
+    finally:
+        if fd is not None:
+            os.close(fd)

@@ -13,6 +13,7 @@ import os
 import shlex
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from drkit.config import SparkConfig, is_secret_key, mask_text, secret_values
@@ -20,6 +21,10 @@ from drkit.runtime.artifacts import in_jvm_working_dir, spark_extra_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+_DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+#: The driver's log4j2 configuration while DRKIT_SPARK_LOG_LEVEL is unset: errors only, on stderr.
+QUIET_LOG_CONFIG = Path(__file__).with_name("log4j2-quiet.properties")
 
 DEFAULTS: dict[str, str] = {
     "spark.driver.host": "127.0.0.1",
@@ -48,8 +53,13 @@ DEFAULTS: dict[str, str] = {
 }
 
 
-def session_settings(config: SparkConfig, app_name: str, jars: list[str]) -> tuple[dict[str, str], dict[str, str]]:
+def session_settings(
+    config: SparkConfig, app_name: str, jars: list[str], quiet: bool = False
+) -> tuple[dict[str, str], dict[str, str]]:
     """(launch, secret): the settings the JVM may be started with, and those it must get afterwards.
+
+    ``quiet``: the driver logs errors only from its start (:data:`QUIET_LOG_CONFIG`), unless the
+    settings name a log4j configuration of their own.
 
     PySpark starts its JVM with spark-submit and passes every setting it has then as ``--conf k=v`` on
     the command line, which any local user can read (``ps``). Secrets (by key, inside a value such as
@@ -57,6 +67,11 @@ def session_settings(config: SparkConfig, app_name: str, jars: list[str]) -> tup
     """
     settings = {"spark.master": config.master, "spark.app.name": app_name, **DEFAULTS, "spark.jars": ",".join(jars)}
     settings.update(config.conf)
+    if quiet:
+        options = settings.get(_DRIVER_JAVA_OPTIONS, "")
+        if "log4j2.configurationFile" not in options and "log4j.configurationFile" not in options:
+            # Set at the JVM's start (spark-submit's driver options): Spark's banner comes before setLogLevel.
+            settings[_DRIVER_JAVA_OPTIONS] = f"-Dlog4j2.configurationFile={QUIET_LOG_CONFIG} {options}".strip()
     secrets = secret_values(config.conf)
     secret = {k: v for k, v in settings.items() if is_secret_key(k) or mask_text(v, secrets) != v}
     return {k: v for k, v in settings.items() if k not in secret}, secret
@@ -69,7 +84,8 @@ def build_session(config: SparkConfig, app_name: str = "drkit") -> SparkSession:
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
-    launch, secret = session_settings(config, app_name, [str(p) for p in spark_extra_jars()])
+    level = os.environ.get("DRKIT_SPARK_LOG_LEVEL")
+    launch, secret = session_settings(config, app_name, [str(p) for p in spark_extra_jars()], quiet=level is None)
     # Start the gateway JVM with the launch settings on its command line and the secret ones in a
     # private properties file (a secret the JVM reads at start, e.g. in extraJavaOptions, must be there
     # then); getOrCreate passes them again by py4j. A JVM already running in this process is kept.
@@ -81,7 +97,6 @@ def build_session(config: SparkConfig, app_name: str = "drkit") -> SparkSession:
     for key, value in {**secret, **launch}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
-    level = os.environ.get("DRKIT_SPARK_LOG_LEVEL")
     session.sparkContext.setLogLevel(level or "ERROR")
     if level is None:
         _quiet_query_errors(session)
@@ -103,9 +118,6 @@ def _quiet_query_errors(session: SparkSession) -> None:
     off = jvm.org.apache.logging.log4j.Level.OFF
     for name in QUERY_ERROR_LOGGERS:
         jvm.org.apache.logging.log4j.core.config.Configurator.setLevel(name, off)
-
-
-_DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 
 
 @contextlib.contextmanager

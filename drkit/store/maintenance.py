@@ -40,6 +40,7 @@ that safety check off: a shorter retention is a :class:`~drkit.errors.ConfigErro
 from __future__ import annotations
 
 import logging
+import math
 import re
 import time
 from collections.abc import Iterator
@@ -62,6 +63,10 @@ if TYPE_CHECKING:
 #: Delta's default ``delta.deletedFileRetentionDuration`` (7 days): VACUUM refuses less unless its
 #: safety check is disabled, which drkit never does.
 MIN_VACUUM_RETENTION_HOURS = 168.0
+#: Longer is a typo of units (and ``inf`` would reach Spark as an interval it cannot hold): ten years.
+MAX_VACUUM_RETENTION_HOURS = 87_600.0
+#: The rank the cutoff is found by (Spark's row_number) is a 32-bit integer.
+MAX_KEEP_RECENT_BATCHES = 2**31 - 1
 #: Tries of the offset_syncs rewrite when a concurrent commit landed in its region (see the docstring).
 ATTEMPTS = 3
 
@@ -79,6 +84,13 @@ def check_settings(keep_recent_batches: int, vacuum_retention_hours: float) -> N
         raise ConfigError(
             f"keep_recent_batches must be at least 1 (got {keep_recent_batches}): the mirror's restart "
             "check needs the rows of the latest batch of each stream"
+        )
+    if keep_recent_batches > MAX_KEEP_RECENT_BATCHES:
+        raise ConfigError(f"keep_recent_batches must be at most {MAX_KEEP_RECENT_BATCHES}")
+    if not math.isfinite(vacuum_retention_hours) or vacuum_retention_hours > MAX_VACUUM_RETENTION_HOURS:
+        raise ConfigError(
+            f"vacuum retention must be a number of hours from {MIN_VACUUM_RETENTION_HOURS:g} to "
+            f"{MAX_VACUUM_RETENTION_HOURS:g} (ten years)"
         )
     if not vacuum_retention_hours >= MIN_VACUUM_RETENTION_HOURS:
         raise ConfigError(

@@ -17,6 +17,7 @@ from drkit.core.batch import MirrorState
 from drkit.core.incarnation import Renewal
 from drkit.core.status import EndsObservation
 from drkit.core.topology import TopicIssue, TopicIssueKind
+from drkit.errors import StoreError
 from drkit.layout import JobKind, StateLayout
 
 
@@ -71,18 +72,32 @@ class RunFiles:
         """Record what ``kind`` saw of the source's end offsets; the observation before it is kept
         too, so a produce rate can be estimated after the source is lost."""
         path = self.layout.source_ends(kind, flow)
-        latest, _ = self.source_ends(kind, flow)
+        # A damaged file is replaced: this observation is what it should have held.
+        latest = _observation(_read(path))
         data = _observation_json(observation)
         if latest is not None and latest.at_ms < observation.at_ms:
             data["previous"] = _observation_json(latest)
         _write(path, data)
 
     def source_ends(self, kind: JobKind, flow: str) -> tuple[EndsObservation | None, EndsObservation | None]:
-        """(latest, the one before) observations of the source's end offsets by ``kind``."""
-        data = _read(self.layout.source_ends(kind, flow))
-        if data is None:
+        """(latest, the one before) observations of the source's end offsets by ``kind``.
+
+        Raises :class:`StoreError` for a file that is there but damaged: read as "never observed" it would
+        report an RPO of unknown size without saying why.
+        """
+        path = self.layout.source_ends(kind, flow)
+        if not path.exists():
             return None, None
-        return _observation(data), _observation(data.get("previous"))
+        data = _read(path)
+        latest = None if data is None else _observation(data)
+        previous = None if data is None or data.get("previous") is None else _observation(data["previous"])
+        if latest is None or (data is not None and data.get("previous") is not None and previous is None):
+            raise StoreError(
+                f"{path}: the record of the source's end offsets is damaged (not the JSON drkit writes): delete "
+                f"it and run again (the RPO is then reported unknown until the {_JOB_NAMES[kind]} writes it anew); "
+                "nothing was changed"
+            )
+        return latest, previous
 
 
 class MirrorFiles:
@@ -178,8 +193,17 @@ def _observation_json(o: EndsObservation) -> dict[str, Any]:
 
 
 def _observation(data: Any) -> EndsObservation | None:
+    """The observation in ``data`` (``{"at_ms": ..., "ends": {"topic/partition": end}}``), or None if damaged."""
     try:
-        ends = {(k.rsplit("/", 1)[0], int(k.rsplit("/", 1)[1])): int(v) for k, v in data["ends"].items()}
+        ends: dict[tuple[str, int], int] = {}
+        for key, end in data["ends"].items():
+            topic, sep, partition = key.rpartition("/")
+            if not sep:
+                return None
+            ends[(topic, int(partition))] = int(end)
         return EndsObservation(int(data["at_ms"]), ends)
     except (KeyError, ValueError, AttributeError, TypeError):
         return None
+
+
+_JOB_NAMES = {JobKind.MIRROR: "mirror", JobKind.TRANSLATOR: "translator"}

@@ -27,6 +27,7 @@ from drkit.core.groups import Member
 from drkit.core.offsets import SyncRange
 from drkit.core.status import Verdict
 from drkit.errors import ArtifactError, ClusterError, ConfigError, MirrorError, RefusedError, StoreError
+from drkit.layout import JobKind
 from drkit.service import Drkit
 from drkit.store.runs import RunFiles, TranslatorRun
 
@@ -183,7 +184,7 @@ CONFIG_CASES: list[Any] = [
     ),
     pytest.param(
         _flow("[flows.mirror]\ntrigger_interval_seconds = 0"),
-        "flows[0].mirror.trigger_interval_seconds: input should be greater than 0",
+        "flows[0].mirror.trigger_interval_seconds: must be at least 0.1 seconds",
         id="trigger-zero",
     ),
     pytest.param(
@@ -198,7 +199,7 @@ CONFIG_CASES: list[Any] = [
     ),
     pytest.param(
         _flow("[flows.checkpoint]\ninterval_seconds = -1"),
-        "flows[0].checkpoint.interval_seconds: input should be greater than 0",
+        "flows[0].checkpoint.interval_seconds: must be at least 0.1 seconds",
         id="checkpoint-interval-negative",
     ),
     pytest.param(
@@ -283,6 +284,201 @@ CONFIG_CASES: list[Any] = [
     ),
     pytest.param(
         BASE.replace('root = "state"', "root = 5"), "state.root: input should be a valid string", id="state-root-int"
+    ),
+    # -- configs that validate one key at a time but cannot work (drkit.config.sanity) --
+    pytest.param(
+        _flow('separator = "/"'),
+        "flows[0].separator: holds '/', which Kafka does not allow in topic names",
+        id="separator-not-a-topic-character",
+    ),
+    pytest.param(
+        _flow('separator = "' + "-" * 240 + '"'),
+        "flows[0].separator: the copies' names would be invalid",
+        id="separator-too-long-for-a-topic-name",
+    ),
+    pytest.param(
+        _flow('topics = { include = ["' + "o" * 248 + '"] }'),
+        "flows[0].topics.include[0]: the copy of",
+        id="copy-name-over-249-characters",
+    ),
+    pytest.param(
+        _flow('topics = { include = ["' + "o" * 250 + '"] }'),
+        "more than Kafka's 249",
+        id="topic-name-over-249-characters",
+    ),
+    pytest.param(
+        _flow('topics = { include = ["orders|new orders"] }'),
+        "flows[0].topics.include[0]: selects 'new orders', which is no valid Kafka topic name: it holds ' '",
+        id="literal-topic-with-a-space",
+    ),
+    pytest.param(
+        _flow("topics = { include = ['\\.\\.'] }"),
+        "flows[0].topics.include[0]: selects '..', which is no valid Kafka topic name: it cannot be '.' or '..'",
+        id="literal-topic-dot-dot",
+    ),
+    pytest.param(
+        BASE.replace("[clusters.B]", "[clusters.us-east]").replace('target = "B"', 'target = "us-east"')
+        + 'separator = "-"\n',
+        "flows[0].separator: the prefix separator occurs in cluster alias 'us-east'",
+        id="separator-inside-an-alias",
+    ),
+    pytest.param(
+        BASE.replace('"127.0.0.1:1"', '"127.0.0.1:\u0661\u0662"'),
+        "clusters.A.bootstrap_servers: the port holds characters other than the ASCII digits 0-9",
+        id="port-arabic-indic-digits",
+    ),
+    pytest.param(
+        BASE.replace('"127.0.0.1:1"', '"h:1,h:\u00b2"'),
+        "clusters.A.bootstrap_servers: the port of entry 2 holds characters other than the ASCII digits",
+        id="port-superscript-digit",
+    ),
+    pytest.param(
+        BASE.replace('"127.0.0.1:1"', '"h:1,H:1"'),
+        "clusters.A.bootstrap_servers: entry 2 repeats entry 1",
+        id="servers-duplicate-entry",
+    ),
+    pytest.param(
+        BASE.replace('"127.0.0.1:1"', '"my host:1"'),
+        "clusters.A.bootstrap_servers: expected host:port",
+        id="servers-host-with-a-space",
+    ),
+    pytest.param(
+        BASE.replace('"127.0.0.1:2"', '"127.0.0.1:1"'),
+        "flows[0].target: clusters 'A' and 'B' have the same bootstrap servers",
+        id="flow-between-two-aliases-of-one-cluster",
+    ),
+    pytest.param(
+        _flow("topics = { include = [] }"),
+        "flows[0].topics.include: selects no topic",
+        id="topics-include-empty-list",
+    ),
+    pytest.param(
+        _flow('topics = { include = [""] }'),
+        "flows[0].topics.include[0]: an empty pattern selects no topic",
+        id="topics-include-empty-pattern",
+    ),
+    pytest.param(
+        _flow('topics = { include = ["orders"], exclude = [".*"] }'),
+        "flows[0].topics.exclude[0]: excludes every topic",
+        id="topics-exclude-everything",
+    ),
+    pytest.param(
+        _flow('topics = { include = ["orders", "__consumer_offsets"] }'),
+        "flows[0].topics.include[1]: selects '__consumer_offsets', which the flow never mirrors: an internal name",
+        id="topics-include-only-internal",
+    ),
+    pytest.param(
+        _flow('topics = { include = ["orders", "payments"], exclude = ["ord.*", "pay.*"] }'),
+        "flows[0].topics.exclude: excludes every topic the flow includes, so it selects none",
+        id="topics-every-include-excluded",
+    ),
+    pytest.param(
+        _flow("groups = { include = [] }"),
+        "flows[0].groups.include: selects no consumer group",
+        id="groups-include-empty-list",
+    ),
+    pytest.param(
+        _flow('groups = { include = ["billing"], exclude = ["bill.*"] }'),
+        "flows[0].groups.exclude: excludes every consumer group the flow includes",
+        id="groups-every-include-excluded",
+    ),
+    pytest.param(
+        _flow('groups = { include = ["billing", "drkit-x"] }'),
+        "flows[0].groups.include[1]: selects 'drkit-x', which the flow never translates: drkit's or Connect's own",
+        id="groups-include-drkits-own",
+    ),
+    pytest.param(
+        _with_a('properties = { "sasl.password" = "${env:}" }'),
+        "clusters.A.properties.sasl.password: malformed environment reference",
+        id="env-reference-empty-name",
+    ),
+    pytest.param(
+        _with_a('properties = { "sasl.password" = "${env:PASSWORD" }'),
+        "clusters.A.properties.sasl.password: malformed environment reference",
+        id="env-reference-unclosed",
+    ),
+    pytest.param(
+        _with_a('properties = { "sasl.password" = "${PASSWORD}" }'),
+        "clusters.A.properties.sasl.password: malformed environment reference",
+        id="env-reference-shell-syntax",
+    ),
+    pytest.param(
+        BASE.replace('root = "state"', 'root = "$HOME/state"'),
+        "state.root: holds '$HOME', a shell variable drkit does not expand",
+        id="state-root-shell-variable",
+    ),
+    pytest.param(
+        BASE.replace('root = "state"', 'root = "~drkit-no-such-user/state"'),
+        "state.root: '~drkit-no-such-user' is not a user of this machine",
+        id="state-root-unknown-user",
+    ),
+    pytest.param(BASE.replace('root = "state"', 'root = " "'), "state.root: must not be empty", id="state-root-blank"),
+    pytest.param(
+        _with_a('properties = { "security.protocol" = "SSL", "ssl.ca.location" = "$HOME/ca.pem" }'),
+        "clusters.A.properties.ssl.ca.location: holds '$HOME', a shell variable",
+        id="ca-location-shell-variable",
+    ),
+    pytest.param(
+        _with_a('properties = { "ssl.ca.location" = "~/ca.pem" }'),
+        "clusters.A.properties.ssl.ca.location: starts with '~', which the Kafka clients do not expand",
+        id="ca-location-tilde",
+    ),
+    pytest.param(
+        _flow("[flows.mirror]\ntrigger_interval_seconds = 0.001"),
+        "flows[0].mirror.trigger_interval_seconds: must be at least 0.1 seconds",
+        id="trigger-below-floor",
+    ),
+    pytest.param(
+        _flow("[flows.mirror]\ntrigger_interval_seconds = 1e9"),
+        "flows[0].mirror.trigger_interval_seconds: must be at most 86400 seconds",
+        id="trigger-above-ceiling",
+    ),
+    pytest.param(
+        _flow("[flows.mirror]\nobserve_interval_seconds = 0.01"),
+        "flows[0].mirror.observe_interval_seconds: must be at least 0.1 seconds",
+        id="observe-below-floor",
+    ),
+    pytest.param(
+        _flow("[flows.mirror]\nstop_grace_seconds = 1e12"),
+        "flows[0].mirror.stop_grace_seconds: must be at most 86400 seconds",
+        id="stop-grace-above-ceiling",
+    ),
+    pytest.param(
+        _flow("[flows.checkpoint]\ninterval_seconds = 0.01"),
+        "flows[0].checkpoint.interval_seconds: must be at least 0.1 seconds",
+        id="checkpoint-interval-below-floor",
+    ),
+    pytest.param(
+        _flow("[flows.topology]\nrefresh_interval_seconds = 0.2"),
+        "flows[0].topology.refresh_interval_seconds: must be at least 1 seconds (or 0: off)",
+        id="refresh-below-floor",
+    ),
+    pytest.param(
+        _flow("[flows.heartbeats]\ninterval_seconds = 0.001"),
+        "flows[0].heartbeats.interval_seconds: must be at least 0.1 seconds (or 0: off)",
+        id="heartbeats-below-floor",
+    ),
+    pytest.param(
+        _flow("[flows.mirror]\ntarget_replication_factor = 40000"),
+        "flows[0].mirror.target_replication_factor: must be -1 (broker default) or a number from 1 to 32767",
+        id="replication-factor-over-int16",
+    ),
+    pytest.param(
+        BASE.replace("[clusters.B]", '[clusters.a]\nbootstrap_servers = "127.0.0.1:3"\n\n[clusters.B]'),
+        "clusters.a: aliases 'A' and 'a' differ only in case",
+        id="aliases-equal-up-to-case",
+    ),
+    pytest.param(
+        BASE.replace("[clusters.B]", "[clusters." + "B" * 61 + "]").replace(
+            'target = "B"', 'target = "' + "B" * 61 + '"'
+        ),
+        "an alias has at most 60 characters",
+        id="alias-too-long-for-a-state-folder",
+    ),
+    pytest.param(
+        BASE.replace("[clusters.B]", '[clusters."B\\n"]'),
+        "must start with a letter or digit",
+        id="alias-with-a-newline",
     ),
     pytest.param(b"\xff\xfe[clusters.A]\n", "config file is not UTF-8 text (byte 0)", id="not-utf8"),
     pytest.param(
@@ -455,6 +651,15 @@ def _a_down(tmp_path: Path) -> World:
     return w
 
 
+def _a_down_damaged_ends(tmp_path: Path) -> World:
+    """Source down, and the mirror's record of its end offsets damaged (a key without its partition)."""
+    w = _a_down(tmp_path)
+    path = w.context.layout.source_ends(JobKind.MIRROR, "A->B")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"at_ms": 1, "ends": {"orders0": 5}}')
+    return w
+
+
 def _unmirrored_partition(tmp_path: Path) -> World:
     w = _fake(tmp_path)
     w.checkpoints.add("A->B", "billing", "orders", "A.orders", 1, 5)
@@ -546,6 +751,33 @@ STATE_CASES: list[Any] = [
     ),
     pytest.param(
         _fake, ["config", "show", "extra"], 2, "Got unexpected extra argument(s) (extra)", id="extra-argument"
+    ),
+    pytest.param(
+        _fake,
+        ["maintain", "--vacuum-retention-hours", "inf", "-o", "json"],
+        2,
+        "vacuum retention must be a number of hours from 168 to 87600",
+        id="vacuum-retention-infinite",
+    ),
+    pytest.param(
+        _fake, ["maintain", "--vacuum-retention-hours", "nan"], 2, "vacuum retention", id="vacuum-retention-nan"
+    ),
+    pytest.param(
+        _fake,
+        ["maintain", "--vacuum-retention-hours", "1e12"],
+        2,
+        "vacuum retention must be a number of hours from 168 to 87600",
+        id="vacuum-retention-absurd",
+    ),
+    pytest.param(
+        _fake, ["maintain", "--vacuum-retention-hours", "-5"], 2, "below Delta's minimum", id="vacuum-negative"
+    ),
+    pytest.param(
+        _fake,
+        ["maintain", "--keep-recent-batches", str(10**20)],
+        2,
+        "keep_recent_batches must be at most 2147483647",
+        id="maintain-keep-absurd",
     ),
     # usage the facade rejects (ConfigError, exit 2)
     pytest.param(
@@ -667,6 +899,21 @@ STATE_CASES: list[Any] = [
         "--apply with --output json needs --yes",
         id="json-apply-without-yes",
     ),
+    # state: a damaged state file (exit 6), once an unexpected IndexError
+    pytest.param(
+        _a_down_damaged_ends,
+        ["failover", *F, "-g", "billing", "--apply", "--yes"],
+        6,
+        "source_ends.json: the record of the source's end offsets is damaged",
+        id="source-down-damaged-source-ends",
+    ),
+    pytest.param(
+        _a_down_damaged_ends,
+        ["failover", *F, "-g", "billing", "-o", "json"],
+        6,
+        "the record of the source's end offsets is damaged",
+        id="source-down-damaged-source-ends-dry-run",
+    ),
     # state: a cluster is down (exit 4)
     pytest.param(
         _b_down,
@@ -741,3 +988,37 @@ def test_readme_exit_codes_match_the_code() -> None:
         if verdict is not Verdict.HEALTHY:
             assert f"Verdict.{verdict.name}" in rows[verdict.exit_code], verdict
     assert "healthy" in rows[0]
+
+
+# -- state folders named by earlier versions (drkit.layout.flow_dir_name) --------------------------------
+
+
+def _two_flows_sharing_a_legacy_folder(tmp_path: Path, flows: list[tuple[str, str]]) -> Path:
+    clusters = sorted({alias for flow in flows for alias in flow})
+    text = '[state]\nroot = "state"\n' + "".join(
+        f'[clusters.{a}]\nbootstrap_servers = "127.0.0.1:{i + 1}"\n' for i, a in enumerate(clusters)
+    )
+    text += "".join(f'[[flows]]\nsource = "{s}"\ntarget = "{t}"\n' for s, t in flows)
+    (tmp_path / "state" / "mirror" / "a_to_to_b" / "checkpoint").mkdir(parents=True)
+    return _write(tmp_path, text)
+
+
+def test_a_folder_two_flows_shared_in_earlier_versions_is_refused_in_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = _two_flows_sharing_a_legacy_folder(tmp_path, [("a_to", "b"), ("a", "to_b")])
+    before = _tree(tmp_path / "state")
+    code, out, err = _run(capsys, ["history", "-c", str(path)])
+    assert code == RefusedError.exit_code
+    _check_one_line(out, err, "was shared by flows a->to_b and a_to->b (earlier versions named them alike): move it")
+    assert (tmp_path / "state" / "mirror" / "a_to_to_b").is_dir() and _tree(tmp_path / "state") == before
+
+
+def test_a_folder_one_flow_owned_in_earlier_versions_is_adopted_with_its_checkpoint(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = _two_flows_sharing_a_legacy_folder(tmp_path, [("a_to", "b")])
+    code, _, err = _run(capsys, ["history", "-c", str(path)])
+    assert (code, err) == (0, "")
+    assert (tmp_path / "state" / "mirror" / "a__to_to_b" / "checkpoint").is_dir()
+    assert not (tmp_path / "state" / "mirror" / "a_to_to_b").exists()

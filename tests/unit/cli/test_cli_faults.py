@@ -195,11 +195,6 @@ def root_is_a_file(layout: StateLayout) -> None:
     layout.root.write_text("not a folder")
 
 
-def parent_is_a_file(layout: StateLayout) -> None:
-    shutil.rmtree(layout.root)
-    layout.root.write_text("not a folder")
-
-
 def root_read_only(layout: StateLayout) -> None:
     for p in [layout.root, *layout.root.rglob("*")]:
         if p.is_dir():
@@ -227,6 +222,23 @@ def test_a_state_root_that_is_a_file_is_one_line_exit_6(
     code, out, err = run(capsys, no_spark, *args, "-c", str(config), *(["-o", "json"] if json_mode else []))
     assert_one_error(code, out, err, 6, json_mode, f"[state] root {layout.root} is not a folder")
     assert snapshot(layout.root) == before
+
+
+@pytest.mark.parametrize("args", [["status"], *STATE_COMMANDS, ["topics", "sync"], ["drill", "history"]], ids=str)
+def test_a_state_root_that_cannot_be_created_is_one_line_exit_6(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, args: list[str]
+) -> None:
+    """[state] root under a file: drkit cannot create it (once an unexpected FileNotFoundError)."""
+    config, layout = state_world(tmp_path)
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    config.write_text(config.read_text().replace(f'root = "{layout.root}"', f'root = "{blocker}/state"'))
+    before = snapshot(tmp_path)
+    code, out, err = run(capsys, no_spark, *args, "-c", str(config))
+    assert_one_error(
+        code, out, err, 6, False, f"[state] root {blocker}/state is not a folder (its parent {blocker} is a file)"
+    )
+    assert snapshot(tmp_path) == before
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes through any permission")

@@ -263,12 +263,12 @@ BAD_CONFIGS = [
     ),
     pytest.param(
         ONE_FLOW + "mirror.trigger_interval_seconds = 0\n",
-        "flows[0].mirror.trigger_interval_seconds: input should be greater than 0",
+        "flows[0].mirror.trigger_interval_seconds: must be at least 0.1 seconds",
         id="trigger-interval-zero",
     ),
     pytest.param(
         ONE_FLOW + "mirror.trigger_interval_seconds = -2.5\n",
-        "flows[0].mirror.trigger_interval_seconds: input should be greater than 0",
+        "flows[0].mirror.trigger_interval_seconds: must be at least 0.1 seconds",
         id="trigger-interval-negative",
     ),
     pytest.param(
@@ -278,12 +278,12 @@ BAD_CONFIGS = [
     ),
     pytest.param(
         ONE_FLOW + "mirror.target_replication_factor = 0\n",
-        "flows[0].mirror.target_replication_factor: must be -1 (broker default) or a positive number",
+        "flows[0].mirror.target_replication_factor: must be -1 (broker default) or a number from 1 to 32767",
         id="replication-factor-zero",
     ),
     pytest.param(
         ONE_FLOW + "mirror.target_replication_factor = -3\n",
-        "flows[0].mirror.target_replication_factor: must be -1 (broker default) or a positive number",
+        "flows[0].mirror.target_replication_factor: must be -1 (broker default) or a number from 1 to 32767",
         id="replication-factor-below-minus-one",
     ),
     pytest.param(

@@ -64,7 +64,7 @@ def test_regex_refused_with_its_key(tmp_path: Path, key: str, pattern: str, mess
 
 
 @pytest.mark.parametrize(
-    "pattern", ["(?i:orders)", "(?-i:x)", "(?s:a.b)", "[]a]", "[^]a]", "a{2}", "a{2,}", "a{1,3}", "\\{x\\}", "[\\[]"]
+    "pattern", ["(?i:orders)", "(?-i:x)", "(?s:a.b)", "[]a]", "[^]a]", "a{2}", "a{2,}", "a{1,3}", "\\{x\\}.*", "[\\[]"]
 )
 def test_regex_both_engines_read_alike_is_accepted(tmp_path: Path, pattern: str) -> None:
     path = tmp_path / "drkit.toml"
@@ -360,3 +360,55 @@ def test_path_through_a_file_is_not_found(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("", encoding="utf-8")
     with pytest.raises(ConfigError, match="config file not found"):
         load_config(tmp_path / "file" / "drkit.toml")
+
+
+# --- configs that cannot work (drkit.config.sanity) ---------------------------------------------------
+
+
+def test_an_empty_environment_variable_is_refused_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DRKIT_TEST_EMPTY", "")
+    got = error_of(
+        tmp_path, TWO.replace('"h:1"\n', '"h:1"\nproperties = { "sasl.password" = "${env:DRKIT_TEST_EMPTY}" }\n')
+    )
+    assert got == "clusters.A.properties.sasl.password: environment variable DRKIT_TEST_EMPTY is empty"
+
+
+def test_a_home_in_the_state_root_is_expanded_deliberately(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    path = tmp_path / "drkit.toml"
+    path.write_text('[state]\nroot = "~/drkit-state"\n' + TWO, encoding="utf-8")
+    assert load_config(path).state_root() == (tmp_path / "drkit-state").resolve()
+
+
+@pytest.mark.parametrize(
+    "floor_key, value",
+    [
+        ("mirror.trigger_interval_seconds", 0.1),
+        ("mirror.observe_interval_seconds", 0.1),
+        ("mirror.stop_grace_seconds", 0),
+        ("checkpoint.interval_seconds", 0.1),
+        ("topology.refresh_interval_seconds", 0),
+        ("topology.refresh_interval_seconds", 1),
+        ("heartbeats.interval_seconds", 0),
+        ("heartbeats.interval_seconds", 0.1),
+        ("mirror.trigger_interval_seconds", 86400),
+    ],
+)
+def test_intervals_at_their_floor_or_off_are_accepted(tmp_path: Path, floor_key: str, value: float) -> None:
+    path = tmp_path / "drkit.toml"
+    path.write_text(FLOW + f"{floor_key} = {value}\n", encoding="utf-8")
+    load_config(path)
+
+
+@pytest.mark.parametrize("pattern", ["orders", "orders|", "a\\\\.b", "x.*", "o" * 247])
+def test_selections_that_can_select_a_topic_are_accepted(tmp_path: Path, pattern: str) -> None:
+    path = tmp_path / "drkit.toml"
+    path.write_text(FLOW + f'topics.include = ["{pattern}"]\n', encoding="utf-8")
+    assert load_config(path).flows[0].topics.include == [pattern.replace("\\\\", "\\")]
+
+
+def test_excluding_one_of_several_plain_includes_pauses_it(tmp_path: Path) -> None:
+    """runbooks/coverage.md pauses a topic by excluding it; only a selection left empty is refused."""
+    path = tmp_path / "drkit.toml"
+    path.write_text(FLOW + 'topics.include = ["orders", "payments"]\ntopics.exclude = ["orders"]\n', encoding="utf-8")
+    assert load_config(path).topic_selector(load_config(path).flows[0]).select(["orders", "payments"]) == ["payments"]

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drkit.core.policy import IdentityPolicy, PrefixPolicy, is_internal_topic, policy_for
+from drkit.core.policy import IdentityPolicy, PrefixPolicy, is_internal_topic, policy_for, topic_name_problem
 
 AB = frozenset({"A", "B"})
 ABC = frozenset({"A", "B", "C"})
@@ -207,3 +207,9 @@ def test_internal_topics(topic: str) -> None:
 )
 def test_normal_topics_not_internal(topic: str) -> None:
     assert not is_internal_topic(topic)
+
+
+@given(st.text(max_size=300))
+def test_topic_name_problem_is_kafkas_topic_validate(name: str) -> None:
+    legal = re.fullmatch(r"[a-zA-Z0-9._-]{1,249}", name) is not None and name not in (".", "..")
+    assert (topic_name_problem(name) is None) == legal

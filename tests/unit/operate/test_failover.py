@@ -202,6 +202,16 @@ def test_failover_works_with_the_source_gone_and_reports_the_last_observation(w:
     assert rpo.estimated_since_observation is None  # one observation: no rate to extrapolate
 
 
+def test_a_damaged_record_of_the_source_ends_is_not_needed_while_the_source_answers(w: World) -> None:
+    path = w.context.layout.source_ends(JobKind.MIRROR, "A->B")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('{"at_ms": 1, "ends": {"orders0": 5}}')
+    w.a.ends.update({("orders", 0): 120})
+    rpo = failover(w.context, request()).rpo
+    assert rpo is not None
+    assert (rpo.source_ends_from, rpo.unmirrored_offsets) == (EndsSource.LIVE, 20)
+
+
 def test_rpo_estimate_extrapolates_the_rate_between_the_last_two_observations(w: World) -> None:
     w.a.reachable = False
     runs = RunFiles(w.context.layout)

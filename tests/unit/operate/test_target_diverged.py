@@ -58,6 +58,19 @@ def test_status_reports_a_recreated_target_instead_of_lag_0(w: World) -> None:
     assert data["flows"][0]["target_divergences"][0]["kind"] == "below synced end"
 
 
+def test_a_recreated_target_has_no_lag_to_tell_never_0(w: World) -> None:
+    """The syncs say every record up to 29 was mirrored; the re-created copy holds none of them: the lag
+    against the target is not 0 (once reported) but unknown, for the partitions and the flow."""
+    assert [p.lag_records for p in status(w.context, None).flows[0].partitions] == [0, 0]
+    recreated_empty(w)
+    w.b.ends[("A.orders", 1)] = 30  # partition 1 still holds its copies
+    [flow] = status(w.context, None).flows
+    assert {(p.partition, p.lag_records, p.lag_seconds) for p in flow.partitions} == {(0, None, None), (1, 0, 0.0)}
+    assert flow.lag_records is None
+    data = json.loads(json.dumps(status(w.context, None).as_dict()))
+    assert data["flows"][0]["lag_records"] is None
+
+
 def test_status_reports_a_deleted_target_topic(w: World) -> None:
     del w.b.ends[("A.orders", 0)], w.b.ends[("A.orders", 1)]
     report = status(w.context, None)

@@ -1,0 +1,72 @@
+"""A flow's folder name is its own: no two flow names share a folder, a lock or a Spark checkpoint."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from drkit.layout import JobKind, StateLayout, flow_dir_name, legacy_flow_dir_name
+
+#: Cluster aliases as the config allows them (drkit.config.model).
+aliases = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_-]{0,12}", fullmatch=True)
+flows = st.builds(lambda s, t: f"{s}->{t}", aliases, aliases)
+
+
+def _decode(name: str) -> str:
+    """The inverse of flow_dir_name, written from its docstring: the proof that it is injective."""
+    out, i = [], 0
+    while i < len(name):
+        if name[i] != "_":
+            out.append(name[i])
+            i += 1
+        elif name.startswith("__", i):
+            out.append("_")
+            i += 2
+        elif name.startswith("_to_", i):
+            out.append("->")
+            i += 4
+        else:
+            end = name.index("_", i + 1)
+            out.append(chr(int(name[i + 1 : end], 16)))
+            i = end + 1
+    return "".join(out)
+
+
+@given(st.text())
+def test_any_name_decodes_back_so_no_two_share_a_folder(flow: str) -> None:
+    assert _decode(flow_dir_name(flow)) == flow
+
+
+@given(st.text(), st.text())
+def test_two_names_never_share_a_folder(a: str, b: str) -> None:
+    if a != b:
+        assert flow_dir_name(a) != flow_dir_name(b)
+
+
+@given(st.text())
+def test_the_folder_name_is_safe_on_any_file_system(flow: str) -> None:
+    name = flow_dir_name(flow)
+    assert re.fullmatch(r"[A-Za-z0-9_-]*", name)
+    assert name not in (".", "..")
+
+
+@given(flows)
+def test_a_configured_flow_gets_one_path_component(flow: str) -> None:
+    path = StateLayout(Path("/s")).job_dir(JobKind.MIRROR, flow)
+    assert path.parent == Path("/s/mirror")
+    assert path.name == flow_dir_name(flow)
+
+
+def test_the_names_the_issue_found_colliding_differ_now() -> None:
+    assert legacy_flow_dir_name("a_to->b") == legacy_flow_dir_name("a->to_b") == "a_to_to_b"
+    assert flow_dir_name("a_to->b") == "a__to_to_b"
+    assert flow_dir_name("a->to_b") == "a_to_to__b"
+
+
+@given(st.from_regex(r"[A-Za-z0-9][A-Za-z0-9-]{0,12}", fullmatch=True), aliases)
+def test_flows_without_underscores_keep_their_folder_of_earlier_versions(source: str, target: str) -> None:
+    flow = f"{source}->{target.replace('_', '-')}"
+    assert flow_dir_name(flow) == legacy_flow_dir_name(flow)
