@@ -7,6 +7,7 @@ connection noise never drowns the CLI's output; secrets in properties are never 
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import Consumer, Producer
@@ -32,10 +33,55 @@ def client_config(cluster: ClusterConfig, alias: str, **overrides: Any) -> dict[
     return conf
 
 
+#: Java login modules of the SASL mechanisms whose JAAS config drkit derives from a user name and password.
+_LOGIN_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+#: librdkafka-only names that java_properties translates (the Java client does not know them).
+_LIBRDKAFKA_ONLY = ("sasl.username", "sasl.password", "ssl.ca.location", "ssl.certificate.location", "ssl.key.location")
+
+
+def _jaas_quoted(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def java_properties(properties: dict[str, str]) -> dict[str, str]:
+    """The Java client's properties for a cluster configured with librdkafka's names.
+
+    Spark's Kafka source is a Java client: it takes ``sasl.jaas.config`` where librdkafka takes
+    ``sasl.username``/``sasl.password``, and trust and key stores where librdkafka takes PEM file
+    locations. Derived here unless set explicitly: the JAAS config of a PLAIN or SCRAM mechanism, a PEM
+    truststore from ``ssl.ca.location``, a PEM keystore from ``ssl.certificate.location`` and
+    ``ssl.key.location`` (their contents: the Java client reads a key and a certificate chain as values,
+    where librdkafka reads two files). The JAAS config holds the password: callers must mask it (its
+    name is a secret key: drkit.config.secrets).
+    """
+    out = {k: v for k, v in properties.items() if k not in _LIBRDKAFKA_ONLY}
+    module = _LOGIN_MODULES.get(properties.get("sasl.mechanism", "").upper())
+    if module and "sasl.jaas.config" not in properties and "sasl.username" in properties:
+        out["sasl.jaas.config"] = (
+            f"{module} required username={_jaas_quoted(properties['sasl.username'])} "
+            f"password={_jaas_quoted(properties.get('sasl.password', ''))};"
+        )
+    if "ssl.ca.location" in properties and not any(k.startswith("ssl.truststore.") for k in properties):
+        out["ssl.truststore.type"] = "PEM"
+        out["ssl.truststore.location"] = properties["ssl.ca.location"]
+    if "ssl.certificate.location" in properties and not any(k.startswith("ssl.keystore.") for k in properties):
+        out["ssl.keystore.type"] = "PEM"
+        out["ssl.keystore.certificate.chain"] = Path(properties["ssl.certificate.location"]).read_text()
+        out["ssl.keystore.key"] = Path(
+            properties.get("ssl.key.location", properties["ssl.certificate.location"])
+        ).read_text()
+    return out
+
+
 def java_client_options(cluster: ClusterConfig) -> dict[str, str]:
-    """``kafka.``-prefixed options for Spark's Kafka source (Java client property names)."""
+    """``kafka.``-prefixed options for Spark's Kafka source (Java client property names, see
+    :func:`java_properties`)."""
     options = {"kafka.bootstrap.servers": cluster.bootstrap_servers}
-    options.update({f"kafka.{k}": v for k, v in cluster.properties.items()})
+    options.update({f"kafka.{k}": v for k, v in java_properties(dict(cluster.properties)).items()})
     return options
 
 
