@@ -196,7 +196,7 @@ class LocalKafka:
         home.mkdir(parents=True, exist_ok=True)
         (home / "cluster.index").write_text(str(index))
         extra = "".join(f"{k}={v}\n" for k, v in sorted(self.extra_properties.items()))
-        security = self.security.get(alias)
+        security = self._security(alias)
         if security is None:
             listeners = _PLAINTEXT_LISTENERS.format(port=port, cport=cport)
         else:
@@ -211,6 +211,18 @@ class LocalKafka:
         log4j = resources.files("drkit.localdev").joinpath("log4j2.yaml").read_text()
         (home / "log4j2.yaml").write_text(log4j)
 
+    def _security(self, alias: str) -> sec.Security | None:
+        """The cluster's security: as given to this instance (and then recorded in its folder, so a later
+        ``status``, ``start`` or ``client`` knows it), else as recorded; None for a PLAINTEXT cluster."""
+        recorded = self._home(alias) / "security.json"
+        given = self.security.get(alias)
+        if given is not None:
+            recorded.parent.mkdir(parents=True, exist_ok=True)
+            recorded.touch(0o600)
+            recorded.write_text(sec.dump(given))
+            return given
+        return sec.load(recorded.read_text()) if recorded.exists() else None
+
     def admin_password(self, alias: str) -> str:
         """The SASL password of a secure cluster's admin principal (made once, kept in its folder)."""
         path = self._home(alias) / "admin.password"
@@ -221,13 +233,13 @@ class LocalKafka:
         return path.read_text().strip()
 
     def _scram_arguments(self, alias: str) -> list[str]:
-        security = self.security.get(alias)
+        security = self._security(alias)
         return [] if security is None else sec.scram_arguments(security, self.admin_password(alias))
 
     def client_properties(self, alias: str, principal: str = sec.ADMIN) -> dict[str, str]:
         """librdkafka properties that reach cluster ``alias`` as ``principal`` (a SASL user or a certificate
         CN of its Security; the admin by default); none for a PLAINTEXT cluster."""
-        security = self.security.get(alias)
+        security = self._security(alias)
         if security is None:
             return {}
         password = self.admin_password(alias) if principal == sec.ADMIN else security.users.get(principal)

@@ -13,6 +13,7 @@ certificates, with ``subjectAltName`` 127.0.0.1 and localhost so hostname verifi
 
 from __future__ import annotations
 
+import json
 import secrets
 import subprocess
 import tempfile
@@ -47,6 +48,22 @@ class Security:
     protocol: Protocol
     users: Mapping[str, str] = field(default_factory=dict)
     certificates: tuple[str, ...] = ()
+
+
+def dump(security: Security) -> str:
+    """``security`` as JSON (with the SASL passwords: the file it goes to is the owner's only)."""
+    return json.dumps(
+        {
+            "protocol": security.protocol.value,
+            "users": dict(security.users),
+            "certificates": list(security.certificates),
+        }
+    )
+
+
+def load(text: str) -> Security:
+    data = json.loads(text)
+    return Security(Protocol(data["protocol"]), dict(data["users"]), tuple(data["certificates"]))
 
 
 def _openssl(*args: str) -> None:

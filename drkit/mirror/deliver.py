@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 
 from drkit.core.origin import ORIGIN_HEADER, has_been_on, origin_prefix
 from drkit.core.ports import TopicPartition
+from drkit.kafka.authz import Operation, refusal
 from drkit.store.delta import spark_ddl
 from drkit.store.offset_syncs import RANGE_SCHEMA
 
@@ -152,8 +153,11 @@ class Copier:
             source = self._source_of.get(where[0], where[0])
             ups = self._upstream.get((source, where[1]), [])
             at = ups[len(reported)] if len(reported) < len(ups) else "?"
+            # A missing ACL says which one (drkit.kafka.authz), not which record met it first.
+            refused = refusal(self._target_alias or "target", err, Operation.WRITE, where[0])
             self.failures.append(
-                f"record {source}/{where[1]}@{at} could not be delivered to {where[0]}/{where[1]}: {_describe(err)}"
+                refused
+                or f"record {source}/{where[1]}@{at} could not be delivered to {where[0]}/{where[1]}: {_describe(err)}"
             )
             reported.append(-1)
             return
