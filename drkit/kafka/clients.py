@@ -13,23 +13,48 @@ from typing import Any
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
-from drkit.config import JAVA_ONLY_PROPERTIES, ClusterConfig
+from drkit.config import JAVA_ONLY_PROPERTIES, ClusterConfig, mask_text, secret_values
 
 #: Client properties that only the Java client (Spark's Kafka source) understands (declared with the
 #: config's validation); librdkafka rejects unknown properties, so these are left out of its clients.
 _JAVA_ONLY = JAVA_ONLY_PROPERTIES
 
 
-def _logger(alias: str) -> logging.Logger:
-    return logging.getLogger(f"drkit.kafka.{alias}")
+class _Masking(logging.Filter):
+    """Masks the secrets of every client configured for a cluster in its log lines (librdkafka's own
+    lines quote what it was given, e.g. with ``debug`` set, and a broker's refusals)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.secrets: set[str] = set()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.msg = mask_text(record.getMessage(), self.secrets)
+        record.args = ()
+        return True
+
+
+def kafka_logger(alias: str, properties: dict[str, Any]) -> logging.Logger:
+    """Python logger ``drkit.kafka.<alias>`` for librdkafka's log lines of a client configured with
+    ``properties``: their secrets masked (drkit.config.secrets), warnings and up unless a level was set."""
+    logger = logging.getLogger(f"drkit.kafka.{alias}")
+    if logger.level == logging.NOTSET:
+        logger.setLevel(logging.WARNING)
+    masking = next((f for f in logger.filters if isinstance(f, _Masking)), None)
+    if masking is None:
+        masking = _Masking()
+        logger.addFilter(masking)
+    masking.secrets |= secret_values({k: v for k, v in properties.items() if isinstance(v, str)})
+    return logger
 
 
 def client_config(cluster: ClusterConfig, alias: str, **overrides: Any) -> dict[str, Any]:
-    """librdkafka properties for ``cluster``: bootstrap, security settings, then overrides."""
+    """librdkafka properties for ``cluster``: bootstrap, security settings, then overrides; its log lines
+    go to :func:`kafka_logger`."""
     conf: dict[str, Any] = {"bootstrap.servers": cluster.bootstrap_servers}
     conf.update({k: v for k, v in cluster.properties.items() if not k.startswith(_JAVA_ONLY)})
     conf.update(overrides)
-    conf["logger"] = _logger(alias)
+    conf["logger"] = kafka_logger(alias, dict(cluster.properties))
     return conf
 
 

@@ -78,15 +78,18 @@ class DeliveryFailed(RuntimeError):
 _PRODUCERS: dict[str, Any] = {}
 
 
-def _producer(conf: dict[str, Any]) -> tuple[str, Any]:
+def _producer(conf: dict[str, Any], alias: str) -> tuple[str, Any]:
     import json
 
     from confluent_kafka import Producer
 
+    from drkit.kafka.clients import kafka_logger
+
     key = json.dumps(conf, sort_keys=True, default=str)
     producer = _PRODUCERS.get(key)
     if producer is None:
-        producer = _PRODUCERS[key] = Producer(conf)
+        # The logger is made here, in the process that produces: it does not travel to Spark's workers.
+        producer = _PRODUCERS[key] = Producer({**conf, "logger": kafka_logger(alias or "target", conf)})
     return key, producer
 
 
@@ -133,7 +136,7 @@ class Copier:
         #: Records that were on the target cluster before (an origin header names it) are never copied back.
         self._target_alias = target_alias
         self.skipped = 0
-        self._cache_key, self._producer = _producer(producer_conf)
+        self._cache_key, self._producer = _producer(producer_conf, target_alias)
         self._topic_map = topic_map
         self._source_of = {target: source for source, target in topic_map.items()}
         self._origin = origin_prefix(source_alias)

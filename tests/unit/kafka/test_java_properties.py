@@ -3,6 +3,7 @@ PEM trust and key stores from file locations; explicit Java settings win and not
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,25 @@ def test_spark_options_are_prefixed_and_librdkafka_gets_no_java_names(tmp_path: 
     # The JAAS value is masked wherever drkit masks (its name is a secret key; the password inside too).
     assert "secret-pw" not in mask_text(str(options), secret_values(dict(cluster.properties)))
     assert "sasl.jaas.config" not in client_config(cluster, "A")
+
+
+def test_librdkafka_log_lines_go_through_python_logging_masked_at_warning_and_up(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    cluster = ClusterConfig(
+        bootstrap_servers="h:1",
+        properties={
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": "u",
+            "sasl.password": "hunter2-pw",
+            "sasl.oauthbearer.config": "clientId=x clientSecret=oauth-s3cret",
+        },
+    )
+    logger = client_config(cluster, "Z")["logger"]
+    assert logger.name == "drkit.kafka.Z" and logger.level == logging.WARNING
+    with caplog.at_level(logging.DEBUG, logger="drkit.kafka.Z"):
+        logger.log(logging.ERROR, "%s|%s", "FAIL", "SASL auth with sasl.password=hunter2-pw failed")
+        logger.warning("oauth: clientSecret=oauth-s3cret refused; raw hunter2-pw and oauth-s3cret")
+    text = caplog.text
+    assert "hunter2-pw" not in text and "oauth-s3cret" not in text
+    assert text.count("********") >= 4 and "FAIL|SASL auth" in text
