@@ -19,7 +19,7 @@ from drkit.core.checkpoints import CommittedOffset
 from drkit.core.groups import GroupState, Member
 from drkit.core.heartbeat import HeartbeatCopy, created_ms_of
 from drkit.core.origin import TAIL_READ_LIMIT, TailRecord, TargetTail, origin_of
-from drkit.errors import ClusterError
+from drkit.errors import AccessDenied, ClusterError
 from drkit.kafka import clients, topics
 from drkit.kafka.authz import Operation, denied
 
@@ -51,12 +51,12 @@ class KafkaAdmin:
         operation: Operation = Operation.DESCRIBE,
         topic: str | None = None,
         group: str | None = None,
-    ) -> ClusterError:
+    ) -> ClusterError | AccessDenied:
         """The error to raise: a missing ACL named as such (drkit.kafka.authz), else ``what`` failed."""
         refused = denied(self._alias, exc, operation, topic, group)
         return refused or ClusterError(f"cluster {self._alias}: {what}: {exc.args[0]}")
 
-    def _partition_error(self, group: str, tp: TopicPartition, operation: Operation) -> ClusterError:
+    def _partition_error(self, group: str, tp: TopicPartition, operation: Operation) -> ClusterError | AccessDenied:
         refused = denied(self._alias, tp.error, operation, tp.topic, group)
         return refused or ClusterError(f"cluster {self._alias}: group {group!r} {tp.topic}/{tp.partition}: {tp.error}")
 

@@ -1,7 +1,7 @@
 """A broker's authorization refusal as one line naming the cluster, the resource and the operation.
 
 Invariant: every Kafka adapter that turns a broker error into a :class:`ClusterError` asks
-:func:`denied` first, so a principal missing an ACL reads ``cluster B: principal lacks WRITE on topic
+:func:`denied` first (an :class:`AccessDenied`, never taken for an unreachable cluster), so a principal missing an ACL reads ``cluster B: principal lacks WRITE on topic
 A.orders (TOPIC_AUTHORIZATION_FAILED)``, the ACL to grant, instead of librdkafka's text.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError
 
-from drkit.errors import ClusterError
+from drkit.errors import AccessDenied
 
 
 class Operation(StrEnum):
@@ -73,7 +73,7 @@ def refusal(
 
 def denied(
     alias: str, error: Any, operation: Operation, topic: str | None = None, group: str | None = None
-) -> ClusterError | None:
-    """:func:`refusal` as the ClusterError (exit 4) to raise, or None."""
+) -> AccessDenied | None:
+    """:func:`refusal` as the error (exit 4) to raise, or None."""
     line = refusal(alias, error, operation, topic, group)
-    return ClusterError(line) if line else None
+    return AccessDenied(line) if line else None

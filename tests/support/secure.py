@@ -80,3 +80,25 @@ class SecureClusters:
         lines.append(flow)
         path.write_text("\n".join(lines) + "\n")
         return path
+
+
+def key_material(kafka: LocalKafka, alias: str, principals: tuple[str, ...]) -> set[str]:
+    """Lines of the private keys of ``principals``' certificates on ``alias`` (secrets as much as passwords:
+    Spark's Java client gets a key's content as a value)."""
+    out: set[str] = set()
+    for principal in principals:
+        key = Path(kafka.client_properties(alias, principal)["ssl.key.location"]).read_text()
+        out.update(line for line in key.splitlines() if len(line) >= 40 and "-----" not in line)
+    return out
+
+
+def secret_hits(secrets: set[str], texts: dict[str, str], roots: list[Path]) -> list[str]:
+    """Where any of ``secrets`` appears: in the captured ``texts`` (name -> text) or in any file (bytes)
+    under ``roots`` (Delta tables, Spark checkpoints, run files, logs)."""
+    hits = [f"{name}: {s[:6]}..." for name, text in texts.items() for s in secrets if s in text]
+    for root in roots:
+        for path in root.rglob("*"):
+            if path.is_file():
+                data = path.read_bytes()
+                hits += [f"{path}: {s[:6]}..." for s in secrets if s.encode() in data]
+    return hits

@@ -12,7 +12,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from drkit.config import ClusterConfig
 from drkit.core.topology import TopicCreate
-from drkit.errors import ClusterError
+from drkit.errors import AccessDenied
 from drkit.kafka import topics
 from drkit.kafka.admin import KafkaAdmin
 from drkit.kafka.authz import Operation, refusal
@@ -80,21 +80,21 @@ def _admin(code: int) -> KafkaAdmin:
 
 
 def test_reading_a_groups_offsets_without_describe_is_one_line() -> None:
-    with pytest.raises(ClusterError) as refused:
+    with pytest.raises(AccessDenied) as refused:
         _admin(KafkaError.GROUP_AUTHORIZATION_FAILED).committed_offsets("billing")
     assert str(refused.value) == "cluster B: principal lacks DESCRIBE on group billing (GROUP_AUTHORIZATION_FAILED)"
     assert refused.value.exit_code == 4
 
 
 def test_committing_on_a_topic_without_read_names_the_topic() -> None:
-    with pytest.raises(ClusterError) as refused:
+    with pytest.raises(AccessDenied) as refused:
         _admin(KafkaError.TOPIC_AUTHORIZATION_FAILED).commit_offsets("billing", {("A.orders", 0): 5})
     assert str(refused.value) == "cluster B: principal lacks READ on topic A.orders (TOPIC_AUTHORIZATION_FAILED)"
 
 
 def test_creating_a_target_topic_without_create_is_one_line() -> None:
     with pytest.raises(
-        ClusterError, match=r"^cluster B: principal lacks CREATE on topic A\.orders \(TOPIC_AUTHORIZATION_FAILED\)$"
+        AccessDenied, match=r"^cluster B: principal lacks CREATE on topic A\.orders \(TOPIC_AUTHORIZATION_FAILED\)$"
     ):
         topics.create_topics(
             FakeAdmin(KafkaError.TOPIC_AUTHORIZATION_FAILED), "B", [TopicCreate("orders", "A.orders", 3, {})], 1

@@ -107,3 +107,33 @@ def test_librdkafka_log_lines_go_through_python_logging_masked_at_warning_and_up
     text = caplog.text
     assert "hunter2-pw" not in text and "oauth-s3cret" not in text
     assert text.count("********") >= 4 and "FAIL|SASL auth" in text
+
+
+def test_the_examples_commented_secure_properties_load_and_give_spark_a_jaas_config(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """examples/drkit.local.toml's commented SCRAM and mutual TLS properties, uncommented, are valid."""
+    from drkit.config import load_config
+
+    example = Path(__file__).resolve().parents[3] / "examples" / "drkit.local.toml"
+    text = example.read_text()
+    blocks: list[str] = []
+    for line in text.splitlines():
+        body = line.removeprefix("# ")
+        if body == "[clusters.B.properties]":
+            blocks.append("")
+        elif blocks and line.startswith('# "'):
+            blocks[-1] += body + "\n"
+    assert len(blocks) == 2
+    monkeypatch.setenv("DRKIT_B_PASSWORD", "from-the-env")
+    for block in blocks:
+        path = tmp_path / "drkit.toml"
+        header = "[clusters.B.properties]\n"
+        commented = "# " + header + "".join(f"# {line}\n" for line in block.splitlines())
+        path.write_text(text.replace(commented, header + block, 1))  # uncommented where it stands
+        cluster = load_config(path).clusters["B"]
+        assert cluster.properties["ssl.ca.location"].endswith("ca.pem")
+        if cluster.properties["security.protocol"] == "SASL_SSL":
+            options = java_properties(dict(cluster.properties))
+            assert options["sasl.jaas.config"] == f'{SCRAM} required username="drkit" password="from-the-env";'
+            assert options["ssl.truststore.type"] == "PEM"
