@@ -1,8 +1,9 @@
 """A broker's authorization refusal as one line naming the cluster, the resource and the operation.
 
 Invariant: every Kafka adapter that turns a broker error into a :class:`ClusterError` asks
-:func:`denied` first (an :class:`AccessDenied`, never taken for an unreachable cluster), so a principal missing an ACL reads ``cluster B: principal lacks WRITE on topic
-A.orders (TOPIC_AUTHORIZATION_FAILED)``, the ACL to grant, instead of librdkafka's text.
+:func:`denied` first (an :class:`AccessDenied`, never taken for an unreachable cluster), so a principal
+missing an ACL reads ``cluster B: principal lacks WRITE on topic A.orders (TOPIC_AUTHORIZATION_FAILED)``,
+the ACL to grant, instead of librdkafka's text.
 """
 
 from __future__ import annotations
