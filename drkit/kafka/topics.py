@@ -208,11 +208,16 @@ def end_offsets(
     request = {TopicPartition(t, p): latest for t, n in partitions.items() for p in range(n)}
     if not request:
         return {}
+    topic: str | None = None  # the partition being read when it failed: a refusal names its topic
     try:
         futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=timeout)
-        return {(tp.topic, tp.partition): f.result().offset for tp, f in futures.items()}
+        out = {}
+        for tp, f in futures.items():
+            topic = tp.topic
+            out[(tp.topic, tp.partition)] = f.result().offset
+        return out
     except KafkaException as exc:
-        raise denied(alias, exc, Operation.DESCRIBE) or ClusterError(
+        raise denied(alias, exc, Operation.DESCRIBE, topic) or ClusterError(
             f"cluster {alias}: cannot read end offsets: {exc.args[0]}"
         ) from None
 

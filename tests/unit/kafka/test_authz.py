@@ -99,3 +99,13 @@ def test_creating_a_target_topic_without_create_is_one_line() -> None:
         topics.create_topics(
             FakeAdmin(KafkaError.TOPIC_AUTHORIZATION_FAILED), "B", [TopicCreate("orders", "A.orders", 3, {})], 1
         )  # type: ignore[arg-type]
+
+
+def test_end_offsets_of_a_topic_without_describe_name_the_topic() -> None:
+    class Offsets:
+        def list_offsets(self, request: dict[Any, Any], **_: Any) -> dict[Any, Future[Any]]:
+            return {tp: _failed(_refused(KafkaError.TOPIC_AUTHORIZATION_FAILED)) for tp in request}
+
+    with pytest.raises(AccessDenied) as refused:
+        topics.end_offsets(Offsets(), "A", {"orders": 2})  # type: ignore[arg-type]
+    assert str(refused.value) == "cluster A: principal lacks DESCRIBE on topic orders (TOPIC_AUTHORIZATION_FAILED)"
