@@ -10,7 +10,8 @@ for the operator: they say what is wrong and what to do, and never contain secre
     ├── ClusterError (4)         a Kafka cluster is unreachable or answered with an error
     ├── MirrorError (5)          the mirror could not deliver records; progress did not move
     ├── StoreError (6)           Delta tables missing, of another schema version, or unreadable
-    └── ArtifactError (7)        JVM artifacts could not be fetched
+    ├── ArtifactError (7)        JVM artifacts could not be fetched
+    └── AccessDenied (4)         a cluster refused the principal (a missing ACL): never "unreachable"
 """
 
 from __future__ import annotations
@@ -44,3 +45,11 @@ class StoreError(DrkitError):
 
 class ArtifactError(DrkitError):
     exit_code = 7
+
+
+class AccessDenied(DrkitError):
+    """A cluster answered and refused the principal (drkit.kafka.authz). Exit 4 like a cluster error, but
+    not a ClusterError: callers that take a ClusterError for an unreachable cluster (and wait, or report
+    it as down) must not take a missing ACL for one."""
+
+    exit_code = 4

@@ -20,8 +20,9 @@ from drkit.core.checkpoints import CommittedOffset
 from drkit.core.groups import GroupState, Member
 from drkit.core.heartbeat import HeartbeatCopy, created_ms_of
 from drkit.core.origin import TAIL_READ_LIMIT, TailRecord, TargetTail, origin_of
-from drkit.errors import ClusterError
+from drkit.errors import AccessDenied, ClusterError
 from drkit.kafka import clients, topics
+from drkit.kafka.authz import Operation, denied
 
 #: Seconds an admin request may take on a cluster that should answer.
 TIMEOUT = 15.0
@@ -67,8 +68,21 @@ class KafkaAdmin:
                 self._more.append(clients.admin(self._cluster, self._alias, timeout_ms=int(self.timeout * 1000)))
             return [first, *self._more]
 
-    def _fail(self, what: str, exc: KafkaException) -> ClusterError:
-        return ClusterError(f"cluster {self._alias}: {what}: {exc.args[0]}")
+    def _fail(
+        self,
+        what: str,
+        exc: KafkaException,
+        operation: Operation = Operation.DESCRIBE,
+        topic: str | None = None,
+        group: str | None = None,
+    ) -> ClusterError | AccessDenied:
+        """The error to raise: a missing ACL named as such (drkit.kafka.authz), else ``what`` failed."""
+        refused = denied(self._alias, exc, operation, topic, group)
+        return refused or ClusterError(f"cluster {self._alias}: {what}: {exc.args[0]}")
+
+    def _partition_error(self, group: str, tp: TopicPartition, operation: Operation) -> ClusterError | AccessDenied:
+        refused = denied(self._alias, tp.error, operation, tp.topic, group)
+        return refused or ClusterError(f"cluster {self._alias}: group {group!r} {tp.topic}/{tp.partition}: {tp.error}")
 
     # -- topics ---------------------------------------------------------------------------------
 
@@ -102,7 +116,9 @@ class KafkaAdmin:
                 # it does not know): left out, so the caller cannot translate with it, the safe side.
                 if exc.args[0].code() in absent:
                     continue
-                raise self._fail(f"cannot read the start offset of {tp.topic}/{tp.partition}", exc) from None
+                raise self._fail(
+                    f"cannot read the start offset of {tp.topic}/{tp.partition}", exc, topic=tp.topic
+                ) from None
         return out
 
     def first_timestamps(self, positions: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], int]:
@@ -151,7 +167,10 @@ class KafkaAdmin:
                             stop = min(stop, max(start, message.offset() or start))
                             reached = max(reached, stop)
                             continue
-                        raise ClusterError(f"cluster {self._alias}: cannot read {topic}/{partition}: {error}")
+                        refused = denied(self._alias, error, Operation.READ, topic)
+                        raise refused or ClusterError(
+                            f"cluster {self._alias}: cannot read {topic}/{partition}: {error}"
+                        )
                     offset = message.offset()
                     if offset is None:
                         continue
@@ -161,7 +180,7 @@ class KafkaAdmin:
                     records.append(TailRecord(offset, origin_of(_header_list(message.headers()), origin_alias)))
                     reached = offset + 1
         except KafkaException as exc:
-            raise self._fail(f"cannot read {topic}/{partition}", exc) from None
+            raise self._fail(f"cannot read {topic}/{partition}", exc, Operation.READ, topic) from None
         finally:
             consumer.close()
         return TargetTail(start, stop, tuple(records))
@@ -205,7 +224,7 @@ class KafkaAdmin:
                     kind, stamp = message.timestamp()
                     newest = HeartbeatCopy(created, stamp if kind == TIMESTAMP_LOG_APPEND_TIME else None)
         except KafkaException as exc:
-            raise self._fail(f"cannot read heartbeats of {topic}", exc) from None
+            raise self._fail(f"cannot read heartbeats of {topic}", exc, Operation.READ, topic) from None
         finally:
             consumer.close()
         return newest
@@ -227,7 +246,7 @@ class KafkaAdmin:
             )
             result = futures[group].result()
         except KafkaException as exc:
-            raise self._fail(f"cannot read committed offsets of group {group!r}", exc) from None
+            raise self._fail(f"cannot read committed offsets of group {group!r}", exc, group=group) from None
         return self._offsets(group, result.topic_partitions or [])
 
     def committed_offsets_many(self, groups: Iterable[str]) -> dict[str, list[CommittedOffset]]:
@@ -249,7 +268,7 @@ class KafkaAdmin:
             try:
                 result = future.result()
             except KafkaException as exc:
-                raise self._fail(f"cannot read committed offsets of group {group!r}", exc) from None
+                raise self._fail(f"cannot read committed offsets of group {group!r}", exc, group=group) from None
             out[group] = self._offsets(group, result.topic_partitions or [])
         return out
 
@@ -257,7 +276,7 @@ class KafkaAdmin:
         out = []
         for tp in partitions:
             if tp.error is not None:
-                raise ClusterError(f"cluster {self._alias}: group {group!r} {tp.topic}/{tp.partition}: {tp.error}")
+                raise self._partition_error(group, tp, Operation.DESCRIBE)
             out.append(CommittedOffset(group, tp.topic, tp.partition, tp.offset, tp.metadata or None))
         return out
 
@@ -307,10 +326,10 @@ class KafkaAdmin:
         try:
             result = self.client.alter_consumer_group_offsets([request], request_timeout=self.timeout)[group].result()
         except KafkaException as exc:
-            raise self._fail(f"cannot commit offsets for group {group!r}", exc) from None
+            raise self._fail(f"cannot commit offsets for group {group!r}", exc, Operation.READ, group=group) from None
         for tp in result.topic_partitions or []:
             if tp.error is not None:
-                raise ClusterError(f"cluster {self._alias}: group {group!r} {tp.topic}/{tp.partition}: {tp.error}")
+                raise self._partition_error(group, tp, Operation.READ)
 
     def commit_offsets_many(self, commits: Mapping[str, Mapping[tuple[str, int], int]]) -> dict[str, str]:
         """Commit many groups' offsets with every request in flight at once (each group all or nothing).
@@ -328,17 +347,19 @@ class KafkaAdmin:
                     client = spread[len(futures) % len(spread)]
                     futures[group] = client.alter_consumer_group_offsets([request], request_timeout=self.timeout)[group]
         except KafkaException as exc:
-            raise self._fail("cannot commit offsets", exc) from None
+            raise self._fail("cannot commit offsets", exc, Operation.READ) from None
         refused: dict[str, str] = {}
         for group, future in futures.items():
             try:
                 result = future.result()
             except KafkaException as exc:
-                refused[group] = str(self._fail(f"cannot commit offsets for group {group!r}", exc))
+                refused[group] = str(
+                    self._fail(f"cannot commit offsets for group {group!r}", exc, Operation.READ, group=group)
+                )
                 continue
             for tp in result.topic_partitions or []:
                 if tp.error is not None:
-                    refused[group] = f"cluster {self._alias}: group {group!r} {tp.topic}/{tp.partition}: {tp.error}"
+                    refused[group] = str(self._partition_error(group, tp, Operation.READ))
                     break
         return refused
 

@@ -11,6 +11,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from drkit.core.topology import ConfigChange, PartitionGrowth, SourceTopic, TopicCreate
 from drkit.errors import ClusterError, MirrorError
+from drkit.kafka.authz import Operation, denied
 
 _ABSENT = (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.UNKNOWN_TOPIC_ID)
 _TOPIC_ALREADY_EXISTS = KafkaError.TOPIC_ALREADY_EXISTS
@@ -39,14 +40,18 @@ def describe_topics(
     try:
         futures = admin.describe_topics(TopicCollection(wanted), request_timeout=timeout)
     except KafkaException as exc:
-        raise ClusterError(f"cluster {alias}: cannot describe topics: {exc.args[0]}") from None
+        raise denied(alias, exc, Operation.DESCRIBE) or ClusterError(
+            f"cluster {alias}: cannot describe topics: {exc.args[0]}"
+        ) from None
     for name, future in futures.items():
         try:
             d = future.result()
         except KafkaException as exc:
             if exc.args[0].code() in _ABSENT:
                 continue
-            raise ClusterError(f"cluster {alias}: cannot describe topic {name}: {exc.args[0]}") from None
+            raise denied(alias, exc, Operation.DESCRIBE, name) or ClusterError(
+                f"cluster {alias}: cannot describe topic {name}: {exc.args[0]}"
+            ) from None
         out[name] = SourceTopic(name, len(d.partitions), str(d.topic_id) if d.topic_id is not None else "")
     if configs and out:
         found = topic_configs(admin, alias, list(out), timeout)
@@ -64,14 +69,18 @@ def topic_configs(
     try:
         futures = admin.describe_configs(resources, request_timeout=timeout)
     except KafkaException as exc:
-        raise ClusterError(f"cluster {alias}: cannot describe topic configs: {exc.args[0]}") from None
+        raise denied(alias, exc, Operation.DESCRIBE_CONFIGS) or ClusterError(
+            f"cluster {alias}: cannot describe topic configs: {exc.args[0]}"
+        ) from None
     for resource, future in futures.items():
         try:
             entries = future.result()
         except KafkaException as exc:
             if exc.args[0].code() in _ABSENT:
                 continue
-            raise ClusterError(f"cluster {alias}: cannot describe configs of {resource.name}: {exc.args[0]}") from None
+            raise denied(alias, exc, Operation.DESCRIBE_CONFIGS, resource.name) or ClusterError(
+                f"cluster {alias}: cannot describe configs of {resource.name}: {exc.args[0]}"
+            ) from None
         out[resource.name] = {
             n: e.value
             for n, e in entries.items()
@@ -101,13 +110,18 @@ def create_topics(
     try:
         futures = admin.create_topics(new, request_timeout=timeout)
     except KafkaException as exc:
-        raise ClusterError(f"cluster {alias}: cannot create topics: {exc.args[0]}") from None
+        raise denied(alias, exc, Operation.CREATE) or ClusterError(
+            f"cluster {alias}: cannot create topics: {exc.args[0]}"
+        ) from None
     for name, future in futures.items():
         try:
             future.result(timeout)
             created.append(name)
         except KafkaException as exc:
             if exc.args[0].code() != _TOPIC_ALREADY_EXISTS:
+                refused = denied(alias, exc, Operation.CREATE, name)
+                if refused:
+                    raise refused from None
                 raise MirrorError(f"could not create target topic {name} on {alias}: {exc.args[0].str()}") from None
     return sorted(created)
 
@@ -125,7 +139,9 @@ def create_partitions(
     try:
         futures = admin.create_partitions([NewPartitions(g.target, g.wanted) for g in wanted], request_timeout=timeout)
     except KafkaException as exc:
-        raise ClusterError(f"cluster {alias}: cannot add partitions: {exc.args[0]}") from None
+        raise denied(alias, exc, Operation.ALTER) or ClusterError(
+            f"cluster {alias}: cannot add partitions: {exc.args[0]}"
+        ) from None
     grown: list[str] = []
     for name, future in futures.items():
         try:
@@ -133,6 +149,9 @@ def create_partitions(
             grown.append(name)
         except KafkaException as exc:
             if exc.args[0].code() != _INVALID_PARTITIONS:  # already has that many: grown concurrently
+                refused = denied(alias, exc, Operation.ALTER, name)
+                if refused:
+                    raise refused from None
                 raise MirrorError(
                     f"could not add partitions to target topic {name} on {alias}: {exc.args[0].str()}"
                 ) from None
@@ -160,13 +179,18 @@ def alter_configs(admin: AdminClient, alias: str, changes: Iterable[ConfigChange
     try:
         futures = admin.incremental_alter_configs(resources, request_timeout=timeout)
     except KafkaException as exc:
-        raise ClusterError(f"cluster {alias}: cannot alter topic configs: {exc.args[0]}") from None
+        raise denied(alias, exc, Operation.ALTER_CONFIGS) or ClusterError(
+            f"cluster {alias}: cannot alter topic configs: {exc.args[0]}"
+        ) from None
     altered: list[str] = []
     for resource, future in futures.items():
         try:
             future.result(timeout)
             altered.append(resource.name)
         except KafkaException as exc:
+            refused = denied(alias, exc, Operation.ALTER_CONFIGS, resource.name)
+            if refused:
+                raise refused from None
             raise MirrorError(
                 f"could not set configs of target topic {resource.name} on {alias}: {exc.args[0].str()}"
             ) from None
@@ -184,11 +208,18 @@ def end_offsets(
     request = {TopicPartition(t, p): latest for t, n in partitions.items() for p in range(n)}
     if not request:
         return {}
+    topic: str | None = None  # the partition being read when it failed: a refusal names its topic
     try:
         futures = admin.list_offsets(request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=timeout)
-        return {(tp.topic, tp.partition): f.result().offset for tp, f in futures.items()}
+        out = {}
+        for tp, f in futures.items():
+            topic = tp.topic
+            out[(tp.topic, tp.partition)] = f.result().offset
+        return out
     except KafkaException as exc:
-        raise ClusterError(f"cluster {alias}: cannot read end offsets: {exc.args[0]}") from None
+        raise denied(alias, exc, Operation.DESCRIBE, topic) or ClusterError(
+            f"cluster {alias}: cannot read end offsets: {exc.args[0]}"
+        ) from None
 
 
 def first_timestamps(

@@ -10,6 +10,9 @@ cluster was made with are read back from its ``server.properties``, so ``status`
 ``start`` need no ``--base-port``; ``up`` refuses ports that differ from a cluster's recorded ones
 (its KRaft metadata names its controller's address) and ports another process already holds, and a
 cluster is ready only when the broker that answers on its port has its own cluster id.
+
+A cluster given a :class:`~drkit.localdev.security.Security` is secure instead (TLS from a local CA,
+SASL or mutual TLS, the StandardAuthorizer; see drkit.localdev.security); the others are PLAINTEXT.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import base64
 import contextlib
 import os
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -28,21 +32,26 @@ from importlib import resources
 from pathlib import Path
 
 from drkit.errors import ClusterError
+from drkit.localdev import security as sec
 from drkit.runtime.artifacts import kafka_broker_libs
 
 DEFAULT_STATE = Path(".drkit/local-kafka")
 DEFAULT_BASE_PORT = 19092
 READY_TOPIC = "_drkit.readiness"
 
-_BROKER_PROPERTIES = """\
+_ROLES = """\
 process.roles=broker,controller
 node.id=1
 controller.quorum.bootstrap.servers=127.0.0.1:{cport}
+"""
+_PLAINTEXT_LISTENERS = """\
 listeners=PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{cport}
 advertised.listeners=PLAINTEXT://127.0.0.1:{port}
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
 listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+"""
+_STORAGE = """\
 log.dirs={data}
 num.partitions=1
 auto.create.topics.enable=false
@@ -95,12 +104,16 @@ class LocalKafka:
         base_port: int = DEFAULT_BASE_PORT,
         heap: str = "512m",
         extra_properties: dict[str, str] | None = None,
+        security: dict[str, sec.Security] | None = None,
     ) -> None:
         self.state_dir = state_dir.resolve()
         self.base_port = base_port
         self.heap = heap
         #: Broker properties added to every cluster's server.properties (e.g. an authorizer, for tests).
         self.extra_properties = dict(extra_properties or {})
+        #: Secure clusters by alias (the others are PLAINTEXT); one local CA for all of them.
+        self.security = dict(security or {})
+        self.ca = sec.LocalCA(self.state_dir / "ca")
 
     def _home(self, alias: str) -> Path:
         return self.state_dir / alias
@@ -183,11 +196,54 @@ class LocalKafka:
         home.mkdir(parents=True, exist_ok=True)
         (home / "cluster.index").write_text(str(index))
         extra = "".join(f"{k}={v}\n" for k, v in sorted(self.extra_properties.items()))
+        security = self._security(alias)
+        if security is None:
+            listeners = _PLAINTEXT_LISTENERS.format(port=port, cport=cport)
+        else:
+            broker = f"broker-{alias}"
+            keystore = sec.broker_keystore(self.ca.ensure(), home / "tls", broker)
+            listeners = sec.listener_properties(
+                security, port, cport, self.ca.cert, keystore, broker, self.admin_password(alias)
+            )
         (home / "server.properties").write_text(
-            _BROKER_PROPERTIES.format(port=port, cport=cport, data=home / "data") + extra
+            _ROLES.format(cport=cport) + listeners + _STORAGE.format(data=home / "data") + extra
         )
         log4j = resources.files("drkit.localdev").joinpath("log4j2.yaml").read_text()
         (home / "log4j2.yaml").write_text(log4j)
+
+    def _security(self, alias: str) -> sec.Security | None:
+        """The cluster's security: as given to this instance (and then recorded in its folder, so a later
+        ``status``, ``start`` or ``client`` knows it), else as recorded; None for a PLAINTEXT cluster."""
+        recorded = self._home(alias) / "security.json"
+        given = self.security.get(alias)
+        if given is not None:
+            recorded.parent.mkdir(parents=True, exist_ok=True)
+            recorded.touch(0o600)
+            recorded.write_text(sec.dump(given))
+            return given
+        return sec.load(recorded.read_text()) if recorded.exists() else None
+
+    def admin_password(self, alias: str) -> str:
+        """The SASL password of a secure cluster's admin principal (made once, kept in its folder)."""
+        path = self._home(alias) / "admin.password"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(secrets.token_urlsafe(18))
+            path.chmod(0o600)
+        return path.read_text().strip()
+
+    def _scram_arguments(self, alias: str) -> list[str]:
+        security = self._security(alias)
+        return [] if security is None else sec.scram_arguments(security, self.admin_password(alias))
+
+    def client_properties(self, alias: str, principal: str = sec.ADMIN) -> dict[str, str]:
+        """librdkafka properties that reach cluster ``alias`` as ``principal`` (a SASL user or a certificate
+        CN of its Security; the admin by default); none for a PLAINTEXT cluster."""
+        security = self._security(alias)
+        if security is None:
+            return {}
+        password = self.admin_password(alias) if principal == sec.ADMIN else security.users.get(principal)
+        return sec.client_properties(security, self.ca.ensure(), self._home(alias) / "tls", principal, password)
 
     def _java(self, libs: Path, *args: str, heap: str = "256m") -> list[str]:
         return ["java", f"-Xmx{heap}", "-XX:+UseSerialGC", "-cp", f"{libs}/*", *args]
@@ -208,6 +264,7 @@ class LocalKafka:
                     "-c",
                     str(props),
                     "--standalone",
+                    *self._scram_arguments(alias),
                 ),
                 capture_output=True,
                 text=True,
@@ -241,7 +298,7 @@ class LocalKafka:
                 tail = (Path(info.home) / "kafka.log").read_text(errors="replace")[-800:]
                 raise ClusterError(f"cluster {alias}: broker process exited; log tail:\n{tail}")
             try:
-                answered = probe(info.bootstrap_servers, READY_TOPIC)
+                answered = probe(info.bootstrap_servers, READY_TOPIC, self.client_properties(alias))
             except Exception as exc:  # not ready yet: keep probing until the deadline
                 last_error = str(exc)
                 time.sleep(0.5)
@@ -308,7 +365,7 @@ class LocalKafka:
         return stopped
 
 
-_LISTENERS = re.compile(r"^listeners=PLAINTEXT://[^:]+:(?P<port>\d+),CONTROLLER://[^:]+:(?P<cport>\d+)$", re.M)
+_LISTENERS = re.compile(r"^listeners=[A-Z_]+://[^:]+:(?P<port>\d+),CONTROLLER://[^:]+:(?P<cport>\d+)$", re.M)
 
 
 def _ensure_free(alias: str, port: int) -> None:

@@ -9,13 +9,15 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 
-def probe(bootstrap: str, topic: str, timeout: float = 10.0) -> str | None:
+def probe(bootstrap: str, topic: str, client: dict[str, str] | None = None, timeout: float = 10.0) -> str | None:
     """Produce one record and consume it back; return the id of the cluster that answered (so the
-    caller can tell its own broker from another one on the same port)."""
+    caller can tell its own broker from another one on the same port). ``client``: security properties
+    (a secure cluster's admin principal)."""
+    auth = dict(client or {})
     host, _, port = bootstrap.split(",")[0].rpartition(":")
     with socket.create_connection((host, int(port)), timeout=2):
         pass  # the listener is up; clients below would only log refused connections before that
-    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "socket.timeout.ms": 3000, **auth})
     metadata = admin.list_topics(timeout=timeout)
     cluster_id: str | None = metadata.cluster_id
     if topic not in metadata.topics:
@@ -26,7 +28,9 @@ def probe(bootstrap: str, topic: str, timeout: float = 10.0) -> str | None:
             if "TOPIC_ALREADY_EXISTS" not in str(exc):
                 raise
     token = uuid.uuid4().hex.encode()
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "message.timeout.ms": int(timeout * 1000)})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "acks": "all", "message.timeout.ms": int(timeout * 1000), **auth}
+    )
     delivered: list[int] = []
 
     def on_delivery(err: object, msg: object) -> None:
@@ -43,6 +47,7 @@ def probe(bootstrap: str, topic: str, timeout: float = 10.0) -> str | None:
             "bootstrap.servers": bootstrap,
             "group.id": f"_drkit-probe-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
+            **auth,
         }
     )
     try:

@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 
 from drkit.core.origin import ORIGIN_HEADER, has_been_on, origin_prefix
 from drkit.core.ports import TopicPartition
+from drkit.kafka.authz import Operation, refusal
 from drkit.store.delta import spark_ddl
 from drkit.store.offset_syncs import RANGE_SCHEMA
 
@@ -77,15 +78,18 @@ class DeliveryFailed(RuntimeError):
 _PRODUCERS: dict[str, Any] = {}
 
 
-def _producer(conf: dict[str, Any]) -> tuple[str, Any]:
+def _producer(conf: dict[str, Any], alias: str) -> tuple[str, Any]:
     import json
 
     from confluent_kafka import Producer
 
+    from drkit.kafka.clients import kafka_logger
+
     key = json.dumps(conf, sort_keys=True, default=str)
     producer = _PRODUCERS.get(key)
     if producer is None:
-        producer = _PRODUCERS[key] = Producer(conf)
+        # The logger is made here, in the process that produces: it does not travel to Spark's workers.
+        producer = _PRODUCERS[key] = Producer({**conf, "logger": kafka_logger(alias or "target", conf)})
     return key, producer
 
 
@@ -132,7 +136,7 @@ class Copier:
         #: Records that were on the target cluster before (an origin header names it) are never copied back.
         self._target_alias = target_alias
         self.skipped = 0
-        self._cache_key, self._producer = _producer(producer_conf)
+        self._cache_key, self._producer = _producer(producer_conf, target_alias)
         self._topic_map = topic_map
         self._source_of = {target: source for source, target in topic_map.items()}
         self._origin = origin_prefix(source_alias)
@@ -152,8 +156,11 @@ class Copier:
             source = self._source_of.get(where[0], where[0])
             ups = self._upstream.get((source, where[1]), [])
             at = ups[len(reported)] if len(reported) < len(ups) else "?"
+            # A missing ACL says which one (drkit.kafka.authz), not which record met it first.
+            refused = refusal(self._target_alias or "target", err, Operation.WRITE, where[0])
             self.failures.append(
-                f"record {source}/{where[1]}@{at} could not be delivered to {where[0]}/{where[1]}: {_describe(err)}"
+                refused
+                or f"record {source}/{where[1]}@{at} could not be delivered to {where[0]}/{where[1]}: {_describe(err)}"
             )
             reported.append(-1)
             return

@@ -457,7 +457,7 @@ class MirrorJob:
 
     def _producer_conf(self) -> dict[str, Any]:
         conf = clients.client_config(self.target, self.flow.target)
-        conf.pop("logger", None)  # not picklable; tasks log through librdkafka's default
+        conf.pop("logger", None)  # not picklable; the producing process adds its own (drkit.mirror.deliver)
         conf.update(PRODUCER_DEFAULTS)
         conf.update(self.flow.mirror.producer)
         conf.update(PRODUCER_FIXED)

@@ -50,6 +50,9 @@ DEFAULTS: dict[str, str] = {
     "spark.python.worker.reuse": "true",
     # Streaming batches are short: never hold a task back waiting for a "better" executor.
     "spark.locality.wait": "0s",
+    # Plans and errors print a source's options; the Kafka ones drkit derives hold a JAAS config (with
+    # its password) and may hold a key (drkit.kafka.clients.java_properties): redacted with Spark's own.
+    "spark.sql.redaction.options.regex": "(?i)url|user|password|secret|token|jaas|key$",
 }
 
 

@@ -37,8 +37,15 @@ def unique(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int = 1, config: dict[str, str] | None = None) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+def create_topic(
+    bootstrap: str,
+    topic: str,
+    partitions: int = 1,
+    config: dict[str, str] | None = None,
+    client: dict[str, str] | None = None,
+) -> None:
+    """``client``: security properties (a secure cluster's principal), here and below."""
+    admin = AdminClient({"bootstrap.servers": bootstrap, **(client or {})})
     futures = admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})])
     futures[topic].result(30)
 
@@ -75,7 +82,11 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
 
 
 def read_all(
-    bootstrap: str, topic: str, isolation: str = "read_committed", start: dict[int, int] | None = None
+    bootstrap: str,
+    topic: str,
+    isolation: str = "read_committed",
+    start: dict[int, int] | None = None,
+    client: dict[str, str] | None = None,
 ) -> list[Rec]:
     """Every record of every partition of ``topic`` (from ``start`` offsets), sorted by (partition, offset)."""
     consumer = Consumer(
@@ -85,6 +96,7 @@ def read_all(
             "enable.auto.commit": False,
             "isolation.level": isolation,
             "enable.partition.eof": True,
+            **(client or {}),
         }
     )
     try:
@@ -120,16 +132,22 @@ def read_all(
         consumer.close()
 
 
-def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> None:
+def commit(
+    bootstrap: str, group: str, offsets: dict[tuple[str, int], int], client: dict[str, str] | None = None
+) -> None:
     """Commit ``offsets`` for ``group`` as its consumers would (the group has no active members)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, **(client or {})}
+    )
     try:
         consumer.commit(offsets=[TopicPartition(t, p, o) for (t, p), o in offsets.items()], asynchronous=False)
     finally:
         consumer.close()
 
 
-def consume_as_group(bootstrap: str, group: str, topic: str, count: int, idle_polls: int = 20) -> list[Rec]:
+def consume_as_group(
+    bootstrap: str, group: str, topic: str, count: int, idle_polls: int = 20, client: dict[str, str] | None = None
+) -> list[Rec]:
     """A real consumer of ``group`` reads ``count`` records from its committed position, then commits."""
     consumer = Consumer(
         {
@@ -138,6 +156,7 @@ def consume_as_group(bootstrap: str, group: str, topic: str, count: int, idle_po
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
             "isolation.level": "read_committed",
+            **(client or {}),
         }
     )
     out: list[Rec] = []
@@ -160,9 +179,11 @@ def consume_as_group(bootstrap: str, group: str, topic: str, count: int, idle_po
         consumer.close()
 
 
-def committed_on(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+def committed_on(bootstrap: str, group: str, topic: str, client: dict[str, str] | None = None) -> dict[int, int]:
     """The group's committed offsets on ``topic`` (partitions without a commit left out)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, **(client or {})}
+    )
     try:
         meta = consumer.list_topics(topic, timeout=10).topics[topic]
         tps = consumer.committed([TopicPartition(topic, p) for p in meta.partitions], timeout=30)

@@ -11,3 +11,5 @@ import os
 TEST_BASE_PORT = int(os.environ.get("DRKIT_TEST_BASE_PORT", "29092"))
 #: Clusters of the disaster test, which kills its source broker: never the session's.
 DISASTER_BASE_PORT = TEST_BASE_PORT + 100
+#: The secure clusters (SASL_SSL and mutual TLS) of tests/integration/secure.
+SECURE_BASE_PORT = TEST_BASE_PORT + 600

@@ -63,8 +63,8 @@ def test_a_port_held_by_another_process_is_refused(busy_port: int) -> None:
 def test_a_broker_of_another_cluster_on_the_port_is_not_ready(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     kafka = _prepared(tmp_path, 39092, formatted=True)
     (tmp_path / "A" / "kafka.pid").write_text("1")  # a live process: the probe is what decides
-    monkeypatch.setattr("drkit.localdev.readiness.probe", lambda bootstrap, topic: "someone-else")
+    monkeypatch.setattr("drkit.localdev.readiness.probe", lambda bootstrap, topic, client=None: "someone-else")
     with pytest.raises(ClusterError, match=r"127\.0\.0\.1:39092 is served by another Kafka cluster"):
         kafka.wait_ready("A", time.monotonic() + 5)
-    monkeypatch.setattr("drkit.localdev.readiness.probe", lambda bootstrap, topic: "id-A")
+    monkeypatch.setattr("drkit.localdev.readiness.probe", lambda bootstrap, topic, client=None: "id-A")
     kafka.wait_ready("A", time.monotonic() + 5)

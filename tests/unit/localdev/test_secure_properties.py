@@ -1,0 +1,64 @@
+"""A secure local cluster's files, without a JVM: no unauthenticated listener, deny by default, the
+admin and the broker as the only super users, and certificates a client can use."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from drkit.localdev.clusters import LocalKafka
+from drkit.localdev.security import Protocol, Security
+
+
+def _properties(home: Path) -> dict[str, str]:
+    lines = (home / "server.properties").read_text().splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line)
+
+
+def test_secure_clusters_have_no_plaintext_door(tmp_path: Path) -> None:
+    kafka = LocalKafka(
+        tmp_path,
+        39092,
+        security={"A": Security(Protocol.SASL_SSL, {"mirror": "pw-mirror"}), "B": Security(Protocol.MTLS)},
+    )
+    kafka._prepare("A", 0)
+    kafka._prepare("B", 1)
+    a, b = _properties(tmp_path / "A"), _properties(tmp_path / "B")
+    assert a["listeners"] == "SASL_SSL://127.0.0.1:39092,CONTROLLER://127.0.0.1:39093"
+    assert b["listeners"] == "SSL://127.0.0.1:39102,CONTROLLER://127.0.0.1:39103"
+    for props in (a, b):
+        assert "PLAINTEXT" not in props["listener.security.protocol.map"]
+        assert props["allow.everyone.if.no.acl.found"] == "false"
+        assert props["listener.name.controller.ssl.client.auth"] == "required"
+    assert b["ssl.client.auth"] == "required" and "ssl.client.auth" not in a
+    assert a["super.users"] == "User:broker-A;User:admin" and b["super.users"] == "User:broker-B;User:admin"
+    assert a["sasl.enabled.mechanisms"] == "SCRAM-SHA-512,PLAIN"
+    # Ports are read back from the secure listeners too (status, down and start need no --base-port).
+    assert (kafka.describe("A").port, kafka.describe("B").controller_port) == (39092, 39103)
+    assert kafka._scram_arguments("A")[1] == "--add-scram=SCRAM-SHA-512=[name=mirror,password=pw-mirror]"
+    assert kafka._scram_arguments("B") == []
+
+
+def test_client_properties_name_the_principal_and_its_certificate_verifies(tmp_path: Path) -> None:
+    kafka = LocalKafka(
+        tmp_path, 39092, security={"A": Security(Protocol.SASL_SSL, {"m": "pw"}), "B": Security(Protocol.MTLS)}
+    )
+    sasl = kafka.client_properties("A", "m")
+    assert (sasl["security.protocol"], sasl["sasl.mechanism"], sasl["sasl.username"]) == (
+        "SASL_SSL",
+        "SCRAM-SHA-512",
+        "m",
+    )
+    assert kafka.client_properties("A")["sasl.password"] == kafka.admin_password("A") != "pw"
+    tls = kafka.client_properties("B", "mirror")
+    subject = subprocess.run(
+        ["openssl", "x509", "-in", tls["ssl.certificate.location"], "-noout", "-subject"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert "CN = mirror" in subject
+    verify = subprocess.run(
+        ["openssl", "verify", "-CAfile", tls["ssl.ca.location"], tls["ssl.certificate.location"]],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert verify.returncode == 0, verify.stderr
+    assert kafka.client_properties("C") == {}  # a PLAINTEXT cluster
