@@ -29,7 +29,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,10 +42,13 @@ from drkit.core.batch import (
     DriverReadFailure,
     MirrorState,
     falls_back_to_spark,
+    hold_short_reads,
     is_sparks_plan,
     lost_message,
     plan_batch,
     renewed_topics,
+    short_read_message,
+    short_reads,
     state_before,
 )
 from drkit.core.consistency import divergence_message, synced_partitions, target_divergences, topics_to_read
@@ -307,7 +310,7 @@ class MirrorJob:
             copied: pa.Table | None = None
             if report.in_driver:
                 try:
-                    copied = self._copy_in_driver(plan.ranges, producer_conf, topic_map)
+                    copied, state = self._copy_in_driver(plan.ranges, producer_conf, topic_map, state)
                 except RecordsRemoved as exc:
                     if not falls_back_to_spark(
                         DriverReadFailure.RECORDS_REMOVED, spark_plan, self.flow.mirror.fail_on_data_loss
@@ -374,13 +377,31 @@ class MirrorJob:
         )
 
     def _copy_in_driver(
-        self, ranges: BatchRanges, producer_conf: dict[str, Any], topic_map: dict[str, str]
-    ) -> pa.Table:
+        self, ranges: BatchRanges, producer_conf: dict[str, Any], topic_map: dict[str, str], state: MirrorState
+    ) -> tuple[pa.Table, MirrorState]:
         """The batch read by the driver's own consumer (drkit.mirror.reader) and copied by the same
-        ``Copier`` the tasks use: no Spark job, whose fixed cost is most of a steady-state batch's time."""
+        ``Copier`` the tasks use: no Spark job, whose fixed cost is most of a steady-state batch's time.
+
+        A partition whose read ended before the end Spark planned is never committed as copied: the batch
+        fails (``fail_on_data_loss``), or the partition is held from where its read stopped."""
         copier = Copier(producer_conf, topic_map, self.flow.source, self.flow.target)
         try:
-            self.reader.read(ranges, copier.copy, self._stopping)
+            result = self.reader.read(ranges, copier.copy, self._stopping)
+            shorts = short_reads(ranges, result.reached)
+            if shorts and self.flow.mirror.fail_on_data_loss:
+                raise MirrorError(
+                    short_read_message(self.flow.name, shorts[0])
+                    + (f" ({len(shorts) - 1} more partition(s) alike)" if len(shorts) > 1 else "")
+                    + "; the batch is not committed. To go on past them, set [flows.mirror] fail_on_data_loss = false"
+                )
+            for short in shorts:
+                log.warning(
+                    "%s; the partition is copied from offset %d on in the next batch",
+                    short_read_message(self.flow.name, short),
+                    short.reached,
+                )
+            if shorts:
+                state = replace(state, held=hold_short_reads(state.held, shorts))
             rows = copier.finish()
             if copier.skipped:
                 metrics.MIRROR_SKIPPED.labels(self.flow.name).inc(copier.skipped)
@@ -390,7 +411,7 @@ class MirrorJob:
                     copier.skipped,
                     self.flow.target,
                 )
-            return rows
+            return rows, state
         except SourceStalled as exc:
             copier.abort()
             raise ClusterError(source_unreachable(self.flow, self.source.bootstrap_servers, str(exc))) from None

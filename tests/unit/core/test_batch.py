@@ -5,7 +5,19 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drkit.core.batch import EARLIEST, LostRange, MirrorState, plan_batch, renewed_topics, state_before
+from drkit.core.batch import (
+    EARLIEST,
+    LostRange,
+    MirrorState,
+    ShortRead,
+    hold_short_reads,
+    is_sparks_plan,
+    plan_batch,
+    renewed_topics,
+    short_read_message,
+    short_reads,
+    state_before,
+)
 
 
 def test_spark_plan_is_kept_and_new_partitions_start_at_their_first_record() -> None:
@@ -78,3 +90,21 @@ def test_every_record_is_copied_once_in_order_across_a_refusal(
     for p in bounds:
         since, until = lifted.ranges[("t", p)]
         assert (since, until) == (start["t"][str(p)], end["t"][str(p)])
+
+
+def test_a_read_short_of_the_planned_end_is_named_and_holes_at_the_end_are_not() -> None:
+    ranges = {("t", 0): (0, 10), ("t", 1): (5, 10), ("u", 0): (EARLIEST, 4), ("w", 0): (3, 6)}
+    # t/0 reached past its end (a marker), t/1 stopped at 7 (truncated), u/0 exactly, w/0 never answered.
+    reached = {("t", 0): 12, ("t", 1): 7, ("u", 0): 4}
+    assert short_reads(ranges, reached) == (ShortRead("t", 1, 10, 7), ShortRead("w", 0, 6, 3))
+    line = short_read_message("A->B", ShortRead("t", 1, 10, 7))
+    assert "A->B" in line and "t/1" in line and "offset 7" in line and "offset 10" in line and "\n" not in line
+
+
+def test_short_partitions_that_go_on_are_held_from_where_their_read_stopped() -> None:
+    held = hold_short_reads({("r", 0): 3}, [ShortRead("t", 1, 10, 7)])
+    assert held == {("r", 0): 3, ("t", 1): 7}
+    # The next batch copies t/1 from 7, though Spark starts it at 10: records written again at 7..9 are not skipped.
+    plan = plan_batch({"t": {"1": 10}}, {"t": {"1": 12}}, held)
+    assert plan.ranges == {("t", 1): (7, 12)} and plan.held == {}
+    assert not is_sparks_plan(plan, {"t": {"1": 10}}, {"t": {"1": 12}})
