@@ -56,6 +56,7 @@ from drkit.core.incarnation import Renewal
 from drkit.core.offsets import BatchRanges, SourceOffsets, copy_in_driver
 from drkit.core.reports import MirrorSummary
 from drkit.core.selection import NameSelector
+from drkit.core.topology import producer_limits
 from drkit.errors import ClusterError, DrkitError, MirrorError, RefusedError
 from drkit.kafka import clients
 from drkit.kafka.topology import TopologyReconciler
@@ -480,6 +481,10 @@ class MirrorJob:
         conf = clients.client_config(self.target, self.flow.target)
         conf.pop("logger", None)  # not picklable; tasks log through librdkafka's default
         conf.update(PRODUCER_DEFAULTS)
+        # Records above librdkafka's 1 MB default on topics that allow them (the producer would refuse them
+        # itself), and batches never above a topic's limit (drkit.core.topology.producer_limits).
+        routed = set(self.topology.routes.values())
+        conf.update(producer_limits(v for t, v in self.topology.record_limits.items() if t in routed))
         conf.update(self.flow.mirror.producer)
         conf.update(PRODUCER_FIXED)
         return conf
