@@ -174,6 +174,20 @@ def short_reads(ranges: BatchRanges, reached: Mapping[Partition, int]) -> tuple[
     return tuple(out)
 
 
+def tasks_reached(
+    ranges: BatchRanges, copied_next: Mapping[Partition, int], ends_now: Mapping[Partition, int]
+) -> dict[Partition, int]:
+    """Where Spark's tasks' read of each partition of ``ranges`` ended, as far as the copy and the source
+    tell: the planned end while the source's end still reaches it (the copy stopped short of it for a hole,
+    a marker, or records it skips), else the furthest of the offset after the last record copied and the
+    source's end now (it went back: truncated)."""
+    out: dict[Partition, int] = {}
+    for key, (since, until) in ranges.items():
+        end = ends_now.get(key, until)
+        out[key] = until if end >= until else max(copied_next.get(key, max(since, 0)), end)
+    return out
+
+
 def short_read_message(flow: str, short: ShortRead) -> str:
     """The operator's line for a partition that ended before the end Spark planned."""
     return (

@@ -41,6 +41,7 @@ from drkit.core.batch import (
     BatchPlan,
     DriverReadFailure,
     MirrorState,
+    ShortRead,
     falls_back_to_spark,
     hold_short_reads,
     is_sparks_plan,
@@ -50,6 +51,7 @@ from drkit.core.batch import (
     short_read_message,
     short_reads,
     state_before,
+    tasks_reached,
 )
 from drkit.core.consistency import divergence_message, synced_partitions, target_divergences, topics_to_read
 from drkit.core.incarnation import Renewal
@@ -345,6 +347,7 @@ class MirrorJob:
                 # coalesce without a shuffle concatenates whole source partitions, each still in offset order.
                 task: Any = deliver_batches(producer_conf, topic_map, self.flow.source, self.flow.target)
                 copied = batch.coalesce(self._tasks()).mapInArrow(task, COPY_DDL).toArrow()
+                state = self._settle_short_reads(self._tasks_short_reads(plan.ranges, copied), state)
         except Exception as exc:
             raise explain(self.flow, self.source.bootstrap_servers, exc) from None
         # What the mirror knows after this batch, recorded before its syncs: a batch replayed after a crash
@@ -388,21 +391,7 @@ class MirrorJob:
         copier = Copier(producer_conf, topic_map, self.flow.source, self.flow.target)
         try:
             result = self.reader.read(ranges, copier.copy, self._stopping)
-            shorts = short_reads(ranges, result.reached)
-            if shorts and self.flow.mirror.fail_on_data_loss:
-                raise MirrorError(
-                    short_read_message(self.flow.name, shorts[0])
-                    + (f" ({len(shorts) - 1} more partition(s) alike)" if len(shorts) > 1 else "")
-                    + "; the batch is not committed. To go on past them, set [flows.mirror] fail_on_data_loss = false"
-                )
-            for short in shorts:
-                log.warning(
-                    "%s; the partition is copied from offset %d on in the next batch",
-                    short_read_message(self.flow.name, short),
-                    short.reached,
-                )
-            if shorts:
-                state = replace(state, held=hold_short_reads(state.held, shorts))
+            state = self._settle_short_reads(short_reads(ranges, result.reached), state)
             rows = copier.finish()
             if copier.skipped:
                 metrics.MIRROR_SKIPPED.labels(self.flow.name).inc(copier.skipped)
@@ -419,6 +408,38 @@ class MirrorJob:
         except BaseException:
             copier.abort()
             raise
+
+    def _settle_short_reads(self, shorts: tuple[ShortRead, ...], state: MirrorState) -> MirrorState:
+        """Partitions read short of the planned end are never committed as copied: the batch fails in one
+        line (``fail_on_data_loss``, the default), or each is held from where its read stopped."""
+        if shorts and self.flow.mirror.fail_on_data_loss:
+            raise MirrorError(
+                short_read_message(self.flow.name, shorts[0])
+                + (f" ({len(shorts) - 1} more partition(s) alike)" if len(shorts) > 1 else "")
+                + "; the batch is not committed. To go on past them, set [flows.mirror] fail_on_data_loss = false"
+            )
+        for short in shorts:
+            log.warning(
+                "%s; the partition is copied from offset %d on in the next batch",
+                short_read_message(self.flow.name, short),
+                short.reached,
+            )
+        return replace(state, held=hold_short_reads(state.held, shorts)) if shorts else state
+
+    def _tasks_short_reads(self, ranges: BatchRanges, copied: pa.Table) -> tuple[ShortRead, ...]:
+        """The partitions Spark's tasks read short of the planned end (Spark's reader, with failOnDataLoss
+        off, ends a range where the partition ends). Only a partition whose copy stopped before the planned
+        end costs a look at the source's end now: a hole at the end of a range is no shortfall while the
+        source still reaches past it."""
+        copied_next = totals(copied).next_offsets
+        candidates = [k for k, (since, until) in ranges.items() if copied_next.get(k, max(since, 0)) < until]
+        if not candidates:
+            return ()
+        counts: dict[str, int] = {}
+        for topic, partition in candidates:
+            counts[topic] = max(counts.get(topic, 0), partition + 1)
+        ends = self.source_admin.end_offsets(counts)
+        return short_reads(ranges, tasks_reached(ranges, copied_next, ends))
 
     def _new_source_consumer(self) -> Any:
         return self.context.clusters.source_consumer(self.flow)

@@ -18,6 +18,7 @@ from drkit.config import DrkitConfig
 from drkit.core.batch import BatchPlan, plan_batch
 from drkit.errors import MirrorError
 from drkit.layout import StateLayout
+from drkit.mirror.offset_log import logged_offsets as real_logged
 from drkit.mirror.reader import BatchReader
 from drkit.service import Drkit
 from drkit.store.offset_syncs import SyncTable
@@ -88,6 +89,30 @@ def test_a_partition_ending_before_the_planned_end_is_never_committed(
     assert "not committed" in message and "A->B" in message, message
     assert committed_batches(config) == [], "Spark committed a batch the source no longer held"
     assert partition_syncs(spark, config, topic) == {}, "a short batch left offset-syncs"
+
+
+def test_a_partition_spark_tasks_read_short_of_the_planned_end_is_never_committed(
+    clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same through Spark's tasks (failOnDataLoss off: Spark's reader ends the range where the partition
+    ends): the offset log as drkit reads it plans [0, 150), the source ends at 100; no commit, no sync."""
+    topic = unique("short-tasks")
+    create_topic(clusters["A"], topic, 1)
+    produce(clusters["A"], topic, [{"value": b"v%d" % i} for i in range(100)])
+    flow = {"source": "A", "target": "B", "topics": {"include": [topic]}}
+    config = make_config([{**flow, "mirror": {"driver_copy_max_records": 0}}])
+
+    def planned_past_the_end(checkpoint: Any, batch_id: int) -> Any:
+        logged = real_logged(checkpoint, batch_id)
+        return {t: {p: end + 50 for p, end in parts.items()} for t, parts in logged.items()} if logged else logged
+
+    monkeypatch.setattr("drkit.mirror.job.logged_offsets", planned_past_the_end)
+    with pytest.raises(MirrorError) as raised:
+        Drkit(config, spark).mirror(None, once=True)
+    message = str(raised.value)
+    assert "\n" not in message, message
+    assert f"{topic}/0 ends at offset 100, before offset 150 that Spark planned" in message, message
+    assert committed_batches(config) == [] and partition_syncs(spark, config, topic) == {}
 
 
 def test_records_deleted_between_planning_and_reading_stop_the_mirror_before_the_commit(
