@@ -119,3 +119,27 @@ def test_where_sparks_tasks_read_ended_follows_the_source_end_when_the_copy_stop
     reached = tasks_reached(ranges, copied_next, ends_now)
     assert reached == {("t", 0): 10, ("t", 1): 10, ("t", 2): 7}
     assert short_reads(ranges, reached) == (ShortRead("t", 2, 10, 7),)
+
+
+@given(
+    st.dictionaries(
+        st.tuples(st.sampled_from(["t", "u"]), st.integers(0, 3)),
+        st.tuples(st.integers(0, 50), st.integers(1, 50), st.integers(-5, 60)),
+        max_size=8,
+    )
+)
+def test_a_partition_is_short_exactly_when_its_position_is_below_the_planned_end(
+    cases: dict[tuple[str, int], tuple[int, int, int]],
+) -> None:
+    ranges = {k: (since, since + length) for k, (since, length, _) in cases.items()}
+    reached = {k: since + delta for k, (since, _, delta) in cases.items()}
+    shorts = short_reads(ranges, reached)
+    assert {(s.topic, s.partition) for s in shorts} == {k for k, (_, until) in ranges.items() if reached[k] < until}
+    assert all(
+        s.reached == reached[(s.topic, s.partition)] and s.until == ranges[(s.topic, s.partition)][1] for s in shorts
+    )
+    # Held from where the read stopped, the next batch of a short partition starts there, whatever Spark's start.
+    held = hold_short_reads({}, shorts)
+    for s in shorts:
+        nxt = plan_batch({s.topic: {str(s.partition): s.until}}, {s.topic: {str(s.partition): s.until + 10}}, held)
+        assert nxt.ranges[(s.topic, s.partition)][0] == s.reached
