@@ -23,6 +23,7 @@ from drkit.core.topology import (
     plan_topology,
     target_record_limits,
 )
+from drkit.errors import ClusterError
 from drkit.kafka import topics
 from drkit.kafka.acls import create_acls, topic_acls
 from drkit.kafka.admin import KafkaAdmin
@@ -86,11 +87,7 @@ class TopologyReconciler:
         counts = self.target.partition_counts()
         wanted = [self.target_name(t.name) for t in selected]
         existing = [n for n in wanted if n in counts]
-        # Described on every full reconciliation, configs synced or not: their record limits bound the
-        # copy's producer batches (drkit.core.topology.producer_limits).
-        configs = (
-            topics.topic_configs(self.target.client, self.target.alias, existing) if only is None and existing else {}
-        )
+        configs = self._target_configs(existing, sync_configs) if only is None and existing else {}
         target_topics = {n: TargetTopic(n, counts[n], configs.get(n, {})) for n in existing}
         plan = plan_topology(
             self.flow.name,
@@ -114,6 +111,17 @@ class TopologyReconciler:
             )
             plan = replace(plan, acls=acls)
         return plan, selected, target_record_limits(plan, target_topics)
+
+    def _target_configs(self, existing: list[str], sync_configs: bool) -> dict[str, dict[str, str]]:
+        """The target topics' configs. Described on every full reconciliation, synced or not: their record
+        limits bound the copy's producer batches (drkit.core.topology.producer_limits). Without config sync
+        the mirror needs no right to describe them: refused, the limits stay unknown (librdkafka's defaults)."""
+        try:
+            return topics.topic_configs(self.target.client, self.target.alias, existing)
+        except ClusterError:
+            if sync_configs:
+                raise
+            return {}
 
     def reconcile(self, mirrored_before: Iterable[str] = (), only: Iterable[str] | None = None) -> AppliedTopology:
         """Plan and apply: create missing target topics, grow the ones drkit created, set changed configs."""
