@@ -88,8 +88,11 @@ def refusal(alias: str, pid_file: Path, record: PidRecord, facts: ProcessFacts |
 
 
 def process_facts(pid: int) -> ProcessFacts | None:
-    """The command line and start time of live process ``pid`` from ``/proc``; None when there is no such
-    process, or it is a zombie (it has exited; its parent has not reaped it)."""
+    """The command line and start time of live process ``pid``; None when there is no such process, or it
+    is a zombie (it has exited; its parent has not reaped it). From ``/proc`` where there is one (Linux),
+    else from ``ps`` (macOS: the start time in seconds since the epoch)."""
+    if not Path("/proc/self/stat").exists():
+        return _ps_facts(pid)
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -101,3 +104,36 @@ def process_facts(pid: int) -> ProcessFacts | None:
         return None
     start_ticks = int(fields[19])  # field 22 of the whole line: fields 3.. start at index 0 here
     return ProcessFacts(tuple(a.decode(errors="replace") for a in cmdline.split(b"\0") if a), start_ticks)
+
+
+def _ps_facts(pid: int) -> ProcessFacts | None:
+    import subprocess
+
+    try:
+        out = subprocess.run(
+            ["ps", "-o", "stat=", "-o", "lstart=", "-o", "command=", "-p", str(pid)],
+            capture_output=True,
+            text=True,
+            check=False,
+            env={"LC_ALL": "C", "PATH": "/bin:/usr/bin"},
+        ).stdout
+    except OSError:
+        return None
+    return parse_ps(out)
+
+
+def parse_ps(line: str) -> ProcessFacts | None:
+    """``ps -o stat= -o lstart= -o command=`` of one process (``LC_ALL=C``): its state, start time as
+    ``Wed Nov 25 11:40:22 2026`` and command line (arguments split on spaces: a path with a space in it
+    does not match, and is refused, never signalled by mistake)."""
+    import calendar
+    import time
+
+    fields = line.split()
+    if len(fields) < 7 or fields[0].startswith("Z"):
+        return None
+    try:
+        started = calendar.timegm(time.strptime(" ".join(fields[1:6]), "%a %b %d %H:%M:%S %Y"))
+    except ValueError:
+        return None
+    return ProcessFacts(tuple(fields[6:]), started)

@@ -16,6 +16,7 @@ from drkit.localdev.broker_process import (
     PidRecord,
     ProcessFacts,
     Verdict,
+    parse_ps,
     process_facts,
     refusal,
     verdict,
@@ -114,7 +115,7 @@ def test_a_pid_file_naming_another_process_is_refused_and_that_process_survives(
         assert sleeper.poll() is None, "the unrelated process was signalled"
         os.kill(sleeper.pid, 0)
         state = Path(f"/proc/{sleeper.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        assert process_facts(sleeper.pid) == facts and state == "S", "the unrelated process was stopped"
+        assert process_facts(sleeper.pid) == facts and state != "T", "the unrelated process was stopped"
     finally:
         sleeper.kill()
         sleeper.wait()
@@ -128,3 +129,12 @@ def test_a_pid_file_of_a_process_that_ended_is_nothing_to_signal(tmp_path: Path)
     (tmp_path / "A" / "kafka.pid").write_text(PidRecord(ended.pid, 1).render())
     kafka.stop("A", kill=True)
     assert not (tmp_path / "A" / "kafka.pid").exists()
+
+
+def test_without_proc_the_facts_come_from_ps() -> None:
+    line = "S    Wed Nov 25 11:40:22 2026 java -cp /jars/* kafka.Kafka /state/A/server.properties\n"
+    facts = parse_ps(line)
+    assert facts is not None and facts.cmdline[-2:] == (BROKER_MAIN_CLASS, "/state/A/server.properties")
+    assert facts.start_ticks == 1795606822  # the start second: another start of the same PID differs
+    assert parse_ps("Z    Wed Nov 25 11:40:22 2026 java\n") is None  # a zombie has ended
+    assert parse_ps("") is None and parse_ps("S not a date at all here ok") is None
