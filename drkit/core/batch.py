@@ -144,3 +144,64 @@ def lost_message(flow: str, lost: LostRange) -> str:
         f"{lost.since} to {lost.until} without being created again: records the mirror had not all copied "
         "were lost on the source (an unclean leader election?)"
     )
+
+
+@dataclass(frozen=True)
+class ShortRead:
+    """A partition whose read stopped at ``reached`` (the consumer's position) before ``until``, the end
+    Spark planned: the source no longer holds offsets it held when Spark planned the batch (an unclean
+    leader election truncated it, or it was deleted and created again shorter)."""
+
+    topic: str
+    partition: int
+    until: int
+    reached: int
+
+
+def short_reads(ranges: BatchRanges, reached: Mapping[Partition, int]) -> tuple[ShortRead, ...]:
+    """The partitions of ``ranges`` whose read did not reach the planned end.
+
+    ``reached`` is, per partition, the consumer's position when the read of it ended: one past the last
+    record seen, or the offset at which the consumer reported the end of the partition. A compaction hole,
+    a transaction marker or an aborted record at the end of a range is no shortfall: the position passes
+    them (the end of the partition is reported at or past ``until``, or a later record arrives). A
+    partition with no position at all never answered and is short from its start."""
+    out: list[ShortRead] = []
+    for (topic, partition), (since, until) in sorted(ranges.items()):
+        position = reached.get((topic, partition), max(since, 0))
+        if position < until:
+            out.append(ShortRead(topic, partition, until, position))
+    return tuple(out)
+
+
+def tasks_reached(
+    ranges: BatchRanges, copied_next: Mapping[Partition, int], ends_now: Mapping[Partition, int]
+) -> dict[Partition, int]:
+    """Where Spark's tasks' read of each partition of ``ranges`` ended, as far as the copy and the source
+    tell: the planned end while the source's end still reaches it (the copy stopped short of it for a hole,
+    a marker, or records it skips), else the furthest of the offset after the last record copied and the
+    source's end now (it went back: truncated)."""
+    out: dict[Partition, int] = {}
+    for key, (since, until) in ranges.items():
+        end = ends_now.get(key, until)
+        out[key] = until if end >= until else max(copied_next.get(key, max(since, 0)), end)
+    return out
+
+
+def short_read_message(flow: str, short: ShortRead) -> str:
+    """The operator's line for a partition that ended before the end Spark planned."""
+    return (
+        f"flow {flow}: source partition {short.topic}/{short.partition} ends at offset {short.reached}, before "
+        f"offset {short.until} that Spark planned for this batch: the source lost records it held when the batch "
+        "was planned (truncated by an unclean leader election?)"
+    )
+
+
+def hold_short_reads(held: Mapping[Partition, int], shorts: Iterable[ShortRead]) -> dict[Partition, int]:
+    """The holds after a batch whose short partitions go on (``fail_on_data_loss = false``): each is owed
+    from where its read stopped, so records written again at those offsets are copied by the next batch,
+    not skipped because Spark's next batch starts at the planned end."""
+    out = dict(held)
+    for short in shorts:
+        out[(short.topic, short.partition)] = short.reached
+    return out

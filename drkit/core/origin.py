@@ -33,6 +33,13 @@ ORIGIN_HEADER = "drkit.origin"
 TAIL_READ_LIMIT = 500_000
 
 
+def origin_overhead(alias: str) -> int:
+    """At most how many bytes one origin header adds to a record batch: the header's key and value (the
+    largest offset has 19 digits) and their varint lengths, and growth of the record's own length varints
+    (5 bytes each at most: generous, never short)."""
+    return len(ORIGIN_HEADER) + len(origin_prefix(alias)) + 19 + 4 * 5
+
+
 def origin_prefix(alias: str) -> bytes:
     """The constant part of a flow's header values; the mirror appends the upstream offset in ASCII."""
     return f"{alias}:".encode()

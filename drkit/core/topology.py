@@ -6,7 +6,9 @@ so a target topic needs at least as many partitions as its source. drkit grows t
 created itself; a target topic it did not create and that has too few partitions is refused, for that
 topic only: growing someone else's topic changes where their keyed records land. Topic configs are
 copied from the source, except the properties in the exclude list (``CONFIG_EXCLUDE_DEFAULT``, each
-with its reason), which describe the source cluster's own brokers, durability or storage. drkit never
+with its reason), which describe the source cluster's own brokers, durability or storage; a copied
+``max.message.bytes`` is raised by the bytes the origin header adds to each record, so that a record at
+the source topic's limit fits its copy. drkit never
 deletes a target topic, nor a config of one.
 
 Everything here is a pure function of what was described on both clusters; the mirror and ``drkit
@@ -53,6 +55,70 @@ CONFIG_EXCLUDE_DEFAULT: tuple[tuple[str, str], ...] = (
         "brokers have no remote storage)",
     ),
 )
+
+
+#: The topic property bounding a record batch's size on a broker.
+MAX_MESSAGE_BYTES = "max.message.bytes"
+#: The largest value a broker accepts for it (a Java int).
+MAX_MESSAGE_BYTES_CEILING = 2**31 - 1
+
+
+def raised_limit(configs: Mapping[str, str], headroom: int) -> dict[str, str]:
+    """``configs`` with ``max.message.bytes`` (when set) raised by ``headroom``: the bytes the copy adds to
+    each record (its origin header), so that a record at the source topic's limit fits its copy. Unchanged
+    when the property is not set (the target broker's default applies) or not a number."""
+    value = configs.get(MAX_MESSAGE_BYTES)
+    if value is None or not headroom or not value.isascii() or not value.isdigit():
+        return dict(configs)
+    return {**configs, MAX_MESSAGE_BYTES: str(min(MAX_MESSAGE_BYTES_CEILING, int(value) + headroom))}
+
+
+#: librdkafka's producer limit on a request's record batch (``message.max.bytes``): its default, and the
+#: most it accepts.
+PRODUCER_MAX_BYTES_DEFAULT = 1_000_000
+PRODUCER_MAX_BYTES_CEILING = 1_000_000_000
+
+
+def _number(value: str | None) -> int | None:
+    return int(value) if value is not None and value.isascii() and value.isdigit() else None
+
+
+def target_record_limits(plan: TopologyPlan, targets: Mapping[str, TargetTopic]) -> dict[str, int]:
+    """Each routed target topic's ``max.message.bytes`` once ``plan`` is applied, where it is set on the topic
+    (created or set by the plan, or found on the target); a topic under its broker's default is left out."""
+    out: dict[str, int] = {}
+    for target in plan.routes.values():
+        existing = targets.get(target)
+        value = _number(existing.configs.get(MAX_MESSAGE_BYTES)) if existing is not None else None
+        if value is not None:
+            out[target] = value
+    for create in plan.creates:
+        value = _number(create.configs.get(MAX_MESSAGE_BYTES))
+        if value is not None:
+            out[create.target] = value
+    for change in plan.config_changes:
+        value = _number(change.set.get(MAX_MESSAGE_BYTES))
+        if value is not None:
+            out[change.target] = value
+    return out
+
+
+def producer_limits(limits: Iterable[int]) -> dict[str, int]:
+    """The copy's producer limits from the target topics' ``max.message.bytes``.
+
+    ``message.max.bytes`` (what librdkafka accepts from one record, and at most per request's batch) makes
+    room for a record at the largest limit: a record librdkafka refuses locally would never reach a broker
+    that accepts it. ``batch.size`` keeps a batch of several records within the smallest limit: librdkafka
+    sends a record larger than ``batch.size`` alone, so the broker sees a batch over a topic's limit only
+    when one record is (then refused, in one line). Never below librdkafka's defaults for topics that set
+    no limit, nor above its ceiling."""
+    values = list(limits)
+    largest = max(values, default=0)
+    smallest = min(values, default=PRODUCER_MAX_BYTES_DEFAULT)
+    return {
+        "message.max.bytes": max(PRODUCER_MAX_BYTES_DEFAULT, min(PRODUCER_MAX_BYTES_CEILING, largest)),
+        "batch.size": max(1, min(PRODUCER_MAX_BYTES_DEFAULT, smallest)),
+    }
 
 
 class TopicIssueKind(StrEnum):
@@ -188,6 +254,7 @@ def plan_topology(
     sync_configs: bool = True,
     mirrored_before: Iterable[str] = (),
     pinned: Callable[[str], Mapping[str, str]] | None = None,
+    headroom: int = 0,
 ) -> TopologyPlan:
     """The reconciliation of one flow.
 
@@ -195,7 +262,8 @@ def plan_topology(
     the target; ``owned``: target topics drkit created (it grows only those); ``copied``: the config
     filter; ``mirrored_before``: source topics the flow has copied (a missing one was deleted on the
     source: an issue of its own, never a deletion on the target); ``pinned``: configs a source topic's target
-    gets whatever the source and the filter say (the heartbeat copy's LogAppendTime).
+    gets whatever the source and the filter say (the heartbeat copy's LogAppendTime); ``headroom``: the bytes
+    the copy adds to a record, by which a copied ``max.message.bytes`` is raised (:func:`raised_limit`).
     """
     creates: list[TopicCreate] = []
     growths: list[PartitionGrowth] = []
@@ -206,7 +274,7 @@ def plan_topology(
     for topic in sorted(selected, key=lambda t: t.name):
         present.add(topic.name)
         target = target_name(topic.name)
-        wanted = copied_configs(topic.configs, copied) | dict((pinned or _none)(topic.name))
+        wanted = raised_limit(copied_configs(topic.configs, copied), headroom) | dict((pinned or _none)(topic.name))
         existing = target_topics.get(target)
         if existing is None:
             creates.append(TopicCreate(topic.name, target, topic.partitions, wanted))

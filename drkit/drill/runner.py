@@ -390,13 +390,15 @@ class DrillRunner:
     def _disaster(self, jobs: dict[str, subprocess.Popen[bytes]]) -> int:
         kind = self.spec.drill.disaster
         at = _now_ms()
-        self._disaster_struck = True
+        # Struck only once the signal went out: a PID file refused (RefusedError, drkit.localdev.broker_process)
+        # signalled nothing, and there is nothing to thaw or restart.
         if kind is DisasterKind.KILL_SOURCE:
             LocalKafka(self.spec.local_state()).stop(self.flow.source, kill=True)
         elif kind is DisasterKind.PARTITION_SOURCE:
             LocalKafka(self.spec.local_state()).freeze(self.flow.source)
         elif kind is DisasterKind.STOP_MIRROR and "mirror" in jobs:
             self._kill(jobs["mirror"])
+        self._disaster_struck = True
         return at
 
     @staticmethod

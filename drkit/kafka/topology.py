@@ -7,14 +7,23 @@ the target does not have yet; ``drkit topics sync`` runs it once (``--dry-run``:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 
 from drkit.config import FlowConfig
 from drkit.core.acls import plan_acls
 from drkit.core.heartbeat import HEARTBEAT_TARGET_CONFIGS, HEARTBEAT_TOPIC
+from drkit.core.origin import origin_overhead
 from drkit.core.selection import NameSelector
-from drkit.core.topology import SourceTopic, TargetTopic, TopologyPlan, config_filter, plan_topology
+from drkit.core.topology import (
+    SourceTopic,
+    TargetTopic,
+    TopologyPlan,
+    config_filter,
+    plan_topology,
+    target_record_limits,
+)
+from drkit.errors import ClusterError
 from drkit.kafka import topics
 from drkit.kafka.acls import create_acls, topic_acls
 from drkit.kafka.admin import KafkaAdmin
@@ -30,6 +39,8 @@ class AppliedTopology:
     configured: tuple[str, ...]
     source_topics: tuple[SourceTopic, ...]
     acls_created: int = 0  # the selected source topics as described (partitions, ids)
+    #: Each routed target topic's max.message.bytes once the plan is applied, where set on the topic.
+    record_limits: Mapping[str, int] = field(default_factory=dict)
 
 
 def _pinned(topic: str) -> dict[str, str]:
@@ -68,7 +79,7 @@ class TopologyReconciler:
 
     def _plan(
         self, mirrored_before: Iterable[str], only: Iterable[str] | None
-    ) -> tuple[TopologyPlan, tuple[SourceTopic, ...]]:
+    ) -> tuple[TopologyPlan, tuple[SourceTopic, ...], dict[str, int]]:
         sync_configs = self.flow.topology.sync_configs and only is None
         names = self.selector.select(self.source.partition_counts()) if only is None else sorted(set(only))
         described = topics.describe_topics(self.source.client, self.source.alias, names, configs=sync_configs)
@@ -76,9 +87,7 @@ class TopologyReconciler:
         counts = self.target.partition_counts()
         wanted = [self.target_name(t.name) for t in selected]
         existing = [n for n in wanted if n in counts]
-        configs = (
-            topics.topic_configs(self.target.client, self.target.alias, existing) if sync_configs and existing else {}
-        )
+        configs = self._target_configs(existing, sync_configs) if only is None and existing else {}
         target_topics = {n: TargetTopic(n, counts[n], configs.get(n, {})) for n in existing}
         plan = plan_topology(
             self.flow.name,
@@ -91,6 +100,7 @@ class TopologyReconciler:
             sync_configs,
             mirrored_before if only is None else (),
             _pinned,
+            origin_overhead(self.flow.source),
         )
         if self.flow.topology.sync_acls and only is None:
             acls = plan_acls(
@@ -100,11 +110,22 @@ class TopologyReconciler:
                 self.target_name,
             )
             plan = replace(plan, acls=acls)
-        return plan, selected
+        return plan, selected, target_record_limits(plan, target_topics)
+
+    def _target_configs(self, existing: list[str], sync_configs: bool) -> dict[str, dict[str, str]]:
+        """The target topics' configs. Described on every full reconciliation, synced or not: their record
+        limits bound the copy's producer batches (drkit.core.topology.producer_limits). Without config sync
+        the mirror needs no right to describe them: refused, the limits stay unknown (librdkafka's defaults)."""
+        try:
+            return topics.topic_configs(self.target.client, self.target.alias, existing)
+        except ClusterError:
+            if sync_configs:
+                raise
+            return {}
 
     def reconcile(self, mirrored_before: Iterable[str] = (), only: Iterable[str] | None = None) -> AppliedTopology:
         """Plan and apply: create missing target topics, grow the ones drkit created, set changed configs."""
-        plan, selected = self._plan(mirrored_before, only)
+        plan, selected, limit = self._plan(mirrored_before, only)
         created: list[str] = []
         if plan.creates:
             created = topics.create_topics(
@@ -114,4 +135,4 @@ class TopologyReconciler:
         grown = topics.create_partitions(self.target.client, self.target.alias, plan.growths)
         configured = topics.alter_configs(self.target.client, self.target.alias, plan.config_changes)
         granted = create_acls(self.target.client, self.target.alias, plan.acls)
-        return AppliedTopology(plan, tuple(created), tuple(grown), tuple(configured), selected, granted)
+        return AppliedTopology(plan, tuple(created), tuple(grown), tuple(configured), selected, granted, limit)

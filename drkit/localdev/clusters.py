@@ -31,8 +31,9 @@ from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 
-from drkit.errors import ClusterError
+from drkit.errors import ClusterError, RefusedError
 from drkit.localdev import security as sec
+from drkit.localdev.broker_process import PidRecord, Verdict, process_facts, refusal, verdict
 from drkit.runtime.artifacts import kafka_broker_libs
 
 DEFAULT_STATE = Path(".drkit/local-kafka")
@@ -142,11 +143,29 @@ class LocalKafka:
         return None
 
     def _pid(self, alias: str) -> int | None:
-        pid_file = self._home(alias) / "kafka.pid"
-        if not pid_file.exists():
+        """The PID of the cluster's running broker: None when its PID file names no live process, or one
+        that is not this cluster's broker (drkit.localdev.broker_process)."""
+        try:
+            return self._broker_pid(alias)
+        except RefusedError:
             return None
-        pid = int(pid_file.read_text().strip() or 0)
-        return pid if pid and _alive(pid) else None
+
+    def _broker_pid(self, alias: str) -> int | None:
+        """The PID to signal: the cluster's running broker, verified; None when nothing runs; refused when
+        the PID file names a live process that is not this cluster's broker (never signalled)."""
+        pid_file = self._home(alias) / "kafka.pid"
+        try:
+            record = PidRecord.parse(pid_file.read_text())
+        except FileNotFoundError:
+            return None
+        facts = process_facts(record.pid) if record is not None else None
+        props = self._home(alias) / "server.properties"
+        found = verdict(record, facts, props)
+        if found is Verdict.OURS and record is not None:
+            return record.pid
+        if found is Verdict.FOREIGN and record is not None:
+            raise RefusedError(refusal(alias, pid_file, record, facts, props))
+        return None
 
     def _aliases(self) -> list[str]:
         if not self.state_dir.exists():
@@ -284,7 +303,9 @@ class LocalKafka:
         proc = subprocess.Popen(
             cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, cwd=home
         )
-        (home / "kafka.pid").write_text(str(proc.pid))
+        # The start time identifies the process: a PID alone may name another process after a crash.
+        facts = process_facts(proc.pid)
+        (home / "kafka.pid").write_text(PidRecord(proc.pid, facts.start_ticks if facts else None).render())
 
     def wait_ready(self, alias: str, deadline: float) -> None:
         """Block until the cluster accepts a produce and serves the record back to a consumer."""
@@ -315,7 +336,7 @@ class LocalKafka:
 
     def stop(self, alias: str, kill: bool = False, timeout: float = 60.0) -> None:
         """Stop one cluster: SIGTERM (controlled shutdown) or SIGKILL (a disaster)."""
-        pid = self._pid(alias)
+        pid = self._broker_pid(alias)
         if pid is not None:
             os.kill(pid, signal.SIGKILL if kill else signal.SIGTERM)
             with contextlib.suppress(ProcessLookupError):
@@ -336,14 +357,14 @@ class LocalKafka:
     def freeze(self, alias: str) -> None:
         """SIGSTOP the broker: it keeps its connections but answers nothing (a network partition, seen
         from its clients: requests time out instead of being refused)."""
-        pid = self._pid(alias)
+        pid = self._broker_pid(alias)
         if pid is None:
             raise ClusterError(f"cluster {alias} is not running: nothing to freeze")
         os.kill(pid, signal.SIGSTOP)
 
     def thaw(self, alias: str) -> bool:
         """SIGCONT a frozen broker (harmless on a running one); False when it is not running."""
-        pid = self._pid(alias)
+        pid = self._broker_pid(alias)
         if pid is None:
             return False
         os.kill(pid, signal.SIGCONT)

@@ -29,7 +29,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,18 +41,24 @@ from drkit.core.batch import (
     BatchPlan,
     DriverReadFailure,
     MirrorState,
+    ShortRead,
     falls_back_to_spark,
+    hold_short_reads,
     is_sparks_plan,
     lost_message,
     plan_batch,
     renewed_topics,
+    short_read_message,
+    short_reads,
     state_before,
+    tasks_reached,
 )
 from drkit.core.consistency import divergence_message, synced_partitions, target_divergences, topics_to_read
 from drkit.core.incarnation import Renewal
 from drkit.core.offsets import BatchRanges, SourceOffsets, copy_in_driver
 from drkit.core.reports import MirrorSummary
 from drkit.core.selection import NameSelector
+from drkit.core.topology import producer_limits
 from drkit.errors import ClusterError, DrkitError, MirrorError, RefusedError
 from drkit.kafka import clients
 from drkit.kafka.topology import TopologyReconciler
@@ -307,7 +313,7 @@ class MirrorJob:
             copied: pa.Table | None = None
             if report.in_driver:
                 try:
-                    copied = self._copy_in_driver(plan.ranges, producer_conf, topic_map)
+                    copied, state = self._copy_in_driver(plan.ranges, producer_conf, topic_map, state)
                 except RecordsRemoved as exc:
                     if not falls_back_to_spark(
                         DriverReadFailure.RECORDS_REMOVED, spark_plan, self.flow.mirror.fail_on_data_loss
@@ -341,6 +347,7 @@ class MirrorJob:
                 # coalesce without a shuffle concatenates whole source partitions, each still in offset order.
                 task: Any = deliver_batches(producer_conf, topic_map, self.flow.source, self.flow.target)
                 copied = batch.coalesce(self._tasks()).mapInArrow(task, COPY_DDL).toArrow()
+                state = self._settle_short_reads(self._tasks_short_reads(plan.ranges, copied), state)
         except Exception as exc:
             raise explain(self.flow, self.source.bootstrap_servers, exc) from None
         # What the mirror knows after this batch, recorded before its syncs: a batch replayed after a crash
@@ -374,13 +381,17 @@ class MirrorJob:
         )
 
     def _copy_in_driver(
-        self, ranges: BatchRanges, producer_conf: dict[str, Any], topic_map: dict[str, str]
-    ) -> pa.Table:
+        self, ranges: BatchRanges, producer_conf: dict[str, Any], topic_map: dict[str, str], state: MirrorState
+    ) -> tuple[pa.Table, MirrorState]:
         """The batch read by the driver's own consumer (drkit.mirror.reader) and copied by the same
-        ``Copier`` the tasks use: no Spark job, whose fixed cost is most of a steady-state batch's time."""
+        ``Copier`` the tasks use: no Spark job, whose fixed cost is most of a steady-state batch's time.
+
+        A partition whose read ended before the end Spark planned is never committed as copied: the batch
+        fails (``fail_on_data_loss``), or the partition is held from where its read stopped."""
         copier = Copier(producer_conf, topic_map, self.flow.source, self.flow.target)
         try:
-            self.reader.read(ranges, copier.copy, self._stopping)
+            result = self.reader.read(ranges, copier.copy, self._stopping)
+            state = self._settle_short_reads(short_reads(ranges, result.reached), state)
             rows = copier.finish()
             if copier.skipped:
                 metrics.MIRROR_SKIPPED.labels(self.flow.name).inc(copier.skipped)
@@ -390,13 +401,45 @@ class MirrorJob:
                     copier.skipped,
                     self.flow.target,
                 )
-            return rows
+            return rows, state
         except SourceStalled as exc:
             copier.abort()
             raise ClusterError(source_unreachable(self.flow, self.source.bootstrap_servers, str(exc))) from None
         except BaseException:
             copier.abort()
             raise
+
+    def _settle_short_reads(self, shorts: tuple[ShortRead, ...], state: MirrorState) -> MirrorState:
+        """Partitions read short of the planned end are never committed as copied: the batch fails in one
+        line (``fail_on_data_loss``, the default), or each is held from where its read stopped."""
+        if shorts and self.flow.mirror.fail_on_data_loss:
+            raise MirrorError(
+                short_read_message(self.flow.name, shorts[0])
+                + (f" ({len(shorts) - 1} more partition(s) alike)" if len(shorts) > 1 else "")
+                + "; the batch is not committed. To go on past them, set [flows.mirror] fail_on_data_loss = false"
+            )
+        for short in shorts:
+            log.warning(
+                "%s; the partition is copied from offset %d on in the next batch",
+                short_read_message(self.flow.name, short),
+                short.reached,
+            )
+        return replace(state, held=hold_short_reads(state.held, shorts)) if shorts else state
+
+    def _tasks_short_reads(self, ranges: BatchRanges, copied: pa.Table) -> tuple[ShortRead, ...]:
+        """The partitions Spark's tasks read short of the planned end (Spark's reader, with failOnDataLoss
+        off, ends a range where the partition ends). Only a partition whose copy stopped before the planned
+        end costs a look at the source's end now: a hole at the end of a range is no shortfall while the
+        source still reaches past it."""
+        copied_next = totals(copied).next_offsets
+        candidates = [k for k, (since, until) in ranges.items() if copied_next.get(k, max(since, 0)) < until]
+        if not candidates:
+            return ()
+        counts: dict[str, int] = {}
+        for topic, partition in candidates:
+            counts[topic] = max(counts.get(topic, 0), partition + 1)
+        ends = self.source_admin.end_offsets(counts)
+        return short_reads(ranges, tasks_reached(ranges, copied_next, ends))
 
     def _new_source_consumer(self) -> Any:
         return self.context.clusters.source_consumer(self.flow)
@@ -459,6 +502,10 @@ class MirrorJob:
         conf = clients.client_config(self.target, self.flow.target)
         conf.pop("logger", None)  # not picklable; the producing process adds its own (drkit.mirror.deliver)
         conf.update(PRODUCER_DEFAULTS)
+        # Records above librdkafka's 1 MB default on topics that allow them (the producer would refuse them
+        # itself), and batches never above a topic's limit (drkit.core.topology.producer_limits).
+        routed = set(self.topology.routes.values())
+        conf.update(producer_limits(v for t, v in self.topology.record_limits.items() if t in routed))
         conf.update(self.flow.mirror.producer)
         conf.update(PRODUCER_FIXED)
         return conf

@@ -10,9 +10,10 @@ consumer, a hand-off to Python), which was most of a steady-state batch's time.
 
 A partition is read to its end when a record at or past ``until - 1`` arrives, or when the consumer
 reports the end of the partition (its high watermark, or in read_committed its last stable offset:
-it was at or past ``until`` when Spark planned the batch and never goes back, so no record below
-``until`` can follow).
-Records at or past ``until`` belong to the next batch and are not handed on.
+it was at or past ``until`` when Spark planned the batch, so no record below ``until`` can follow).
+Records at or past ``until`` belong to the next batch and are not handed on. The read returns where
+each partition's consumer position ended: an end reported below ``until`` means the source lost records
+after Spark planned the batch, which the job refuses to commit as copied (drkit.core.batch.short_reads).
 
 Anything the reader cannot settle by itself (records deleted by retention before they were read, a
 topic that vanished, a fatal client error) ends with :class:`ReadFallback` and the batch is read by
@@ -25,7 +26,8 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from drkit.core.offsets import BatchRanges
@@ -71,6 +73,15 @@ class Sink(Protocol):
     ) -> None: ...
 
 
+@dataclass(frozen=True)
+class ReadResult:
+    """What one read did: the records handed on, and each partition's consumer position when its read
+    ended (one past the last record seen, or where the consumer reported the end of the partition)."""
+
+    records: int
+    reached: Mapping[tuple[str, int], int]
+
+
 class _Partition:
     __slots__ = ("headers", "keys", "offsets", "stamps", "values")
 
@@ -106,18 +117,18 @@ class BatchReader:
             with contextlib.suppress(Exception):  # a consumer of a dead source: nothing to hand back
                 consumer.close()
 
-    def read(self, ranges: BatchRanges, sink: Sink, stopping: Callable[[], bool] | None = None) -> int:
-        """Hand every record of ``ranges`` to ``sink``, per partition in offset order; the records read.
+    def read(self, ranges: BatchRanges, sink: Sink, stopping: Callable[[], bool] | None = None) -> ReadResult:
+        """Hand every record of ``ranges`` to ``sink``, per partition in offset order; what was read.
 
         ``stopping`` is asked every ``STOP_CHECK_SECONDS``: once it says yes, the read is given up
         (``BatchAbandoned``). Stopping a streaming query does not interrupt Python code in its batch, so
         without it a read of a dead source would hold the query until the stall timeout."""
         if not ranges:
-            return 0
+            return ReadResult(0, {})
         with self._lock:
             return self._read(ranges, sink, stopping)
 
-    def _read(self, ranges: BatchRanges, sink: Sink, stopping: Callable[[], bool] | None) -> int:
+    def _read(self, ranges: BatchRanges, sink: Sink, stopping: Callable[[], bool] | None) -> ReadResult:
         from confluent_kafka import KafkaError, TopicPartition
 
         if self._consumer is None:
@@ -125,6 +136,7 @@ class BatchReader:
         consumer = self._consumer
         consumer.assign([TopicPartition(t, p, since) for (t, p), (since, _) in ranges.items()])
         pending = {key: until for key, (_, until) in ranges.items()}
+        reached: dict[tuple[str, int], int] = {}
         read = 0
         take = CHUNK
         last_progress = checked = time.monotonic()
@@ -149,7 +161,8 @@ class BatchReader:
                     key = (msg.topic(), msg.partition())
                     if err is not None:
                         if err.code() == KafkaError._PARTITION_EOF:
-                            pending.pop(key, None)
+                            if pending.pop(key, None) is not None:
+                                reached[key] = max(reached.get(key, 0), msg.offset())
                             continue
                         if err.code() == KafkaError._AUTO_OFFSET_RESET:  # auto.offset.reset=error: gone
                             raise RecordsRemoved(f"{key[0]}/{key[1]}: {err.str()}")
@@ -158,7 +171,10 @@ class BatchReader:
                         continue
                     until = pending.get(key)
                     offset = msg.offset()
-                    if until is None or offset >= until:
+                    if until is None:
+                        continue
+                    reached[key] = offset + 1
+                    if offset >= until:
                         pending.pop(key, None)
                         continue
                     part = chunk.get(key)
@@ -191,7 +207,7 @@ class BatchReader:
                 consumer.unassign()
             except Exception:
                 self._close()
-        return read
+        return ReadResult(read, reached)
 
 
 def _transient_codes() -> frozenset[int]:

@@ -44,6 +44,8 @@ class TopologyFollower:
         self.mirrored: set[str] = set()  # source topics this mirror copied (a missing one was deleted)
         self.created: set[str] = set()  # target topics created by this run
         self.refreshes = 0
+        #: target topic -> its max.message.bytes where set (as last known): the copy's producer limits.
+        self.record_limits: dict[str, int] = {}
         self.last_error: str | None = None
 
     # -- the thread ---------------------------------------------------------------------------------
@@ -111,6 +113,7 @@ class TopologyFollower:
 
     def _ready(self, applied: AppliedTopology) -> None:
         """A routed topic's target holds at least its source's partitions once the plan is applied."""
+        self.record_limits.update(applied.record_limits)
         for t in applied.source_topics:
             target = applied.plan.routes.get(t.name)
             if target is not None:

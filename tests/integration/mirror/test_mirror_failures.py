@@ -55,7 +55,7 @@ def test_record_too_large_for_target_stops_before_the_checkpoint(
         Drkit(config, spark).mirror(None, once=True)
     message = str(info.value)
     assert "A->B" in message and "too large" in message.lower(), message
-    assert f"A.{topic}" in message, message
+    assert f"A.{topic}" in message and f"{topic}/0@10 " in message, "the refused record is named"
     assert committed_batches(config) == [], "the Spark checkpoint moved past an undelivered record"
     assert partition_syncs(spark, config, topic) == {}, "a failed batch left offset-syncs"
 
@@ -73,7 +73,10 @@ def test_record_too_large_for_target_stops_before_the_checkpoint(
     audit = audit_syncs(partition_syncs(spark, config, topic), source, target, exact=False)
     assert audit.described == len(source) == 21
     assert audit.orphans == audit.duplicates == len(target) - len(source)
-    assert audit.duplicates <= 10, "only records before the refused one can have been delivered twice"
+    # The copy's batches never exceed the target topic's limit (drkit.core.topology.producer_limits), so the
+    # records around the refused one travel in batches of their own and may have been delivered by the failed
+    # attempt: at-least-once, and never the refused record.
+    assert audit.duplicates <= 20, "only records of the failed attempt other than the refused one are twice"
     print(f"too-large restart: {audit.duplicates} duplicates on the target")
 
 

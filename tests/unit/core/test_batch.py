@@ -5,7 +5,20 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drkit.core.batch import EARLIEST, LostRange, MirrorState, plan_batch, renewed_topics, state_before
+from drkit.core.batch import (
+    EARLIEST,
+    LostRange,
+    MirrorState,
+    ShortRead,
+    hold_short_reads,
+    is_sparks_plan,
+    plan_batch,
+    renewed_topics,
+    short_read_message,
+    short_reads,
+    state_before,
+    tasks_reached,
+)
 
 
 def test_spark_plan_is_kept_and_new_partitions_start_at_their_first_record() -> None:
@@ -78,3 +91,55 @@ def test_every_record_is_copied_once_in_order_across_a_refusal(
     for p in bounds:
         since, until = lifted.ranges[("t", p)]
         assert (since, until) == (start["t"][str(p)], end["t"][str(p)])
+
+
+def test_a_read_short_of_the_planned_end_is_named_and_holes_at_the_end_are_not() -> None:
+    ranges = {("t", 0): (0, 10), ("t", 1): (5, 10), ("u", 0): (EARLIEST, 4), ("w", 0): (3, 6)}
+    # t/0 reached past its end (a marker), t/1 stopped at 7 (truncated), u/0 exactly, w/0 never answered.
+    reached = {("t", 0): 12, ("t", 1): 7, ("u", 0): 4}
+    assert short_reads(ranges, reached) == (ShortRead("t", 1, 10, 7), ShortRead("w", 0, 6, 3))
+    line = short_read_message("A->B", ShortRead("t", 1, 10, 7))
+    assert "A->B" in line and "t/1" in line and "offset 7" in line and "offset 10" in line and "\n" not in line
+
+
+def test_short_partitions_that_go_on_are_held_from_where_their_read_stopped() -> None:
+    held = hold_short_reads({("r", 0): 3}, [ShortRead("t", 1, 10, 7)])
+    assert held == {("r", 0): 3, ("t", 1): 7}
+    # The next batch copies t/1 from 7, though Spark starts it at 10: records written again at 7..9 are not skipped.
+    plan = plan_batch({"t": {"1": 10}}, {"t": {"1": 12}}, held)
+    assert plan.ranges == {("t", 1): (7, 12)} and plan.held == {}
+    assert not is_sparks_plan(plan, {"t": {"1": 10}}, {"t": {"1": 12}})
+
+
+def test_where_sparks_tasks_read_ended_follows_the_source_end_when_the_copy_stopped_short() -> None:
+    ranges = {("t", 0): (0, 10), ("t", 1): (0, 10), ("t", 2): (0, 10)}
+    copied_next = {("t", 0): 10, ("t", 1): 8, ("t", 2): 6}
+    # t/1 stopped at 8 but the source still ends at 12 (a hole at the end); t/2's source now ends at 7.
+    ends_now = {("t", 1): 12, ("t", 2): 7}
+    reached = tasks_reached(ranges, copied_next, ends_now)
+    assert reached == {("t", 0): 10, ("t", 1): 10, ("t", 2): 7}
+    assert short_reads(ranges, reached) == (ShortRead("t", 2, 10, 7),)
+
+
+@given(
+    st.dictionaries(
+        st.tuples(st.sampled_from(["t", "u"]), st.integers(0, 3)),
+        st.tuples(st.integers(0, 50), st.integers(1, 50), st.integers(-5, 60)),
+        max_size=8,
+    )
+)
+def test_a_partition_is_short_exactly_when_its_position_is_below_the_planned_end(
+    cases: dict[tuple[str, int], tuple[int, int, int]],
+) -> None:
+    ranges = {k: (since, since + length) for k, (since, length, _) in cases.items()}
+    reached = {k: since + delta for k, (since, _, delta) in cases.items()}
+    shorts = short_reads(ranges, reached)
+    assert {(s.topic, s.partition) for s in shorts} == {k for k, (_, until) in ranges.items() if reached[k] < until}
+    assert all(
+        s.reached == reached[(s.topic, s.partition)] and s.until == ranges[(s.topic, s.partition)][1] for s in shorts
+    )
+    # Held from where the read stopped, the next batch of a short partition starts there, whatever Spark's start.
+    held = hold_short_reads({}, shorts)
+    for s in shorts:
+        nxt = plan_batch({s.topic: {str(s.partition): s.until}}, {s.topic: {str(s.partition): s.until + 10}}, held)
+        assert nxt.ranges[(s.topic, s.partition)][0] == s.reached

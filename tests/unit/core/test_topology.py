@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from drkit.core.origin import origin_overhead
 from drkit.core.topology import (
     CONFIG_EXCLUDE_DEFAULT,
     ConfigChange,
@@ -16,6 +17,9 @@ from drkit.core.topology import (
     TopologyPlan,
     config_filter,
     plan_topology,
+    producer_limits,
+    raised_limit,
+    target_record_limits,
 )
 
 COPIED = config_filter(p for p, _ in CONFIG_EXCLUDE_DEFAULT)
@@ -135,3 +139,46 @@ def test_a_batch_reconciles_only_the_topics_whose_targets_are_not_ready() -> Non
     assert topics_to_prepare(needed, source, routes, targets, frozenset({"refused"})) == ["new", "refused", "short"]
     # The source grew a topic the batch does not read beyond yet: its target is grown now all the same.
     assert topics_to_prepare({"ready": 1}, {"ready": 4}, routes, targets, frozenset()) == ["ready"]
+
+
+def test_a_copied_record_limit_is_raised_by_the_origin_headers_bytes() -> None:
+    """A record at the source topic's max.message.bytes gets an origin header on its copy: the target topic
+    is created (or set) with the limit raised by the header's bytes, so the copy fits."""
+    headroom = origin_overhead("A")
+    source = SourceTopic("big", 1, "id1", {"max.message.bytes": "2000", "retention.ms": "5"})
+    created = plan_topology("A->B", "B", [source], {}, prefixed, frozenset(), COPIED, headroom=headroom)
+    assert created.creates[0].configs == {"max.message.bytes": str(2000 + headroom), "retention.ms": "5"}
+    existing = {"A.big": TargetTopic("A.big", 1, {"max.message.bytes": "2000", "retention.ms": "5"})}
+    changed = plan_topology("A->B", "B", [source], existing, prefixed, frozenset(), COPIED, headroom=headroom)
+    assert [c.set for c in changed.config_changes] == [{"max.message.bytes": str(2000 + headroom)}]
+    # Already raised: nothing to change; not set on the source: the target broker's default, untouched.
+    existing = {"A.big": TargetTopic("A.big", 1, {"max.message.bytes": str(2000 + headroom), "retention.ms": "5"})}
+    assert not plan_topology(
+        "A->B", "B", [source], existing, prefixed, frozenset(), COPIED, headroom=headroom
+    ).config_changes
+    assert raised_limit({"retention.ms": "5"}, headroom) == {"retention.ms": "5"}
+    assert raised_limit({"max.message.bytes": str(2**31 - 10)}, headroom) == {"max.message.bytes": str(2**31 - 1)}
+    assert headroom >= len(f"drkit.origin{'A'}:{2**63 - 1}")
+
+
+def test_the_copys_producer_limits_follow_the_target_topics_limits() -> None:
+    """Room for a record at the largest limit; batches of several records within the smallest."""
+    assert producer_limits([]) == {"message.max.bytes": 1_000_000, "batch.size": 1_000_000}  # librdkafka's
+    assert producer_limits([20_060, 4_000_060]) == {"message.max.bytes": 4_000_060, "batch.size": 20_060}
+    assert producer_limits([2**31 - 1]) == {"message.max.bytes": 1_000_000_000, "batch.size": 1_000_000}
+
+
+def test_the_target_limits_are_those_the_plan_leaves() -> None:
+    selected = [
+        SourceTopic("new", 1, "i1", {"max.message.bytes": "5000"}),
+        SourceTopic("set", 1, "i2", {"max.message.bytes": "7000"}),
+        SourceTopic("kept", 1, "i3", {}),
+        SourceTopic("default", 1, "i4", {}),
+    ]
+    targets = {
+        "A.set": TargetTopic("A.set", 1, {"max.message.bytes": "100"}),
+        "A.kept": TargetTopic("A.kept", 1, {"max.message.bytes": "9000"}),
+        "A.default": TargetTopic("A.default", 1, {}),
+    }
+    p = plan_topology("A->B", "B", selected, targets, prefixed, frozenset(), COPIED, headroom=60)
+    assert target_record_limits(p, targets) == {"A.new": 5060, "A.set": 7060, "A.kept": 9000}

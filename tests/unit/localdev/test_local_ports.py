@@ -11,6 +11,7 @@ import pytest
 
 from drkit.errors import ClusterError
 from drkit.localdev import clusters
+from drkit.localdev.broker_process import ProcessFacts
 from drkit.localdev.clusters import LocalKafka
 
 
@@ -62,7 +63,10 @@ def test_a_port_held_by_another_process_is_refused(busy_port: int) -> None:
 
 def test_a_broker_of_another_cluster_on_the_port_is_not_ready(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     kafka = _prepared(tmp_path, 39092, formatted=True)
-    (tmp_path / "A" / "kafka.pid").write_text("1")  # a live process: the probe is what decides
+    # A live broker of this cluster, as its PID file and /proc say: the probe is what decides.
+    (tmp_path / "A" / "kafka.pid").write_text("1\n5\n")
+    props = str(tmp_path / "A" / "server.properties")
+    monkeypatch.setattr(clusters, "process_facts", lambda pid: ProcessFacts(("java", "kafka.Kafka", props), 5))
     monkeypatch.setattr("drkit.localdev.readiness.probe", lambda bootstrap, topic, client=None: "someone-else")
     with pytest.raises(ClusterError, match=r"127\.0\.0\.1:39092 is served by another Kafka cluster"):
         kafka.wait_ready("A", time.monotonic() + 5)

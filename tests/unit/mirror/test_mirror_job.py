@@ -109,3 +109,18 @@ def test_a_partition_that_went_back_is_reported_and_passed_when_the_loss_is_acce
 def test_a_batch_plans_what_spark_planned_when_nothing_changed(tmp_path: Path) -> None:
     batch, _ = plan(job(tmp_path), {"t": {"0": 5, "1": 0}}, {"t": {"0": 9, "1": 3}})
     assert batch.ranges == {("t", 0): (5, 9), ("t", 1): (0, 3)} and not batch.held and not batch.lost
+
+
+def test_the_copys_producer_limits_follow_the_routed_target_topics(tmp_path: Path) -> None:
+    """Room for the largest record a routed target topic holds; batches within the smallest; a topic no
+    longer routed does not count; a flow's own producer setting still wins."""
+    j = job(tmp_path)
+    j.topology.routes = {"big": "A.big", "small": "A.small"}
+    j.topology.record_limits = {"A.big": 4_000_060, "A.small": 20_060, "A.gone": 10}
+    conf = j._producer_conf()
+    assert conf["message.max.bytes"] == 4_000_060 and conf["batch.size"] == 20_060
+    j.topology.routes = {}
+    conf = j._producer_conf()
+    assert conf["message.max.bytes"] == 1_000_000 and conf["batch.size"] == 1_000_000
+    own = job(tmp_path / "own", producer={"batch.size": "5000"})
+    assert own._producer_conf()["batch.size"] == "5000"

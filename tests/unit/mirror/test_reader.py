@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError
 
+from drkit.core.batch import MirrorState
 from drkit.mirror.reader import (
     ABANDONED_MARKER,
     CHUNK,
@@ -141,7 +142,7 @@ def test_each_partition_is_read_from_its_start_to_just_before_its_end() -> None:
         ]
     )
     sink = Sink()
-    read = reader(consumer).read({("t", 0): (10, 13), ("t", 1): (0, 3)}, sink)
+    read = reader(consumer).read({("t", 0): (10, 13), ("t", 1): (0, 3)}, sink).records
     assert consumer.assigned == [("t", 0, 10), ("t", 1, 0)]
     assert sink.offsets() == {("t", 0): [10, 11, 12], ("t", 1): [0, 1, 2]} and read == 6
     assert consumer.unassigned == 1  # no prefetching between batches
@@ -152,7 +153,7 @@ def test_a_range_ending_in_a_hole_or_marker_ends_at_the_end_of_the_partition() -
     """Offsets 3 and 4 are a transaction marker and an aborted record: no record at until - 1 ever comes."""
     consumer = FakeConsumer([[Msg("t", 0, 0), Msg("t", 0, 2)], [eof("t", 0, 5)], [Msg("t", 0, 99)]])
     sink = Sink()
-    assert reader(consumer).read({("t", 0): (0, 5)}, sink) == 2
+    assert reader(consumer).read({("t", 0): (0, 5)}, sink).records == 2
     assert sink.offsets() == {("t", 0): [0, 2]}
     assert len(consumer.polls) == 1  # stopped at the end of the partition
 
@@ -160,7 +161,7 @@ def test_a_range_ending_in_a_hole_or_marker_ends_at_the_end_of_the_partition() -
 def test_a_record_past_the_end_closes_a_range_whose_last_offsets_were_compacted_away() -> None:
     consumer = FakeConsumer([[Msg("t", 0, 0), Msg("t", 0, 7)]])
     sink = Sink()
-    assert reader(consumer).read({("t", 0): (0, 5)}, sink) == 1
+    assert reader(consumer).read({("t", 0): (0, 5)}, sink).records == 1
     assert sink.offsets() == {("t", 0): [0]}
 
 
@@ -174,7 +175,7 @@ def test_headers_are_handed_on_and_none_when_no_record_has_any() -> None:
 def test_transient_errors_are_waited_out() -> None:
     transport, retriable = FakeError(KafkaError._TRANSPORT), FakeError(1234, retriable=True)
     consumer = FakeConsumer([[Msg("t", 0, 0, transport)], [Msg("t", 0, 0, retriable)], [Msg("t", 0, 0)]])
-    assert reader(consumer).read({("t", 0): (0, 1)}, Sink()) == 1
+    assert reader(consumer).read({("t", 0): (0, 1)}, Sink()).records == 1
 
 
 @pytest.mark.parametrize(
@@ -223,7 +224,7 @@ def test_nothing_to_read_needs_no_consumer() -> None:
     def no_consumer() -> Any:
         raise AssertionError("no consumer for an empty batch")
 
-    assert BatchReader(no_consumer, 1.0).read({}, Sink()) == 0
+    assert BatchReader(no_consumer, 1.0).read({}, Sink()).records == 0
 
 
 def test_large_records_are_taken_a_few_at_a_time() -> None:
@@ -292,8 +293,71 @@ def test_a_source_that_stalls_the_drivers_read_is_a_cluster_error_naming_it(
     job = MirrorJob(mirror_context(config, FakeConsumer([])), config.flows[0])
     assert job.reader.stall_seconds == 0.2
     with pytest.raises(ClusterError) as raised:
-        job._copy_in_driver({("t", 0): (0, 5)}, {"bootstrap.servers": "b:1"}, {"t": "A.t"})
+        job._copy_in_driver({("t", 0): (0, 5)}, {"bootstrap.servers": "b:1"}, {"t": "A.t"}, MirrorState("s", 0))
     message = str(raised.value)
     assert message.startswith("source cluster A (a:1) cannot be read: no record of 1 partition(s) arrived"), message
     assert "drkit failover --flow 'A->B'" in message
     assert deliver._PRODUCERS == {}
+
+
+def test_the_read_reports_where_each_partition_ended() -> None:
+    """A marker at the range's end (EOF at 5), a record past the end (7), and an end of partition below the
+    planned end (3 < 5: the source lost records after Spark planned them) are told apart by position."""
+    consumer = FakeConsumer(
+        [
+            [Msg("t", 0, 0), Msg("t", 0, 2), Msg("u", 0, 0), Msg("v", 0, 0)],
+            [eof("t", 0, 5), Msg("u", 0, 7), Msg("v", 0, 2), eof("v", 0, 3)],
+        ]
+    )
+    result = reader(consumer).read({("t", 0): (0, 5), ("u", 0): (0, 5), ("v", 0): (0, 5)}, Sink())
+    assert result.records == 5
+    assert dict(result.reached) == {("t", 0): 5, ("u", 0): 8, ("v", 0): 3}
+
+
+@pytest.mark.parametrize("fail_on_data_loss", [True, False])
+def test_a_partition_ending_before_the_planned_end_is_never_committed_as_copied(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fail_on_data_loss: bool
+) -> None:
+    """Spark planned t/0 up to 5; the source now ends at 3. The batch fails in one line naming the partition,
+    the planned end and the actual end, or (the loss accepted) the partition is held from 3, so the next
+    batch copies from there whatever Spark's next start."""
+    import confluent_kafka
+    from support.fakes import mirror_context
+
+    from drkit.config import parse_config
+    from drkit.errors import MirrorError
+    from drkit.mirror import deliver
+    from drkit.mirror.job import MirrorJob
+
+    config = parse_config(
+        {
+            "clusters": {"A": {"bootstrap_servers": "a:1"}, "B": {"bootstrap_servers": "b:1"}},
+            "flows": [{"source": "A", "target": "B", "mirror": {"fail_on_data_loss": fail_on_data_loss}}],
+            "state": {"root": str(tmp_path / "st")},
+        }
+    )
+
+    class Producer:
+        def __init__(self, conf: dict[str, Any]) -> None:
+            pass
+
+        def flush(self, timeout: float) -> int:
+            return 0
+
+        def poll(self, timeout: float) -> int:
+            return 0
+
+    monkeypatch.setattr(deliver, "_PRODUCERS", {})
+    monkeypatch.setattr(confluent_kafka, "Producer", Producer)
+    job = MirrorJob(mirror_context(config, FakeConsumer([[eof("t", 0, 3)]])), config.flows[0])
+    before = MirrorState("s", 0, {}, {("u", 0): 1})
+    copy = lambda: job._copy_in_driver({("t", 0): (0, 5)}, {"bootstrap.servers": "b:1"}, {"t": "A.t"}, before)  # noqa: E731
+    if fail_on_data_loss:
+        with pytest.raises(MirrorError) as raised:
+            copy()
+        message = str(raised.value)
+        assert "\n" not in message and "t/0 ends at offset 3, before offset 5" in message, message
+        assert "not committed" in message and "fail_on_data_loss = false" in message
+    else:
+        _, after = copy()
+        assert after.held == {("u", 0): 1, ("t", 0): 3}
