@@ -109,3 +109,82 @@ def test_a_partition_that_went_back_is_reported_and_passed_when_the_loss_is_acce
 def test_a_batch_plans_what_spark_planned_when_nothing_changed(tmp_path: Path) -> None:
     batch, _ = plan(job(tmp_path), {"t": {"0": 5, "1": 0}}, {"t": {"0": 9, "1": 3}})
     assert batch.ranges == {("t", 0): (5, 9), ("t", 1): (0, 3)} and not batch.held and not batch.lost
+
+
+class Attempts:
+    """A batch attempt that fails with ``errors`` in turn, then returns "copied"."""
+
+    def __init__(self, *errors: Exception) -> None:
+        self.errors = list(errors)
+        self.calls = 0
+
+    def __call__(self) -> str:
+        self.calls += 1
+        if self.errors:
+            raise self.errors.pop(0)
+        return "copied"
+
+
+def probes(j: MirrorJob, answers: dict[str, list[bool]], monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Each cluster answers the probes as scripted (then answers); no backoff sleeps."""
+    asked: list[str] = []
+
+    def reachable(alias: str, timeout: float) -> bool:
+        asked.append(alias)
+        script = answers.get(alias, [])
+        return script.pop(0) if script else True
+
+    monkeypatch.setattr(j.context.clusters, "reachable", reachable)
+    monkeypatch.setattr("drkit.mirror.outage.backoff_seconds", lambda attempt: 0.0)
+    return asked
+
+
+def test_a_batch_that_failed_on_a_silent_target_waits_for_it_and_is_copied_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    j = job(tmp_path)
+    asked = probes(j, {"B": [False, False, False]}, monkeypatch)
+    attempt = Attempts(RuntimeError("DRKIT-DELIVERY-FAILED: record t/0@5: _MSG_TIMED_OUT: Local: Message timed out"))
+    with caplog.at_level(logging.INFO):
+        assert j._through_outages(7, attempt) == "copied"
+    assert attempt.calls == 2 and asked == ["A", "B", "B", "B", "B"]
+    lines = [
+        r.getMessage() for r in caplog.records if "unreachable since" in r.getMessage() or "again" in r.getMessage()
+    ]
+    assert lines[0].startswith("flow A->B: target B unreachable since ") and "Message timed out" in lines[0]
+    assert lines[1].startswith("flow A->B: target B reachable again after ")
+    assert lines[2] == "flow A->B: batch 7 is copied again"
+
+
+def test_a_one_shot_run_does_not_wait(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    j = job(tmp_path)
+    j._once = True
+    asked = probes(j, {"A": [False]}, monkeypatch)
+    with pytest.raises(RuntimeError, match="cannot be read"):
+        j._through_outages(1, Attempts(RuntimeError("source cluster A (a:1) cannot be read: gone")))
+    assert asked == []
+
+
+def test_with_both_clusters_answering_a_failure_stops_the_mirror(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    j = job(tmp_path)
+    probes(j, {}, monkeypatch)
+    refused = Attempts(MirrorError("record too large"))
+    with pytest.raises(MirrorError):
+        j._through_outages(1, refused)
+    assert refused.calls == 1
+    timeouts = Attempts(*[RuntimeError("Local: Message timed out")] * 10)
+    with pytest.raises(RuntimeError):
+        j._through_outages(1, timeouts)
+    assert timeouts.calls == 4  # the first attempt and 3 quick retries
+
+
+def test_a_stop_during_the_wait_abandons_the_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from drkit.mirror.reader import ABANDONED_MARKER, BatchAbandoned
+
+    j = job(tmp_path)
+    probes(j, {"A": [False] * 100}, monkeypatch)
+    j.abandon.set()
+    with pytest.raises(BatchAbandoned, match=ABANDONED_MARKER):
+        j._through_outages(1, Attempts(RuntimeError("Timed out waiting for a node assignment")))
