@@ -3,10 +3,12 @@ resumes by itself, and every record arrives (0 missing, duplicates only as re-co
 not committed).
 
 Three clusters of their own, X, Y and Z, and one ``drkit mirror`` process running two flows, X->Y and
-Z->X: freezing X (SIGSTOP: its connections stay open and nothing answers, the way a dead network looks)
-is a source outage for X->Y and a target outage for Z->X at once, so one 5-minute wait proves both. Then
-X is killed (SIGKILL) and restarted: a refused port rather than a silent one, for both flows again.
-Records are produced to Z throughout, and to X before and after."""
+Z->X: an outage of X is a source outage for X->Y and a target outage for Z->X at once, so one 5-minute
+outage proves both. X is reached only through a TCP proxy on loopback (it advertises the proxy's port,
+so every client's metadata points there): for 5 minutes the proxy forwards nothing and closes nothing,
+a dead network (tests/support/blackhole.py). Then X is frozen (SIGSTOP: the broker answers nothing),
+and then killed (SIGKILL) and restarted: a refused port rather than a silent one. Records are produced
+to Z throughout, and to X between the outages."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support.blackhole import BlackholeProxy
 from support.kafka_io import create_topic, end_offsets, produce, read_all, unique
 from support.mirror_checks import audit_syncs
 from support.ports import TEST_BASE_PORT
@@ -34,18 +37,34 @@ BASE_PORT = TEST_BASE_PORT + 500
 #: Longer than every client timeout on the way: the producer's message.timeout.ms (120 s), Spark's and the
 #: driver's consumer default.api.timeout.ms (60 s), the admin clients' (60 s).
 OUTAGE_SECONDS = int(os.environ.get("DRKIT_TEST_OUTAGE_SECONDS", "300"))  # shorter only to try it out
+#: A broker frozen (shorter than the clients' timeouts: the freeze is waited out without a failure or with one).
+FROZEN_SECONDS = 30
 #: A broker killed and started again (its start takes tens of seconds on its own).
 KILLED_SECONDS = 20
+#: The proxy in front of X (apart from the clusters' broker and controller ports, +0 .. +21).
+PROXY_PORT = BASE_PORT + 40
 PARTITIONS = 3
 
 
 @pytest.fixture(scope="module")
-def three(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalKafka, dict[str, str]]]:
-    kafka = LocalKafka(tmp_path_factory.mktemp("outage-kafka"), base_port=BASE_PORT, heap="256m")
+def three(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalKafka, BlackholeProxy, dict[str, str]]]:
+    """X behind its proxy (X's broker advertises the proxy's port), Y and Z as they are."""
+    proxy = BlackholeProxy(PROXY_PORT, BASE_PORT)
+    x = LocalKafka(
+        tmp_path_factory.mktemp("outage-x"),
+        base_port=BASE_PORT,
+        heap="256m",
+        extra_properties={"advertised.listeners": f"PLAINTEXT://{proxy.address}"},
+    )
+    yz = LocalKafka(tmp_path_factory.mktemp("outage-yz"), base_port=BASE_PORT + 10, heap="256m")
     try:
-        yield kafka, {c.alias: c.bootstrap_servers for c in kafka.up(["X", "Y", "Z"])}
+        x.up(["X"])
+        clusters = {"X": proxy.address, **{c.alias: c.bootstrap_servers for c in yz.up(["Y", "Z"])}}
+        yield x, proxy, clusters
     finally:
-        kafka.down()
+        x.down()
+        yz.down()
+        proxy.close()
 
 
 class Feed:
@@ -134,9 +153,9 @@ def _account(state: Path, clusters: dict[str, str], topics: dict[str, str]) -> d
 
 
 def test_a_cluster_gone_for_five_minutes_as_source_and_as_target_loses_nothing(
-    three: tuple[LocalKafka, dict[str, str]], tmp_path: Path
+    three: tuple[LocalKafka, BlackholeProxy, dict[str, str]], tmp_path: Path
 ) -> None:
-    kafka, clusters = three
+    kafka, proxy, clusters = three
     topics = {"X": unique("outx"), "Z": unique("outz")}
     for alias, topic in topics.items():
         create_topic(clusters[alias], topic, PARTITIONS)
@@ -164,19 +183,31 @@ def test_a_cluster_gone_for_five_minutes_as_source_and_as_target_loses_nothing(
             assert time.monotonic() < deadline, "the mirror did not start copying in time"
             time.sleep(0.5)
 
-        # X answers nothing for 5 minutes: the source of X->Y and the target of Z->X.
+        # Nothing reaches X for 5 minutes: the source of X->Y and the target of Z->X.
         feeds["X"].running.clear()
         started = time.monotonic()
-        kafka.freeze("X")
+        proxy.blackhole()
         try:
             while time.monotonic() - started < OUTAGE_SECONDS:
                 assert proc.poll() is None, f"the mirror exited during the outage:\n{log_path.read_text()[-3000:]}"
                 time.sleep(2)
         finally:
-            kafka.thaw("X")
-        timeline["frozen"] = time.monotonic() - started
+            proxy.heal()
+        timeline["blackholed"] = time.monotonic() - started
         feeds["X"].running.set()
-        time.sleep(10)
+        time.sleep(5)
+
+        # X frozen: the broker itself answers nothing.
+        feeds["X"].running.clear()
+        frozen = time.monotonic()
+        kafka.freeze("X")
+        try:
+            time.sleep(FROZEN_SECONDS)
+        finally:
+            kafka.thaw("X")
+        timeline["frozen"] = time.monotonic() - frozen
+        feeds["X"].running.set()
+        time.sleep(5)
 
         # X killed and started again: a refused port instead of a silent one.
         feeds["X"].running.clear()
@@ -187,7 +218,7 @@ def test_a_cluster_gone_for_five_minutes_as_source_and_as_target_loses_nothing(
         timeline["killed"] = time.monotonic() - killed
         assert proc.poll() is None, f"the mirror exited after X was killed:\n{log_path.read_text()[-3000:]}"
         feeds["X"].running.set()
-        time.sleep(10)
+        time.sleep(5)
         for feed in feeds.values():
             feed.close()
 
@@ -204,6 +235,7 @@ def test_a_cluster_gone_for_five_minutes_as_source_and_as_target_loses_nothing(
         for feed in feeds.values():
             feed.close()
         kafka.thaw("X")
+        proxy.heal()
         os.killpg(proc.pid, signal.SIGINT)
         try:
             proc.wait(120)
@@ -215,11 +247,11 @@ def test_a_cluster_gone_for_five_minutes_as_source_and_as_target_loses_nothing(
     assert proc.returncode in (0, 130), text[-3000:]
     counted = _account(toml.parent / "state", clusters, topics)
     # The outage is told, once per change, not per retry: a line when X stops answering and one when it is
-    # back, per flow and per episode (the freeze and the kill; a probe of a loaded machine may add one).
+    # back, per flow and per episode (the blackhole, the freeze, the kill; a loaded machine may add one).
     gone = [ln for ln in text.splitlines() if "unreachable since" in ln]
     back = [ln for ln in text.splitlines() if "reachable again after" in ln]
     assert any("flow X->Y: source X unreachable since" in ln for ln in gone), text[-5000:]
     assert any("flow Z->X: target X unreachable since" in ln for ln in gone), text[-5000:]
-    assert 2 <= len(gone) <= 8 and len(back) >= 2, "\n".join(gone + back)
+    assert 2 <= len(gone) <= 10 and len(back) >= 2, "\n".join(gone + back)
     assert "Traceback" not in text, text[-5000:]
     print(f"long outage: {timeline}; per flow (source records, duplicates): {counted}; log lines: {gone + back}")
