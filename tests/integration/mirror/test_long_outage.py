@@ -213,7 +213,14 @@ def test_a_cluster_gone_for_five_minutes_as_source_and_as_target_loses_nothing(
         feeds["X"].running.clear()
         killed = time.monotonic()
         kafka.stop("X", kill=True)
-        time.sleep(KILLED_SECONDS)
+        # What monitoring sees meanwhile: X->Y's source and Z->X's target are gone (the worst is the target).
+        status = subprocess.run(
+            [sys.executable, "-m", "drkit.cli.app", "status", "-c", str(toml), "-o", "json"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        time.sleep(max(0.0, KILLED_SECONDS - (time.monotonic() - killed)))
         kafka.start("X")
         timeline["killed"] = time.monotonic() - killed
         assert proc.poll() is None, f"the mirror exited after X was killed:\n{log_path.read_text()[-3000:]}"
@@ -245,6 +252,9 @@ def test_a_cluster_gone_for_five_minutes_as_source_and_as_target_loses_nothing(
 
     text = log_path.read_text()
     assert proc.returncode in (0, 130), text[-3000:]
+    assert status.returncode == 25, status.stdout[-2000:] + status.stderr[-2000:]
+    verdicts = {f["flow"]: f["verdict"] for f in json.loads(status.stdout)["flows"]}
+    assert verdicts == {"X->Y": "source unreachable", "Z->X": "target unreachable"}, verdicts
     counted = _account(toml.parent / "state", clusters, topics)
     # The outage is told, once per change, not per retry: a line when X stops answering and one when it is
     # back, per flow and per episode (the blackhole, the freeze, the kill; a loaded machine may add one).
