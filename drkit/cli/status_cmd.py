@@ -22,6 +22,7 @@ _COLOURS = {
     Verdict.SOURCE_UNREACHABLE: "red",
     Verdict.TARGET_DIVERGED: "red",
     Verdict.TOPIC_REFUSED: "red",
+    Verdict.TARGET_UNREACHABLE: "red",
 }
 
 

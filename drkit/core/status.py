@@ -32,6 +32,9 @@ class Verdict(StrEnum):
     #: A selected topic is not mirrored at all: its target cannot hold its partitions (drkit.core.topology).
     TOPIC_REFUSED = "topic refused"
     SOURCE_UNREACHABLE = "source unreachable"
+    #: The target does not answer: the mirror cannot copy and a failover could not commit there. Worse
+    #: than an unreachable source: that is the disaster drkit is for, this leaves nowhere to fail over to.
+    TARGET_UNREACHABLE = "target unreachable"
     #: A target partition holds fewer records than its offset-syncs say (deleted or truncated): the lag
     #: and every translation onto it are wrong, whatever the source says.
     TARGET_DIVERGED = "target diverged"
@@ -49,6 +52,7 @@ _EXIT_CODES = {
     Verdict.SOURCE_UNREACHABLE: 22,
     Verdict.TARGET_DIVERGED: 23,
     Verdict.TOPIC_REFUSED: 24,
+    Verdict.TARGET_UNREACHABLE: 25,
 }
 _SEVERITY = list(Verdict)
 
@@ -119,9 +123,14 @@ def flow_verdict(
     lags: Iterable[PartitionLag],
     diverged: bool = False,
     refused: bool = False,
+    target_reachable: bool = True,
 ) -> Verdict:
     if diverged:
         return Verdict.TARGET_DIVERGED
+    # Before staleness: with the target gone the translator cannot run, and "stale" would send the
+    # operator to the translator instead of to the cluster.
+    if not target_reachable:
+        return Verdict.TARGET_UNREACHABLE
     if not source_reachable:
         return Verdict.SOURCE_UNREACHABLE
     if translator_run_age is None or translator_run_age > max_age_seconds or not anything_mirrored:

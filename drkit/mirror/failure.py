@@ -24,6 +24,19 @@ _SOURCE_READ_FAILURE = re.compile(
 )
 
 
+#: Failures that look like a lost connection rather than a refusal: timeouts, a transport down, a source
+#: that cannot be read (drkit.core.outage retries them a few times even when both clusters answer).
+_OUTAGE = re.compile(
+    r"(Message timed out|_MSG_TIMED_OUT|_TIMED_OUT|_TRANSPORT|_ALL_BROKERS_DOWN|REQUEST_TIMED_OUT"
+    r"|not acknowledged by the target|TimeoutException|timed out|unreachable|cannot be read|Connection refused)",
+    re.IGNORECASE,
+)
+
+
+def looks_like_outage(text: str) -> bool:
+    return bool(_OUTAGE.search(text) or _SOURCE_READ_FAILURE.search(text))
+
+
 def _cause(text: str) -> str:
     """The Kafka client's own words: the first line that matches a source read failure."""
     for line in text.splitlines():

@@ -23,15 +23,16 @@ transaction commits before the syncs are recorded. See docs/design/mirror.md.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
@@ -56,6 +57,7 @@ from drkit.core.batch import (
 from drkit.core.consistency import divergence_message, synced_partitions, target_divergences, topics_to_read
 from drkit.core.incarnation import Renewal
 from drkit.core.offsets import BatchRanges, SourceOffsets, copy_in_driver
+from drkit.core.outage import FailedBatch, OutageAction, outage_action
 from drkit.core.reports import MirrorSummary
 from drkit.core.selection import NameSelector
 from drkit.core.topology import producer_limits
@@ -65,11 +67,19 @@ from drkit.kafka.topology import TopologyReconciler
 from drkit.layout import flow_dir_name
 from drkit.mirror.context import SOURCE_FETCH_MAX_WAIT_MS, SOURCE_ISOLATION, MirrorContext
 from drkit.mirror.deliver import COPY_DDL, Copier, deliver_batches, totals
-from drkit.mirror.failure import explain, source_unreachable
+from drkit.mirror.failure import explain, failure_message, looks_like_outage, source_unreachable
 from drkit.mirror.heartbeat import HeartbeatWriter
 from drkit.mirror.observer import SourceObserver
 from drkit.mirror.offset_log import batch_start_offsets, logged_offsets
-from drkit.mirror.reader import BatchReader, ReadFallback, RecordsRemoved, SourceStalled
+from drkit.mirror.outage import PROBE_SECONDS, ClusterWatch, wait_until_reachable
+from drkit.mirror.reader import (
+    ABANDONED_MARKER,
+    BatchAbandoned,
+    BatchReader,
+    ReadFallback,
+    RecordsRemoved,
+    SourceStalled,
+)
 from drkit.mirror.topology import TopologyFollower
 from drkit.store.offset_syncs import RANGE_SCHEMA
 
@@ -78,6 +88,14 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Spark's Kafka source retries a failed read of the source's offsets (the planning of a batch) this many
+#: times, this far apart, each attempt bounded by the client's ``default.api.timeout.ms``: a continuous
+#: mirror waits out a source outage of any length there too, instead of failing its query.
+PLANNING_RETRIES = 2**31 - 1
+PLANNING_RETRY_INTERVAL_MS = 10_000
 
 
 #: Producer settings no config may weaken: no loss, no reordering, exact offsets per record.
@@ -155,13 +173,16 @@ class MirrorJob:
         self.source_admin = context.clusters.admin(flow.source)
         self.target_admin = context.clusters.admin(flow.target)
         self._stream_id: str | None = None
+        self._once = False
         self._first_batch_done = False
         #: Set by the runner when it stops waiting for a running batch: the driver's read gives it up.
         self.abandon = threading.Event()
         self._query: StreamingQuery | None = None
         self.reader = BatchReader(self._new_source_consumer, self._read_stall_seconds())
         self.reports: list[BatchReport] = []
-        self.observer = SourceObserver(flow, self.source_admin, self.runs)
+        self.source_watch = ClusterWatch(flow.name, "source", flow.source)
+        self.target_watch = ClusterWatch(flow.name, "target", flow.target)
+        self.observer = SourceObserver(flow, self.source_admin, self.runs, self.source_watch)
         self.files = context.files
         reconciler = TopologyReconciler(
             flow,
@@ -190,7 +211,7 @@ class MirrorJob:
 
     # -- the stream -------------------------------------------------------------------------
 
-    def source_stream(self) -> DataFrame:
+    def source_stream(self, once: bool = False) -> DataFrame:
         m = self.flow.mirror
         reader = (
             self.spark.readStream.format("kafka")
@@ -210,6 +231,10 @@ class MirrorJob:
         )
         if m.max_offsets_per_trigger:
             reader = reader.option("maxOffsetsPerTrigger", str(m.max_offsets_per_trigger))
+        if not once:  # drkit.core.outage: a continuous mirror waits for its source, a one-shot run stops
+            reader = reader.option("fetchOffset.numRetries", str(PLANNING_RETRIES)).option(
+                "fetchOffset.retryIntervalMs", str(PLANNING_RETRY_INTERVAL_MS)
+            )
         for key, value in m.consumer.items():
             reader = reader.option(f"kafka.{key}", value)
         return reader.load().selectExpr(
@@ -241,6 +266,7 @@ class MirrorJob:
             raise RefusedError(refusal)
 
     def start(self, once: bool) -> StreamingQuery:
+        self._once = once
         self.syncs.ensure()
         self.observer.start()
         try:
@@ -251,7 +277,7 @@ class MirrorJob:
         self.heartbeats.start()
         self.stream_checkpoint.parent.mkdir(parents=True, exist_ok=True)
         writer = (
-            self.source_stream()
+            self.source_stream(once)
             .writeStream.queryName(self.query_name)
             .option("checkpointLocation", str(self.stream_checkpoint))
             .foreachBatch(self._process_batch)
@@ -304,11 +330,96 @@ class MirrorJob:
                 f"flow {self.flow.name}: batch {batch_id}: Spark's offset log under {self.stream_checkpoint} does not "
                 "give the batch's offsets; the checkpoint is damaged: restore it, or start the flow's mirror anew"
             )
-        plan, state = self._plan(stream_id, batch_id, start, end)
+        plan, state = self._through_outages(batch_id, lambda: self._plan(stream_id, batch_id, start, end))
         topic_map = {t: target for t, target in self.topology.routes.items() if t not in self.topology.refused}
         # Spark's tasks read what Spark planned: only a plan that is Spark's own may go to them.
         spark_plan = is_sparks_plan(plan, start, end)
+        # Every attempt starts from the state the plan left (a retried copy starts the batch over).
+        copied, state = self._through_outages(
+            batch_id,
+            functools.partial(self._copy, batch, batch_id, plan, spark_plan, producer_conf, topic_map, report, state),
+        )
+        # What the mirror knows after this batch, recorded before its syncs: a batch replayed after a crash
+        # decides again from the state before it (drkit.core.batch.state_before).
+        self.files.record_state(self.flow.name, state)
+        copy = totals(copied)
+        report.records, report.bytes = copy.records, copy.bytes
+        write_started = time.monotonic()
+        report.ranges = self.syncs.write(self.flow.name, stream_id, batch_id, copied.select(RANGE_SCHEMA.names))
+        report.syncs_seconds = time.monotonic() - write_started
+        metrics.SYNC_WRITE_SECONDS.labels(self.flow.name).observe(report.syncs_seconds)
+        report.seconds = time.monotonic() - started
+        metrics.MIRROR_RECORDS.labels(self.flow.name).inc(report.records)
+        metrics.MIRROR_BYTES.labels(self.flow.name).inc(report.bytes)
+        metrics.MIRROR_BATCH_SECONDS.labels(self.flow.name).observe(report.seconds)
+        metrics.MIRROR_LAST_BATCH.labels(self.flow.name).set_to_current_time()
+        # The syncs of this batch are durable: observe the source's ends now, in the background (a
+        # round trip to the source must not hold the next batch back).
+        self.observer.after_batch(topic_map, copy.next_offsets, copy.newest_ms, report.records)
+        self.reports.append(report)
+        log.info(
+            "flow %s: batch %d mirrored %d records in %d ranges (%.2fs, syncs %.2fs, %s)",
+            self.flow.name,
+            batch_id,
+            report.records,
+            report.ranges,
+            report.seconds,
+            report.syncs_seconds,
+            "copied by the driver" if report.in_driver else "copied by tasks",
+        )
+
+    def _through_outages(self, batch_id: int, attempt: Callable[[], T]) -> T:
+        """``attempt`` until it succeeds; after a failure, wait for a cluster that does not answer and try
+        again (drkit.core.outage decides). Each attempt starts the batch over: what a failed one delivered
+        stays on the target (a re-copy of a batch Spark did not commit: at-least-once, never a loss)."""
+        quick = 0
+        while True:
+            try:
+                return attempt()
+            except BatchAbandoned:
+                raise
+            except Exception as exc:
+                if self._once:
+                    raise
+                source_up = self.context.clusters.reachable(self.flow.source, PROBE_SECONDS)
+                target_up = not source_up or self.context.clusters.reachable(self.flow.target, PROBE_SECONDS)
+                failed = FailedBatch(False, source_up, target_up, looks_like_outage(str(exc)), quick)
+                action = outage_action(failed)
+                if action is OutageAction.FAIL:
+                    raise
+                cause = failure_message(exc)
+                if action is OutageAction.RETRY:
+                    quick += 1
+                    log.warning(
+                        "flow %s: batch %d failed (%s); both clusters answer: copying it again",
+                        self.flow.name,
+                        batch_id,
+                        cause[:300],
+                    )
+                    continue
+                watch = self.source_watch if action is OutageAction.WAIT_FOR_SOURCE else self.target_watch
+                if not wait_until_reachable(
+                    watch, functools.partial(self.context.clusters.reachable, watch.alias), self._stopping, cause
+                ):
+                    raise BatchAbandoned(f"{ABANDONED_MARKER}the mirror is stopping") from None
+                quick = 0
+                log.info("flow %s: batch %d is copied again", self.flow.name, batch_id)
+
+    def _copy(
+        self,
+        batch: DataFrame,
+        batch_id: int,
+        plan: BatchPlan,
+        spark_plan: bool,
+        producer_conf: dict[str, Any],
+        topic_map: dict[str, str],
+        report: BatchReport,
+        state: MirrorState,
+    ) -> tuple[pa.Table, MirrorState]:
+        """One attempt at copying the batch: the exact ranges the target acknowledged, and the mirror's
+        state after it (partitions held where a read ended short)."""
         report.in_driver = not spark_plan or copy_in_driver(plan.ranges, self.flow.mirror.driver_copy_max_records)
+        report.fallback = ""
         try:
             copied: pa.Table | None = None
             if report.in_driver:
@@ -350,35 +461,8 @@ class MirrorJob:
                 state = self._settle_short_reads(self._tasks_short_reads(plan.ranges, copied), state)
         except Exception as exc:
             raise explain(self.flow, self.source.bootstrap_servers, exc) from None
-        # What the mirror knows after this batch, recorded before its syncs: a batch replayed after a crash
-        # decides again from the state before it (drkit.core.batch.state_before).
-        self.files.record_state(self.flow.name, state)
         assert copied is not None  # set by one of the two copy paths, or an exception left the batch
-        copy = totals(copied)
-        report.records, report.bytes = copy.records, copy.bytes
-        write_started = time.monotonic()
-        report.ranges = self.syncs.write(self.flow.name, stream_id, batch_id, copied.select(RANGE_SCHEMA.names))
-        report.syncs_seconds = time.monotonic() - write_started
-        metrics.SYNC_WRITE_SECONDS.labels(self.flow.name).observe(report.syncs_seconds)
-        report.seconds = time.monotonic() - started
-        metrics.MIRROR_RECORDS.labels(self.flow.name).inc(report.records)
-        metrics.MIRROR_BYTES.labels(self.flow.name).inc(report.bytes)
-        metrics.MIRROR_BATCH_SECONDS.labels(self.flow.name).observe(report.seconds)
-        metrics.MIRROR_LAST_BATCH.labels(self.flow.name).set_to_current_time()
-        # The syncs of this batch are durable: observe the source's ends now, in the background (a
-        # round trip to the source must not hold the next batch back).
-        self.observer.after_batch(topic_map, copy.next_offsets, copy.newest_ms, report.records)
-        self.reports.append(report)
-        log.info(
-            "flow %s: batch %d mirrored %d records in %d ranges (%.2fs, syncs %.2fs, %s)",
-            self.flow.name,
-            batch_id,
-            report.records,
-            report.ranges,
-            report.seconds,
-            report.syncs_seconds,
-            "copied by the driver" if report.in_driver else "copied by tasks",
-        )
+        return copied, state
 
     def _copy_in_driver(
         self, ranges: BatchRanges, producer_conf: dict[str, Any], topic_map: dict[str, str], state: MirrorState

@@ -17,6 +17,7 @@ from drkit.core.ports import ClusterAdmin
 from drkit.core.status import EndsObservation
 from drkit.errors import DrkitError
 from drkit.layout import JobKind
+from drkit.mirror.outage import ClusterWatch
 from drkit.store.runs import RunFiles
 
 log = logging.getLogger(__name__)
@@ -38,11 +39,15 @@ class SourceObserver:
 
     RATE_WINDOW = 10.0
 
-    def __init__(self, flow: FlowConfig, admin: ClusterAdmin, runs: RunFiles) -> None:
+    def __init__(
+        self, flow: FlowConfig, admin: ClusterAdmin, runs: RunFiles, watch: ClusterWatch | None = None
+    ) -> None:
         self.flow = flow
         self.admin = admin
         self.runs = runs
         self.interval = flow.mirror.observe_interval_seconds
+        #: The source's reachability, shared with the batches: an outage is logged once, not per observation.
+        self.watch = watch
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._closed = threading.Event()
@@ -118,8 +123,13 @@ class SourceObserver:
             counts = self.admin.partition_counts()
             ends = self.admin.end_offsets({t: counts[t] for t in topics if t in counts})
         except DrkitError as exc:
-            log.warning("flow %s: lag not measured: %s", self.flow.name, exc)
+            if self.watch is None:
+                log.warning("flow %s: lag not measured: %s", self.flow.name, exc)
+            else:
+                self.watch.down(str(exc), "waiting (lag not measured)")
             return
+        if self.watch is not None:
+            self.watch.up("lag measured")
         at = time.time()
         try:
             self.runs.observe_source_ends(JobKind.MIRROR, self.flow.name, EndsObservation(int(at * 1000), ends))

@@ -38,11 +38,13 @@ def _divergences(
     ctx: OperateContext, flow: FlowConfig, progress: dict[TopicPartition, SyncProgress]
 ) -> tuple[TargetDivergence, ...] | None:
     """The flow's target partitions that no longer hold what the syncs say; None: the target did not answer."""
-    if not progress:
-        return ()
+    # A probe, like the source's: status must answer quickly with either cluster gone.
+    admin = ctx.clusters.admin(flow.target, probe=True)
     try:
-        # A probe, like the source's: status must answer quickly with either cluster gone.
-        return target_check(ctx.clusters.admin(flow.target, probe=True), progress, ctx.syncs.target_topics(flow.name))
+        if not progress:  # nothing to compare: still ask, an unreachable target is a verdict of its own
+            admin.partition_counts()
+            return ()
+        return target_check(admin, progress, ctx.syncs.target_topics(flow.name))
     except ClusterError:
         return None
 
@@ -93,6 +95,7 @@ def flow_status(ctx: OperateContext, flow: FlowConfig) -> FlowStatus:
         [p for p in lags if p.topic != HEARTBEAT_TOPIC],
         bool(divergences),
         any(i.kind is TopicIssueKind.TARGET_TOO_SMALL for i in issues),
+        target_reachable=divergences is not None,
     )
     return FlowStatus(
         flow=flow.name,

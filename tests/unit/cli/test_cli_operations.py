@@ -94,8 +94,11 @@ def test_status_exit_code_is_the_verdict(capsys: pytest.CaptureFixture[str], tmp
     code, out, _ = run_on(w, capsys, "status", "--flow", "A->B", "-o", "json")
     assert (code, json.loads(out)["flows"][0]["lag_records"]) == (20, 30)
     w.a.reachable = False
-    code, out, _ = run_on(w, capsys, "status")
+    code, out, _ = run_on(w, capsys, "status", "--flow", "A->B")
     assert code == 22 and "source unreachable" in out
+    # A is also the target of B->A: the overall verdict is the worse one.
+    code, out, _ = run_on(w, capsys, "status")
+    assert code == 25 and "target unreachable" in out
 
 
 def test_status_names_a_diverged_target_in_text_and_exits_23(

@@ -127,6 +127,7 @@ def test_a_refused_topic_is_its_own_verdict_between_stale_and_lagging() -> None:
     assert Verdict.TOPIC_REFUSED.exit_code == 24
     assert flow_verdict(True, None, 300.0, True, [], refused=True) is Verdict.STALE
     assert flow_verdict(False, 1.0, 300.0, True, [], refused=True) is Verdict.SOURCE_UNREACHABLE
+    assert flow_verdict(True, None, 300.0, False, [], target_reachable=False) is Verdict.TARGET_UNREACHABLE
 
 
 def test_a_batch_reconciles_only_the_topics_whose_targets_are_not_ready() -> None:

@@ -124,3 +124,82 @@ def test_the_copys_producer_limits_follow_the_routed_target_topics(tmp_path: Pat
     assert conf["message.max.bytes"] == 1_000_000 and conf["batch.size"] == 1_000_000
     own = job(tmp_path / "own", producer={"batch.size": "5000"})
     assert own._producer_conf()["batch.size"] == "5000"
+
+
+class Attempts:
+    """A batch attempt that fails with ``errors`` in turn, then returns "copied"."""
+
+    def __init__(self, *errors: Exception) -> None:
+        self.errors = list(errors)
+        self.calls = 0
+
+    def __call__(self) -> str:
+        self.calls += 1
+        if self.errors:
+            raise self.errors.pop(0)
+        return "copied"
+
+
+def probes(j: MirrorJob, answers: dict[str, list[bool]], monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Each cluster answers the probes as scripted (then answers); no backoff sleeps."""
+    asked: list[str] = []
+
+    def reachable(alias: str, timeout: float) -> bool:
+        asked.append(alias)
+        script = answers.get(alias, [])
+        return script.pop(0) if script else True
+
+    monkeypatch.setattr(j.context.clusters, "reachable", reachable)
+    monkeypatch.setattr("drkit.mirror.outage.backoff_seconds", lambda attempt: 0.0)
+    return asked
+
+
+def test_a_batch_that_failed_on_a_silent_target_waits_for_it_and_is_copied_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    j = job(tmp_path)
+    asked = probes(j, {"B": [False, False, False]}, monkeypatch)
+    attempt = Attempts(RuntimeError("DRKIT-DELIVERY-FAILED: record t/0@5: _MSG_TIMED_OUT: Local: Message timed out"))
+    with caplog.at_level(logging.INFO):
+        assert j._through_outages(7, attempt) == "copied"
+    assert attempt.calls == 2 and asked == ["A", "B", "B", "B", "B"]
+    lines = [
+        r.getMessage() for r in caplog.records if "unreachable since" in r.getMessage() or "again" in r.getMessage()
+    ]
+    assert lines[0].startswith("flow A->B: target B unreachable since ") and "Message timed out" in lines[0]
+    assert lines[1].startswith("flow A->B: target B reachable again after ")
+    assert lines[2] == "flow A->B: batch 7 is copied again"
+
+
+def test_a_one_shot_run_does_not_wait(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    j = job(tmp_path)
+    j._once = True
+    asked = probes(j, {"A": [False]}, monkeypatch)
+    with pytest.raises(RuntimeError, match="cannot be read"):
+        j._through_outages(1, Attempts(RuntimeError("source cluster A (a:1) cannot be read: gone")))
+    assert asked == []
+
+
+def test_with_both_clusters_answering_a_failure_stops_the_mirror(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    j = job(tmp_path)
+    probes(j, {}, monkeypatch)
+    refused = Attempts(MirrorError("record too large"))
+    with pytest.raises(MirrorError):
+        j._through_outages(1, refused)
+    assert refused.calls == 1
+    timeouts = Attempts(*[RuntimeError("Local: Message timed out")] * 10)
+    with pytest.raises(RuntimeError):
+        j._through_outages(1, timeouts)
+    assert timeouts.calls == 4  # the first attempt and 3 quick retries
+
+
+def test_a_stop_during_the_wait_abandons_the_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from drkit.mirror.reader import ABANDONED_MARKER, BatchAbandoned
+
+    j = job(tmp_path)
+    probes(j, {"A": [False] * 100}, monkeypatch)
+    j.abandon.set()
+    with pytest.raises(BatchAbandoned, match=ABANDONED_MARKER):
+        j._through_outages(1, Attempts(RuntimeError("Timed out waiting for a node assignment")))

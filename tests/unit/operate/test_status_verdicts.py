@@ -82,6 +82,32 @@ def test_source_unreachable_says_so_and_claims_no_lag(w: World) -> None:
     assert all(p.source_end is None and p.lag_records is None and p.lag_seconds is None for p in flow.partitions)
 
 
+@pytest.mark.parametrize("case", ["checkpoint stale", "nothing mirrored", "source also unreachable"])
+def test_target_unreachable_has_its_own_verdict_not_stale(w: World, case: str) -> None:
+    """With the target broker gone the translator cannot run, so the checkpoints go stale too: the verdict
+    names the cause (the target), not the symptom, even when nothing was mirrored yet."""
+    w.b.reachable = False
+    if case == "checkpoint stale":
+        ran_translator(w, "A->B", 301)
+    elif case == "nothing mirrored":
+        w.syncs.ranges_by_flow.clear()
+    else:
+        w.a.reachable = False
+    report = status(w.context, None)
+    assert report.verdict is Verdict.TARGET_UNREACHABLE and report.verdict.exit_code == 25
+    [flow] = report.flows
+    assert not flow.target_reachable and flow.target_divergences == ()
+    assert flow.source_reachable is (case != "source also unreachable")
+
+
+def test_target_unreachable_is_worse_than_an_unreachable_source_in_the_overall_verdict() -> None:
+    from drkit.core.status import overall_verdict
+
+    assert overall_verdict([Verdict.SOURCE_UNREACHABLE, Verdict.TARGET_UNREACHABLE]) is Verdict.TARGET_UNREACHABLE
+    assert overall_verdict([Verdict.TARGET_UNREACHABLE, Verdict.TARGET_DIVERGED]) is Verdict.TARGET_DIVERGED
+    assert len({v.exit_code for v in Verdict}) == len(Verdict)
+
+
 def test_overall_verdict_is_the_worst_flow(tmp_path: Path) -> None:
     w = world(tmp_path)  # flows A->B and B->A
     w.syncs.add("A->B", "orders", "A.orders", 0, SyncRange(0, 9, 0, 9))

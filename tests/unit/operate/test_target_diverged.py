@@ -88,7 +88,7 @@ def test_a_diverged_target_is_worse_than_an_unreachable_source(w: World) -> None
 def test_an_unreachable_target_is_unknown_not_diverged(w: World) -> None:
     w.b.reachable = False
     [flow] = status(w.context, None).flows
-    assert flow.verdict is Verdict.HEALTHY and not flow.target_reachable and flow.target_divergences == ()
+    assert flow.verdict is Verdict.TARGET_UNREACHABLE and not flow.target_reachable and flow.target_divergences == ()
 
 
 def test_failover_refuses_onto_a_partition_that_lost_its_synced_copies(w: World) -> None:

@@ -1,0 +1,67 @@
+"""The fault suite's TCP proxy (tests/support/blackhole.py) on loopback: it forwards; blackholed, nothing
+passes and nothing is closed (a dead network, not a refused port); healed, new connections pass again."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Iterator
+
+import pytest
+from support.blackhole import BlackholeProxy
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def proxy() -> Iterator[BlackholeProxy]:
+    echo = socket.socket()
+    echo.bind(("127.0.0.1", 0))
+    echo.listen(8)
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = echo.accept()
+            except OSError:
+                return
+            threading.Thread(
+                target=lambda c=conn: [c.sendall(d) for d in iter(lambda: c.recv(1024), b"")], daemon=True
+            ).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    made = BlackholeProxy(_free_port(), echo.getsockname()[1])
+    yield made
+    made.close()
+    echo.close()
+
+
+def _ask(port: int, timeout: float = 2.0) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    return s
+
+
+def test_forwards_then_blackholes_without_closing_then_heals(proxy: BlackholeProxy) -> None:
+    live = _ask(proxy.listen_port)
+    live.sendall(b"ping")
+    assert live.recv(4) == b"ping"
+
+    proxy.blackhole()
+    live.sendall(b"lost")
+    new = _ask(proxy.listen_port, timeout=0.5)  # accepted: the port is not refused
+    new.sendall(b"lost too")
+    for s in (live, new):
+        s.settimeout(0.5)
+        with pytest.raises(TimeoutError):  # no answer, and no close (a close would read b"")
+            s.recv(16)
+
+    proxy.heal()
+    again = _ask(proxy.listen_port)
+    again.sendall(b"back")
+    assert again.recv(4) == b"back"
+    for s in (live, new, again):
+        s.close()
