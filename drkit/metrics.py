@@ -1,6 +1,10 @@
-"""Prometheus metrics of the mirror and checkpoint processes (prometheus_client).
+"""Prometheus metrics of drkit's long-running processes (prometheus_client): the mirror, the translator and
+the status exporter (``drkit status --watch S``).
 
-Served over HTTP on 127.0.0.1 when ``[metrics] port`` is set (or ``--metrics-port``). Names:
+Served over HTTP on ``[metrics] host`` (127.0.0.1) when ``[metrics] port`` is set, or the command's
+``--metrics-port`` (one port per process). Every name below is declared once, in this module: the
+dashboard (``dashboards/drkit.json``) and the alerting rules (``dashboards/drkit-alerts.yml``) query only
+these (``tests/unit/test_dashboards.py``). Names:
 
 ==========================================  =========  ======================================
 drkit_mirror_records_total{flow}            counter    records delivered to the target
@@ -16,12 +20,42 @@ drkit_checkpoint_run_seconds{flow}          histogram  duration of a translator 
 drkit_checkpoint_last_success_timestamp_seconds{flow} gauge  checkpoint age = now - this
 drkit_checkpoint_appended_total{flow}       counter    checkpoint rows appended
 drkit_errors_total{flow,process}            counter    failed batches / runs
+drkit_mirror_skipped_records_total{flow}    counter    records not copied back to the cluster they came from
+drkit_heartbeat_latency_seconds{flow}       gauge      newest heartbeat's trip from source to target
+drkit_heartbeat_age_seconds{flow}           gauge      how old the newest heartbeat on the target is
 ==========================================  =========  ======================================
+
+Set by ``drkit status --watch`` from each ``StatusReport`` (``record_status``), so they are there when the
+mirror or the translator is not running; an unknown figure (the source gone, nothing mirrored yet) is NaN,
+never a value that looks better than the truth:
+
+===================================================  =====  =============================================
+drkit_status_verdict{flow,verdict}                   gauge  1 for the flow's verdict, 0 for every other
+drkit_status_source_reachable{flow}                  gauge  1: the source answered the last status, 0: not
+drkit_status_target_reachable{flow}                  gauge  1: the target answered the last status, 0: not
+drkit_status_target_diverged_partitions{flow}        gauge  target partitions holding fewer records than their syncs say
+drkit_status_lag_records{flow}                       gauge  records not mirrored yet (NaN: unknown)
+drkit_status_checkpoint_age_seconds{flow,group}      gauge  age of the group's oldest partition checkpoint
+drkit_status_translator_run_age_seconds{flow}        gauge  since the translator's last run (NaN: never ran)
+drkit_status_heartbeat_age_seconds{flow}             gauge  newest heartbeat's age on the target (NaN: none)
+drkit_status_heartbeat_latency_seconds{flow}         gauge  newest heartbeat's trip (NaN: none)
+drkit_status_job_running{flow,job}                   gauge  1: the mirror / translator holds its PID file
+drkit_status_last_run_timestamp_seconds              gauge  when the exporter last finished a status
+drkit_operation_last_timestamp_seconds{flow,action,status}  gauge  newest failover/failback of that outcome
+===================================================  =====  =============================================
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
 from prometheus_client import Counter, Gauge, Histogram, start_http_server
+
+if TYPE_CHECKING:
+    from drkit.core.audit import OperationRecord
+    from drkit.core.status import StatusReport
 
 _BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120)
 
@@ -69,6 +103,103 @@ CHECKPOINT_LAST_SUCCESS = Gauge(
 )
 CHECKPOINT_APPENDED = Counter("drkit_checkpoint_appended", "Checkpoint rows appended", ["flow"])
 ERRORS = Counter("drkit_errors", "Failed mirror batches and translator runs", ["flow", "process"])
+
+
+STATUS_VERDICT = Gauge(
+    "drkit_status_verdict",
+    "1 for the flow's verdict in the last status, 0 for every other verdict",
+    ["flow", "verdict"],
+)
+STATUS_SOURCE_REACHABLE = Gauge(
+    "drkit_status_source_reachable", "1 when the flow's source answered the last status, 0 when not", ["flow"]
+)
+STATUS_TARGET_REACHABLE = Gauge(
+    "drkit_status_target_reachable", "1 when the flow's target answered the last status, 0 when not", ["flow"]
+)
+STATUS_DIVERGED = Gauge(
+    "drkit_status_target_diverged_partitions",
+    "Target partitions holding fewer records than their offset-syncs say (deleted, re-created or truncated)",
+    ["flow"],
+)
+STATUS_LAG_RECORDS = Gauge(
+    "drkit_status_lag_records",
+    "Records on the source not mirrored yet (NaN: unknown, e.g. the source is gone)",
+    ["flow"],
+)
+STATUS_CHECKPOINT_AGE = Gauge(
+    "drkit_status_checkpoint_age_seconds",
+    "Age of the group's oldest partition checkpoint, as failover's freshness check sees it",
+    ["flow", "group"],
+)
+STATUS_TRANSLATOR_RUN_AGE = Gauge(
+    "drkit_status_translator_run_age_seconds", "Seconds since the translator's last run (NaN: it never ran)", ["flow"]
+)
+STATUS_HEARTBEAT_AGE = Gauge(
+    "drkit_status_heartbeat_age_seconds",
+    "How old the newest heartbeat copied to the target is, read on the target (NaN: none seen)",
+    ["flow"],
+)
+STATUS_HEARTBEAT_LATENCY = Gauge(
+    "drkit_status_heartbeat_latency_seconds",
+    "The newest heartbeat's trip from the source to the target, read on the target (NaN: none seen)",
+    ["flow"],
+)
+STATUS_JOB_RUNNING = Gauge(
+    "drkit_status_job_running", "1 when the flow's job (mirror, checkpoint) holds its PID file here", ["flow", "job"]
+)
+STATUS_LAST_RUN = Gauge("drkit_status_last_run_timestamp_seconds", "When the status exporter last finished a status")
+OPERATION_LAST = Gauge(
+    "drkit_operation_last_timestamp_seconds",
+    "When the newest audited failover or failback of this flow, action and outcome ended (started, without an end)",
+    ["flow", "action", "status"],
+)
+
+#: Label sets the last ``record_status`` set on each gauge with labels that come and go (groups,
+#: operations): a group no longer checkpointed is removed, not left at its last age.
+_seen: dict[str, set[tuple[str, ...]]] = {}
+
+
+def _known(value: float | None) -> float:
+    return math.nan if value is None else float(value)
+
+
+def _replace(gauge: Gauge, name: str, values: dict[tuple[str, ...], float]) -> None:
+    for labels, value in values.items():
+        gauge.labels(*labels).set(value)
+    for gone in _seen.get(name, set()) - set(values):
+        gauge.remove(*gone)
+    _seen[name] = set(values)
+
+
+def record_status(report: StatusReport, operations: Iterable[OperationRecord], now_seconds: float) -> None:
+    """Set the ``drkit_status_*`` gauges from one status report, and the newest failover/failback of each
+    (flow, action, outcome) from ``operations`` (folded: one record per operation)."""
+    from drkit.core.status import Verdict
+
+    ages: dict[tuple[str, ...], float] = {}
+    for f in report.flows:
+        for v in Verdict:
+            STATUS_VERDICT.labels(f.flow, v.value).set(1.0 if f.verdict is v else 0.0)
+        STATUS_SOURCE_REACHABLE.labels(f.flow).set(1.0 if f.source_reachable else 0.0)
+        STATUS_TARGET_REACHABLE.labels(f.flow).set(1.0 if f.target_reachable else 0.0)
+        # An unreachable target's divergence is unknown, not 0.
+        STATUS_DIVERGED.labels(f.flow).set(len(f.target_divergences) if f.target_reachable else math.nan)
+        STATUS_LAG_RECORDS.labels(f.flow).set(_known(f.lag_records))
+        STATUS_TRANSLATOR_RUN_AGE.labels(f.flow).set(_known(f.checkpoint_last_run_age_seconds))
+        STATUS_HEARTBEAT_AGE.labels(f.flow).set(_known(f.heartbeat_age_seconds))
+        STATUS_HEARTBEAT_LATENCY.labels(f.flow).set(_known(f.heartbeat_latency_seconds))
+        STATUS_JOB_RUNNING.labels(f.flow, "mirror").set(1.0 if f.mirror_running else 0.0)
+        STATUS_JOB_RUNNING.labels(f.flow, "checkpoint").set(1.0 if f.checkpoint_running else 0.0)
+        ages.update({(f.flow, g.group): g.checkpoint_age_seconds for g in f.groups})
+    _replace(STATUS_CHECKPOINT_AGE, "checkpoint_age", ages)
+    newest: dict[tuple[str, ...], float] = {}
+    for op in operations:
+        at = (op.finished_at or op.started_at).timestamp()
+        key = (op.flow, op.action.value, op.status or "unknown")
+        newest[key] = max(newest.get(key, at), at)
+    _replace(OPERATION_LAST, "operation_last", newest)
+    STATUS_LAST_RUN.set(now_seconds)
+
 
 _started: set[int] = set()
 

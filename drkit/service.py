@@ -10,6 +10,7 @@ context of in-memory fakes instead. Nothing here renders output.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -23,6 +24,9 @@ from drkit.core.audit import fold
 from drkit.layout import JobKind, StateLayout
 from drkit.operate.context import OperateContext
 from drkit.runtime.process import adopt_legacy_dirs, running_jobs
+
+#: How many of the newest audit rows the status exporter reads for its failover/failback gauges.
+OPERATIONS_WINDOW = 200
 
 if TYPE_CHECKING:
     # Result types, named in annotations only: each command's process imports the modules it uses
@@ -342,6 +346,52 @@ class Drkit:
 
         self.config.flows_named(flow)
         return status(self.context, flow)
+
+    def watch_status(
+        self,
+        flow: str | None = None,
+        interval: float = 15.0,
+        metrics_port: int | None = None,
+        max_runs: int | None = None,
+        on_report: Callable[[StatusReport], None] | None = None,
+        stop: threading.Event | None = None,
+    ) -> StatusReport | None:
+        """The status exporter: ``status`` every ``interval`` seconds until SIGINT/SIGTERM (or ``stop``, or
+        ``max_runs``), each report exported as the ``drkit_status_*`` gauges with the newest audited
+        failovers and failbacks (``drkit.metrics.record_status``) and handed to ``on_report``. A status that
+        fails with a drkit error is logged and counted (``drkit_errors_total{process="status"}``); the
+        exporter keeps going, and its ``drkit_status_last_run_timestamp_seconds`` stops moving. Returns
+        the last report (None: none succeeded)."""
+        import logging
+        import time
+
+        from drkit import metrics  # prometheus_client: only the long-running processes serve metrics
+        from drkit.errors import DrkitError
+        from drkit.runtime.signals import stop_on_signals
+
+        names = [f.name for f in self.config.flows_named(flow)]
+        metrics.serve(metrics_port or self.config.metrics.port, self.config.metrics.host)
+        stopped = stop or threading.Event()
+        last: StatusReport | None = None
+        runs = 0
+        with stop_on_signals(stopped):
+            while not stopped.is_set() and (max_runs is None or runs < max_runs):
+                runs += 1
+                try:
+                    report = self.status(flow)
+                    operations = fold(self.context.operations.recent(OPERATIONS_WINDOW))
+                    metrics.record_status(report, [o for o in operations if o.flow in names], time.time())
+                except DrkitError as exc:
+                    for name in names:
+                        metrics.ERRORS.labels(name, "status").inc()
+                    logging.getLogger(__name__).error("status not exported: %s", exc)
+                else:
+                    last = report
+                    if on_report is not None:
+                        on_report(report)
+                if max_runs is None or runs < max_runs:
+                    stopped.wait(interval)
+        return last
 
     def offsets(
         self, group: str, flow: str | None = None, as_of: datetime | None = None, version: int | None = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from pathlib import Path
 
 import typer
@@ -71,17 +72,45 @@ def _render_status(report: StatusReport) -> Iterable[RenderableType]:
     yield f"[bold {_COLOURS[report.verdict]}]{report.verdict}[/]"
 
 
+def _render_verdicts(report: StatusReport) -> Iterable[RenderableType]:
+    """One line per status of ``--watch``: the time and each flow's verdict."""
+    at = datetime.now(UTC).isoformat(timespec="seconds")
+    flows = ", ".join(f"{escape(f.flow)} [{_COLOURS[f.verdict]}]{f.verdict}[/]" for f in report.flows)
+    yield f"{at} {flows}"
+
+
 def status(
     ctx: typer.Context,
     config: Path = ConfigOption,
     flow: str | None = FlowOption,
     output: Output = OutputOption,
+    watch: float | None = typer.Option(
+        None,
+        "--watch",
+        min=1.0,
+        help="Run as the status exporter: a status every this many seconds, exported as Prometheus gauges "
+        "(drkit_status_*) until Ctrl-C; one line per status. Exit 0 when stopped.",
+    ),
+    metrics_port: int | None = typer.Option(
+        None, "--metrics-port", min=1, max=65535, help="With --watch: serve the metrics here (default [metrics] port)."
+    ),
 ) -> None:
     """Replication lag, sync and checkpoint freshness per flow; exit 0 healthy, 20 lagging, 21 stale,
     22 source unreachable, 23 target diverged (a target topic deleted or truncated under its syncs)."""
-    report = facade(ctx, config).status(flow)
-    emit(report, output, _render_status)
-    raise typer.Exit(report.verdict.exit_code)
+    drkit = facade(ctx, config)
+    if watch is None:
+        if metrics_port is not None:
+            raise typer.BadParameter(
+                "only with --watch (a single status serves no metrics)", param_hint="--metrics-port"
+            )
+        report = drkit.status(flow)
+        emit(report, output, _render_status)
+        raise typer.Exit(report.verdict.exit_code)
+    if metrics_port is None and drkit.config.metrics.port is None:
+        raise typer.BadParameter(
+            "needs a port to serve the metrics on: --metrics-port or [metrics] port", param_hint="--watch"
+        )
+    drkit.watch_status(flow, watch, metrics_port, on_report=lambda r: emit(r, output, _render_verdicts))
 
 
 def _render_offsets(report: OffsetsReport) -> Iterable[RenderableType]:

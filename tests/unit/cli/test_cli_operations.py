@@ -37,6 +37,9 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
         ),
         (["maintain", "-c", EXAMPLE, "--vacuum-retention-hours", "24"], "below Delta's minimum of 168 hours"),
         (["maintain", "-c", EXAMPLE, "--keep-recent-batches", "0"], "--keep-recent-batches"),
+        (["status", "-c", EXAMPLE, "--metrics-port", "9464"], "only with --watch"),
+        (["status", "-c", EXAMPLE, "--watch", "15"], "needs a port to serve the metrics on"),
+        (["status", "-c", EXAMPLE, "--watch", "0.5", "--metrics-port", "9464"], "--watch"),
     ],
 )
 def test_usage_errors(capsys: pytest.CaptureFixture[str], args: list[str], message: str) -> None:
