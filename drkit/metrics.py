@@ -1,8 +1,9 @@
 """Prometheus metrics of drkit's long-running processes (prometheus_client): the mirror, the translator and
 the status exporter (``drkit status --watch S``).
 
-Served over HTTP on ``[metrics] host`` (127.0.0.1) when ``[metrics] port`` is set, or the command's
-``--metrics-port`` (one port per process). Every name below is declared once, in this module: the
+Served over HTTP on ``[metrics] host`` (127.0.0.1) on the command's ``--metrics-port``, else ``[metrics]
+port`` (processes on one host need one port each: the mirror, the translator and the exporter of one
+config give theirs on the command line). Every name below is declared once, in this module: the
 dashboard (``dashboards/drkit.json``) and the alerting rules (``dashboards/drkit-alerts.yml``) query only
 these (``tests/unit/test_dashboards.py``). Names:
 

@@ -509,8 +509,10 @@ class Drkit:
         flow: str | None = None,
         once: bool = False,
         on_progress: Callable[[list[MirrorSummary]], None] | None = None,
+        metrics_port: int | None = None,
     ) -> list[MirrorSummary]:
-        """Run the mirror of one flow (or all) until caught up (``once``) or stopped."""
+        """Run the mirror of one flow (or all) until caught up (``once``) or stopped; metrics on
+        ``metrics_port`` (default ``[metrics] port``)."""
         from drkit.mirror.runner import MirrorRunner
         from drkit.store.delta import check_readable
 
@@ -521,7 +523,7 @@ class Drkit:
         with running_jobs(layout, JobKind.MIRROR, [f.name for f in flows]):
             from drkit import metrics  # prometheus_client: only the jobs serve metrics
 
-            metrics.serve(self.config.metrics.port, self.config.metrics.host)
+            metrics.serve(metrics_port or self.config.metrics.port, self.config.metrics.host)
             return MirrorRunner(self.mirror_context(), flows).run(once, on_progress=on_progress)
 
     def mirror_context(self) -> MirrorContext:
@@ -533,16 +535,22 @@ class Drkit:
         return MirrorContext(self.config, self.spark, KafkaMirrorClusters(self.config), SyncTable(layout), layout)
 
     def translate(
-        self, flow: str | None = None, once: bool = True, interval: float | None = None, max_runs: int | None = None
+        self,
+        flow: str | None = None,
+        once: bool = True,
+        interval: float | None = None,
+        max_runs: int | None = None,
+        metrics_port: int | None = None,
     ) -> list[TranslationRun]:
-        """Translate the selected groups' offsets into checkpoints once, or every ``interval`` seconds."""
+        """Translate the selected groups' offsets into checkpoints once, or every ``interval`` seconds;
+        metrics on ``metrics_port`` (default ``[metrics] port``)."""
         from drkit.translator.job import TranslatorRunner
 
         flows = self.config.flows_named(flow)
         with running_jobs(self._writable_state(), JobKind.TRANSLATOR, [f.name for f in flows]):
             from drkit import metrics  # prometheus_client: only the jobs serve metrics
 
-            metrics.serve(self.config.metrics.port, self.config.metrics.host)
+            metrics.serve(metrics_port or self.config.metrics.port, self.config.metrics.host)
             return TranslatorRunner(self.translator_context(), flows).run(once, interval, max_runs)
 
     def translator_context(self) -> TranslatorContext:

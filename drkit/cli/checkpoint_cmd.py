@@ -10,7 +10,7 @@ import typer
 from rich.console import RenderableType
 
 from drkit.cli.console import Output, Progress, emit, table
-from drkit.cli.options import ConfigOption, FlowOption, OutputOption, facade
+from drkit.cli.options import ConfigOption, FlowOption, MetricsPortOption, OutputOption, facade
 
 if TYPE_CHECKING:  # annotations only: the command that renders them imports them
     from drkit.core.reports import TranslationRun
@@ -46,10 +46,11 @@ def checkpoint(
         None, "--interval", min=0.1, help="Seconds between runs (default: the flow's checkpoint.interval_seconds)."
     ),
     output: Output = OutputOption,
+    metrics_port: int | None = MetricsPortOption,
 ) -> None:
     """Translate committed source offsets with the offset-syncs and append changes to `checkpoints`."""
     drkit = facade(ctx, config)
     drkit.config.flows_named(flow)  # an unknown flow is refused before Spark starts
     with Progress("translating committed offsets...", output):
-        runs = drkit.translate(flow, once=once, interval=interval)
+        runs = drkit.translate(flow, once=once, interval=interval, metrics_port=metrics_port)
     emit(runs, output, _render, as_json=lambda rs: [r.as_dict() for r in rs])

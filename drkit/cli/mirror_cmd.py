@@ -10,7 +10,7 @@ import typer
 from rich.console import RenderableType
 
 from drkit.cli.console import Output, Progress, emit, table
-from drkit.cli.options import ConfigOption, FlowOption, OutputOption, facade
+from drkit.cli.options import ConfigOption, FlowOption, MetricsPortOption, OutputOption, facade
 
 if TYPE_CHECKING:  # annotations only: the command that renders them imports them
     from drkit.core.reports import MirrorSummary
@@ -29,6 +29,7 @@ def mirror(
     config: Path = ConfigOption,
     flow: str | None = FlowOption,
     once: bool = typer.Option(False, "--once", help="Copy what is there now, then stop."),
+    metrics_port: int | None = MetricsPortOption,
     output: Output = OutputOption,
 ) -> None:
     """Copy the flow's topics to the target and record exact offset-syncs (Ctrl-C stops cleanly)."""
@@ -39,5 +40,5 @@ def mirror(
         progress.update(" | ".join(f"mirror {s.flow}: {s.batches} batches, {s.records} records" for s in running))
 
     with Progress("starting Spark and the mirror...", output) as progress:
-        summaries = drkit.mirror(flow, once=once, on_progress=show)
+        summaries = drkit.mirror(flow, once=once, on_progress=show, metrics_port=metrics_port)
     emit(summaries, output, _render, as_json=lambda ss: [s.as_dict() for s in ss])

@@ -14,6 +14,9 @@ from drkit.service import Drkit
 ConfigOption = typer.Option(Path("drkit.toml"), "--config", "-c", help="Path to the drkit TOML config.")
 OutputOption = typer.Option(Output.text, "--output", "-o", help="text (Rich tables) or json.")
 FlowOption = typer.Option(None, "--flow", help="Flow name, e.g. A->B (default: every flow).")
+MetricsPortOption = typer.Option(
+    None, "--metrics-port", min=1, max=65535, help="Serve Prometheus metrics on this port (default: [metrics] port)."
+)
 
 #: How an invocation builds its facade from the config path (tests pass one with fakes).
 FacadeFactory = Callable[[Path], Drkit]

@@ -11,7 +11,7 @@ from rich.console import RenderableType
 from rich.markup import escape
 
 from drkit.cli.console import Output, emit, table
-from drkit.cli.options import ConfigOption, FlowOption, OutputOption, facade, parse_time
+from drkit.cli.options import ConfigOption, FlowOption, MetricsPortOption, OutputOption, facade, parse_time
 from drkit.core.status import StatusReport, Verdict
 from drkit.errors import RefusedError
 from drkit.service import Drkit, OffsetsReport
@@ -91,9 +91,7 @@ def status(
         help="Run as the status exporter: a status every this many seconds, exported as Prometheus gauges "
         "(drkit_status_*) until Ctrl-C; one line per status. Exit 0 when stopped.",
     ),
-    metrics_port: int | None = typer.Option(
-        None, "--metrics-port", min=1, max=65535, help="With --watch: serve the metrics here (default [metrics] port)."
-    ),
+    metrics_port: int | None = MetricsPortOption,
 ) -> None:
     """Replication lag, sync and checkpoint freshness per flow; exit 0 healthy, 20 lagging, 21 stale,
     22 source unreachable, 23 target diverged (a target topic deleted or truncated under its syncs)."""

@@ -123,3 +123,30 @@ def test_a_status_that_fails_is_counted_and_the_exporter_goes_on(w: World, monke
     last, seen = export(w, runs=3)
     assert (last, seen, len(calls)) == (None, [], 3)
     assert value("drkit_errors_total", flow=FLOW, process="status") == before + 3
+
+
+@pytest.mark.parametrize(
+    "args, method",
+    [
+        (["checkpoint", "--once", "--metrics-port", "9999"], "translate"),
+        (["mirror", "--once", "--metrics-port", "9999"], "mirror"),
+    ],
+)
+def test_the_jobs_take_their_own_metrics_port(
+    args: list[str], method: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mirror and a translator of one config on one host serve on two ports: each command's --metrics-port."""
+    from drkit.cli.app import main
+
+    seen: dict[str, Any] = {}
+
+    def job(self: Drkit, flow: str | None = None, **kwargs: Any) -> list[Any]:
+        seen.update(kwargs)
+        return []
+
+    monkeypatch.setattr(Drkit, method, job)
+    example = str(Path(__file__).resolve().parents[2] / "examples" / "drkit.local.toml")
+    with pytest.raises(SystemExit) as exit_info:
+        main([*args, "-c", example, "-o", "json"])
+    capsys.readouterr()
+    assert (exit_info.value.code or 0, seen["metrics_port"]) == (0, 9999)
