@@ -49,9 +49,10 @@ def read_mm2_properties(path: Path) -> Mm2Properties:
         raise ConfigError(f"{path}: MirrorMaker 2 properties file not found") from None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot open the MirrorMaker 2 file: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ConfigError(f"{path}: not a regular file; give the path of a MirrorMaker 2 .properties file")
     with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise ConfigError(f"{path}: not a regular file; give the path of a MirrorMaker 2 .properties file")
         raw = handle.read()
     try:
         return parse_mm2_properties(raw)
