@@ -298,6 +298,12 @@ class _Mapper:
         if found := self._setting(flow, "sync.group.offsets.enabled"):
             checkpoint["sync_group_offsets"] = _bool(*found)
             self.carry(found[0], f"{at}.checkpoint.sync_group_offsets")
+            if checkpoint["sync_group_offsets"]:
+                self.notes.append(
+                    f"flow {flow[0]}->{flow[1]} commits translated offsets to idle groups on {flow[1]} "
+                    "(sync_group_offsets): run its translator only once MM2's checkpoints are stopped, or both "
+                    "commit the same groups' offsets (runbooks/migrate-from-mm2.md)"
+                )
         for table, values in (("mirror", mirror), ("checkpoint", checkpoint), ("topology", topology)):
             if values:
                 out[table] = values
