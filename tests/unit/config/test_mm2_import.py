@@ -307,6 +307,7 @@ def test_intervals_switches_and_group_offset_sync() -> None:
     assert flow["heartbeats"] == {"interval_seconds": 0}
     assert flow["topology"] == {"sync_acls": False, "refresh_interval_seconds": 0}
     assert fate(m)["sync.group.offsets.interval.seconds"] == "always"
+    assert any("sync_group_offsets" in n and "MM2's checkpoints are stopped" in n for n in m.notes)
     parse_config(tomllib.loads(generated_toml("f", m)))
 
 
