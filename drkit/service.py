@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from drkit.config import DrkitConfig, load_config
 from drkit.core.audit import fold
+from drkit.errors import ConfigError
 from drkit.layout import JobKind, StateLayout
 from drkit.operate.context import OperateContext
 from drkit.runtime.process import adopt_legacy_dirs, running_jobs
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     # (a frozen dataclass costs about a millisecond to define; drkit.core defines some 150).
     from pyspark.sql import SparkSession
 
+    from drkit.config.mm2 import Mm2Mapping
     from drkit.core.audit import OperationRecord
     from drkit.core.drill import DrillPhase, DrillRecord, DrillReport
     from drkit.core.outcome import OperationResult
@@ -246,6 +248,31 @@ class DrillHistory:
         return {"drills": [d.as_dict() for d in self.drills]}
 
 
+@dataclass(frozen=True)
+class Mm2Import:
+    """A MirrorMaker 2 file imported as a drkit config: the TOML (validated; secrets as ``${env:...}``), where
+    it was written (None: not written), and what became of every MM2 property."""
+
+    source: str
+    written: str | None
+    toml: str
+    mapping: Mm2Mapping
+
+    def as_dict(self) -> dict[str, Any]:
+        m = self.mapping
+        return {
+            "source": self.source,
+            "written": self.written,
+            "toml": self.toml,
+            "clusters": sorted(m.config["clusters"]),
+            "flows": [f"{f['source']}->{f['target']}" for f in m.config.get("flows", [])],
+            "env": [s.as_dict() for s in m.secrets],
+            "carried": [c.as_dict() for c in m.carried],
+            "dropped": [d.as_dict() for d in m.dropped],
+            "notes": list(m.notes),
+        }
+
+
 class Drkit:
     def __init__(
         self, config: DrkitConfig, spark: SparkSession | None = None, context: OperateContext | None = None
@@ -258,6 +285,25 @@ class Drkit:
     @classmethod
     def from_file(cls, path: str) -> Drkit:
         return cls(load_config(path))
+
+    @staticmethod
+    def import_mm2(source: str | Path, write_to: str | Path | None = None, force: bool = False) -> Mm2Import:
+        """A MirrorMaker 2 dedicated-mode properties file as a drkit config, validated; written to ``write_to``
+        when given (an existing file only with ``force``). Bad input is one ConfigError and writes nothing."""
+        from drkit.config.mm2 import generated_toml, map_mm2, read_mm2_properties
+        from drkit.config.mm2.files import write_new_config
+        from drkit.config.properties import librdkafka_problem
+
+        path = Path(source)
+        try:
+            mapping = map_mm2(read_mm2_properties(path), librdkafka_problem)
+            text = generated_toml(path.name, mapping)
+        except ConfigError as exc:
+            message = str(exc)
+            raise ConfigError(message if message.startswith(f"{path}:") else f"{path}: {message}") from None
+        if write_to is not None:
+            write_new_config(Path(write_to), text, force, path)
+        return Mm2Import(str(path), None if write_to is None else str(write_to), text, mapping)
 
     @cached_property
     def spark(self) -> SparkSession:

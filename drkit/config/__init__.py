@@ -39,7 +39,8 @@ Example::
 Modules, one idea each: :mod:`~drkit.config.model` (the pydantic models), :mod:`~drkit.config.secrets`,
 :mod:`~drkit.config.properties` (client and Spark properties), :mod:`~drkit.config.regex` (Java-regex
 compatibility), :mod:`~drkit.config.sanity` (settings that cannot work), :mod:`~drkit.config.topology`
-(messages for the rules of :mod:`drkit.core.flows`) and :mod:`~drkit.config.loading`. This package
+(messages for the rules of :mod:`drkit.core.flows`) and :mod:`~drkit.config.loading`; the subpackage
+:mod:`~drkit.config.mm2` turns a MirrorMaker 2 properties file into a drkit config. This package
 re-exports what the rest of drkit imports.
 """
 

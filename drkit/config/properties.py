@@ -31,7 +31,7 @@ class _PropertyError(ValueError):
         self.message = message
 
 
-def _librdkafka_problem(name: str, value: str) -> str | None:
+def librdkafka_problem(name: str, value: str) -> str | None:
     """Why librdkafka refuses ``name = value`` on its own, or None.
 
     Creating a client without bootstrap servers is offline and takes well under a millisecond; it
@@ -80,7 +80,7 @@ def _check_client_properties(props: dict[str, str], skip: tuple[str, ...] = ()) 
             raise _PropertyError(name, problem)
         if name.startswith(skip) and not name.endswith((".class", ".classes")):
             continue
-        problem = _librdkafka_problem(name, value)
+        problem = librdkafka_problem(name, value)
         if problem:
             raise _PropertyError(name, problem)
     return props
