@@ -376,7 +376,10 @@ def test_every_property_is_carried_or_dropped_and_no_secret_is_written(extra: di
     except ConfigError:
         return  # a value drkit cannot use (e.g. an interval that is not a number): refused in one line
     assert set(fate(m)) == set(props)
-    for key in ("A.sasl.password", "B.ssl.truststore.password", "sasl.jaas.config"):
-        if key in extra and len(extra[key]) >= 4:
+    secrets = ("A.sasl.password", "B.ssl.truststore.password", "sasl.jaas.config")
+    # A secret that is also the value of a property that is not secret may appear for that one.
+    public = {v for k, v in props.items() if k not in secrets}
+    for key in secrets:
+        if key in extra and len(extra[key]) >= 4 and extra[key] not in public:
             assert f'"{extra[key]}"' not in text
     assert all(d.reason in DropReason for d in m.dropped)
