@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None, facade_factory: FacadeFactory | None = N
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
         if invocation.logs is not None:
-            invocation.logs.close()
+            invocation.logs.close(keep_handlers=argv is None)  # a process of its own exits next
     sys.exit(code)
 
 

@@ -9,6 +9,7 @@ info lines included. The setup is undone when the command ends (tests run many c
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -101,15 +102,19 @@ class _LibraryFile(logging.Handler):
         if lines:
             self._write(lines)
 
+    def count_held(self) -> None:
+        """Writes how many repeats were held back since their line was written."""
+        with self.lock or contextlib.nullcontext():
+            when = datetime.now(UTC).isoformat(timespec="milliseconds")
+            held = [
+                f'{when} {name}: {count} more like "{one_line(message)[:120]}" left out'
+                for (name, _, message), count in self.gate.held_back()
+            ]
+            if held and self.path is not None:
+                self._write(held)
+
     def close(self) -> None:
-        """Counts the repeats held back since their line was written."""
-        when = datetime.now(UTC).isoformat(timespec="milliseconds")
-        held = [
-            f'{when} {name}: {count} more like "{one_line(message)[:120]}" left out'
-            for (name, _, message), count in self.gate.held_back()
-        ]
-        if held and self.path is not None:
-            self._write(held)
+        self.count_held()
         super().close()
 
     def _write(self, lines: list[str]) -> None:
@@ -171,7 +176,14 @@ class LogSetup:
         """The log files under the state root that grew during this command."""
         return [path for path, size in self._sizes.items() if _size(path) > size]
 
-    def close(self) -> None:
+    def close(self, keep_handlers: bool = False) -> None:
+        """Count the repeats held back, and undo the setup; ``keep_handlers``: a process about to exit keeps
+        its handlers, so that a client destroyed on the way out logs to the file, not to Python's last-resort
+        stderr."""
+        if keep_handlers:
+            if self._file is not None:
+                self._file.count_held()
+            return
         root = logging.getLogger()
         root.removeHandler(self._terminal)
         if self._file is not None:
