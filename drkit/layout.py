@@ -76,6 +76,24 @@ class StateLayout:
     def drills(self) -> str:
         return str(self.root / "delta" / "drills")
 
+    # -- logs -----------------------------------------------------------------------------------
+
+    @property
+    def log_dir(self) -> Path:
+        """What drkit's processes log besides their own lines on the terminal (drkit.core.verbosity)."""
+        return self.root / "logs"
+
+    @property
+    def spark_log(self) -> Path:
+        """The Spark JVM's output: the launcher's notices, log4j's lines, Java stack traces (every JVM of
+        this state root appends to it)."""
+        return self.log_dir / "spark.log"
+
+    @property
+    def library_log(self) -> Path:
+        """The libraries' log lines: librdkafka's (warning and up, masked), py4j's, Python warnings."""
+        return self.log_dir / "libraries.log"
+
     # -- drills ---------------------------------------------------------------------------------
 
     def drill_dir(self, drill_id: str) -> Path:

@@ -310,7 +310,8 @@ class Drkit:
         if self._spark is None:
             from drkit.runtime.spark import build_session
 
-            self._spark = build_session(self.config.spark)
+            # The JVM's output goes to the state root's Spark log (the CLI names it when a command fails).
+            self._spark = build_session(self.config.spark, log_file=self.layout.spark_log)
         return self._spark
 
     @property

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import subprocess
 import sys
 import time
@@ -43,6 +44,11 @@ TOPIC, PARTITIONS, RECORDS = "demo.orders", 3, 3000
 GROUP = f"demo-app-{uuid.uuid4().hex[:6]}"
 
 
+#: The demo's own Kafka clients log nowhere: without a logger librdkafka writes its lines to the terminal
+#: (``%4|...|GETPID|`` while A's coordinator loads); the demo checks what they did by its own counts.
+KAFKA_LOG = logging.getLogger("demo.librdkafka")
+KAFKA_LOG.disabled = True
+
 #: The drill at the end (relative to ROOT, as runbooks/drill.md runs it). Its [local_kafka] state_dir is
 #: the repository's .drkit/local-kafka, where scripts/local-kafka keeps A and B whatever --base-port says.
 DRILL_SPEC = "runbooks/drills/source-loss.toml"
@@ -54,13 +60,13 @@ def drkit(*args: str, check: bool = True) -> int:
 
 
 def ensure_topic() -> None:
-    admin = AdminClient({"bootstrap.servers": A})
+    admin = AdminClient({"bootstrap.servers": A, "logger": KAFKA_LOG})
     if TOPIC not in admin.list_topics(timeout=30).topics:
         admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(30)
 
 
 def produce(run: str) -> None:
-    producer = Producer({"bootstrap.servers": A, "acks": "all", "enable.idempotence": True})
+    producer = Producer({"bootstrap.servers": A, "acks": "all", "enable.idempotence": True, "logger": KAFKA_LOG})
     for i in range(RECORDS):
         producer.produce(
             TOPIC, key=f"customer-{i % 50}".encode(), value=f"{run}:order-{i}".encode(), headers=[("run", run.encode())]
@@ -77,6 +83,7 @@ def consume(bootstrap: str, limit: int | None, idle_seconds: float = 5.0) -> lis
             "group.id": GROUP,
             "enable.auto.commit": False,
             "auto.offset.reset": "earliest",
+            "logger": KAFKA_LOG,
         }
     )
     consumer.subscribe([TOPIC if bootstrap == A else f"A.{TOPIC}"])
@@ -97,7 +104,7 @@ def consume(bootstrap: str, limit: int | None, idle_seconds: float = 5.0) -> lis
 
 
 def committed_positions(bootstrap: str, topic: str) -> dict[int, int]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP})
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP, "logger": KAFKA_LOG})
     tps = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=30)
     consumer.close()
     return {tp.partition: tp.offset for tp in tps}
@@ -206,7 +213,12 @@ def drill(base_port: int) -> int:
 def _unprocessed_on_a() -> list[bytes]:
     positions = committed_positions(A, TOPIC)
     consumer = Consumer(
-        {"bootstrap.servers": A, "group.id": f"demo-reader-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False}
+        {
+            "bootstrap.servers": A,
+            "group.id": f"demo-reader-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "logger": KAFKA_LOG,
+        }
     )
     consumer.assign([TopicPartition(TOPIC, p, max(off, 0)) for p, off in positions.items()])
     _, high = zip(

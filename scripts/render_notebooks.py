@@ -4,14 +4,20 @@ Each notebook runs headless in a fresh ``python3`` kernel of this virtualenv (pa
 injected into its ``parameters`` cell); a cell error stops here with exit 1. The executed notebooks, their
 HTML (nbconvert, plots embedded) and their plots as PNG (``figures/<notebook>/``) go under ``--out``
 (default ``<state root>/notebooks``). The notebooks read the state only through ``drkit.service.Drkit``.
+
+The output is this script's lines only: the kernel talks over local IPC sockets (over TCP ipykernel warns
+that its traffic is unencrypted), its own stdout and stderr go to ``<out>/kernel.log``, and papermill's and
+nbconvert's log lines show only with ``--verbose``.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -35,6 +41,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, help="output folder (default: <state root>/notebooks)")
     parser.add_argument("--only", nargs="*", choices=NAMES, help="only these notebooks")
     parser.add_argument("--timeout", type=int, default=600, help="seconds a cell may run")
+    parser.add_argument("--verbose", action="store_true", help="show papermill's, nbconvert's and the kernel's lines")
     parser.add_argument(
         "--strip",
         action="store_true",
@@ -75,6 +82,26 @@ def kernel_python() -> str:
     return sys.executable if argv0 in {"python", "python3", f"python3.{sys.version_info.minor}"} else argv0
 
 
+def kernel_manager_class(log: Path | None) -> type[Any]:
+    """The kernel manager nbclient makes (and shuts down) for each notebook: IPC transport, the kernel
+    process's output appended to ``log`` (None: here)."""
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    class QuietKernel(AsyncKernelManager):  # type: ignore[misc]
+        @default("transport")
+        def _default_transport(self) -> str:
+            return "ipc"
+
+        async def _async_launch_kernel(self, kernel_cmd: list[str], **kw: Any) -> None:
+            if log is None:
+                return await super()._async_launch_kernel(kernel_cmd, **kw)
+            with open(log, "ab") as out:  # the kernel keeps its own copy of the descriptor
+                return await super()._async_launch_kernel(kernel_cmd, **{**kw, "stdout": out, "stderr": out})
+
+    return QuietKernel
+
+
 def render(args: argparse.Namespace) -> dict[str, Path]:
     import nbformat
     import papermill
@@ -113,6 +140,7 @@ def render(args: argparse.Namespace) -> dict[str, Path]:
             cwd=str(NOTEBOOKS),
             progress_bar=False,
             execution_timeout=args.timeout,
+            kernel_manager_class=kernel_manager_class(None if args.verbose else out / "kernel.log"),
         )
         body, _ = HTMLExporter().from_notebook_node(nbformat.read(executed, as_version=4))
         html[name] = out / f"{name}.html"
@@ -130,6 +158,8 @@ def main(argv: list[str]) -> int:
         import papermill
     except ImportError:
         sys.exit("render-notebooks: papermill is missing: run scripts/setup")
+    # papermill's and nbconvert's own lines (an unknown parameter, alt text missing on a plot) are for --verbose.
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.ERROR, format="%(name)s: %(message)s")
     try:
         html = render(args)
     except papermill.PapermillExecutionError as exc:

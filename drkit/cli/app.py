@@ -1,8 +1,10 @@
 """``drkit``: the Typer application and its error handling.
 
 Every user error is a :class:`drkit.errors.DrkitError`: the CLI prints one red line (or a JSON
-object with ``--output json``) and exits with the error's code. A traceback is shown only with
-``--debug``, and never with local variables (they may hold secrets).
+object with ``--output json``) and exits with the error's code, then the log files under the state root
+this command wrote to (``logs: PATH``: the Spark JVM's output, the libraries' lines). A traceback is shown
+only with ``--debug``, and never with local variables (they may hold secrets). The terminal shows drkit's own
+lines only, unless ``--verbose`` or ``DRKIT_LOG=debug`` (drkit.cli.logs).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import typer
 
 from drkit._version import __version__
 from drkit.cli import config_cmd
-from drkit.cli.console import Output, error, json_stdout
+from drkit.cli.console import Output, error, json_stdout, note
+from drkit.cli.logs import LogSetup
 from drkit.cli.options import FacadeFactory, Invocation
 from drkit.errors import DrkitError
 
@@ -42,10 +45,18 @@ def _root(
     ctx: typer.Context,
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Print the version."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of errors."),
+    verbose: bool = typer.Option(
+        False,
+        "--verbose",
+        help="Show every log line on the terminal: drkit's debug lines, the Kafka clients' and Spark's output "
+        "(also DRKIT_LOG=debug). By default they go to log files under the state root.",
+    ),
 ) -> None:
     # One Invocation per run: commands get their facade from it (drkit.cli.options.facade).
     invocation = ctx.ensure_object(Invocation)
     invocation.debug = debug
+    if invocation.logs is None:
+        invocation.logs = LogSetup(verbose)
 
 
 def _register() -> None:
@@ -136,6 +147,8 @@ def main(argv: list[str] | None = None, facade_factory: FacadeFactory | None = N
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        if invocation.logs is not None:
+            invocation.logs.close(keep_handlers=argv is None)  # a process of its own exits next
     sys.exit(code)
 
 
@@ -153,6 +166,7 @@ def _run(args: list[str], invocation: Invocation, output: Output) -> int:
         if invocation.debug:
             raise
         error(str(exc), output, exc.exit_code)
+        _name_logs(invocation)
         return exc.exit_code
     except typer.Exit as exc:
         return int(exc.exit_code)
@@ -185,10 +199,17 @@ def _run(args: list[str], invocation: Invocation, output: Output) -> int:
             output,
             1,
         )
+        _name_logs(invocation)
         return 1
     if result == INTERRUPTED and not invocation.reported:  # Typer turns Ctrl-C into a silent exit 130
         error("interrupted (Ctrl-C)", output, INTERRUPTED)
     return result if type(result) is int else 0
+
+
+def _name_logs(invocation: Invocation) -> None:
+    """After a failure's line: the log files this command wrote to (what the JVM and the libraries said)."""
+    for path in invocation.logs.written() if invocation.logs is not None else []:
+        note(f"logs: {path}")
 
 
 if __name__ == "__main__":

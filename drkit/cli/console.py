@@ -78,6 +78,11 @@ def error(message: str, output: Output = Output.text, code: int = 1) -> None:
     stderr.print(f"[bold red]error:[/] {escape(message)}", highlight=False, markup=True)
 
 
+def note(message: str) -> None:
+    """One plain line on stderr (what goes with an error line: where to read more)."""
+    stderr.print(escape(message), highlight=False, markup=True, soft_wrap=True)
+
+
 def _write_json(document: str) -> None:
     out = _json_out or sys.stdout
     out.write(document + "\n")

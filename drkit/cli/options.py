@@ -9,6 +9,8 @@ from pathlib import Path
 import typer
 
 from drkit.cli.console import Output
+from drkit.cli.logs import LogSetup
+from drkit.layout import StateLayout
 from drkit.service import Drkit
 
 ConfigOption = typer.Option(Path("drkit.toml"), "--config", "-c", help="Path to the drkit TOML config.")
@@ -34,11 +36,16 @@ class Invocation:
         self.debug = False
         #: The command already rendered how it ended (an interrupted apply's result): its exit code needs no line.
         self.reported = False
+        #: Where log lines go (set by the root callback: --verbose, DRKIT_LOG).
+        self.logs: LogSetup | None = None
         self._facades: dict[Path, Drkit] = {}
 
     def facade(self, config: Path) -> Drkit:
         if config not in self._facades:
             self._facades[config] = self.factory(config)
+            if self.logs is not None:
+                # The path only: the state root is checked (and created) by the commands that use it.
+                self.logs.attach(StateLayout(self._facades[config].config.state_root()))
         return self._facades[config]
 
 

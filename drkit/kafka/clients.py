@@ -1,7 +1,10 @@
 """confluent-kafka clients built from a cluster's config.
 
 Client logs go through Python logging (logger ``drkit.kafka.<alias>``) instead of stderr, so
-connection noise never drowns the CLI's output; secrets in properties are never logged.
+connection noise never drowns the CLI's output; secrets in properties are never logged. librdkafka makes
+only the lines the process's verbosity keeps (``log_level``: warning and up unless ``DRKIT_LOG=debug``);
+the CLI sends them to the state root's library log, or to the terminal with ``--verbose``
+(drkit.core.verbosity).
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
 from drkit.config import JAVA_ONLY_PROPERTIES, ClusterConfig, mask_text, secret_values
+from drkit.config.verbosity import current_plan
+from drkit.core.verbosity import LIBRDKAFKA_LOGGER
 
 #: Client properties that only the Java client (Spark's Kafka source) understands (declared with the
 #: config's validation); librdkafka rejects unknown properties, so these are left out of its clients.
@@ -36,10 +41,12 @@ class _Masking(logging.Filter):
 
 def kafka_logger(alias: str, properties: dict[str, Any]) -> logging.Logger:
     """Python logger ``drkit.kafka.<alias>`` for librdkafka's log lines of a client configured with
-    ``properties``: their secrets masked (drkit.config.secrets), warnings and up unless a level was set."""
-    logger = logging.getLogger(f"drkit.kafka.{alias}")
-    if logger.level == logging.NOTSET:
-        logger.setLevel(logging.WARNING)
+    ``properties``: their secrets masked (drkit.config.secrets). Its level is its parent's
+    (``drkit.kafka``: warnings and up unless the CLI or a caller set another)."""
+    parent = logging.getLogger(LIBRDKAFKA_LOGGER)
+    if parent.level == logging.NOTSET:
+        parent.setLevel(logging.WARNING)
+    logger = logging.getLogger(f"{LIBRDKAFKA_LOGGER}.{alias}")
     masking = next((f for f in logger.filters if isinstance(f, _Masking)), None)
     if masking is None:
         masking = _Masking()
@@ -54,6 +61,9 @@ def client_config(cluster: ClusterConfig, alias: str, **overrides: Any) -> dict[
     conf: dict[str, Any] = {"bootstrap.servers": cluster.bootstrap_servers}
     conf.update({k: v for k, v in cluster.properties.items() if not k.startswith(_JAVA_ONLY)})
     conf.update(overrides)
+    # Lines the verbosity drops are never made (librdkafka filters by ``log_level`` before it formats a line);
+    # a level set in the cluster's properties or by the caller is kept.
+    conf.setdefault("log_level", current_plan().librdkafka_property)
     conf["logger"] = kafka_logger(alias, dict(cluster.properties))
     return conf
 

@@ -4,6 +4,11 @@ Defaults suit a 2-core machine (few shuffle partitions, UI and console progress 
 snapshot partitioning); ``[spark] conf`` in the config overrides any of them. The jars come from
 drkit.runtime.artifacts (Maven Central, cached), passed as local paths so that no resolution
 happens at session start.
+
+The JVM's output is not the operator's: given a log file (the state root's ``logs/spark.log``), the JVM
+writes everything there from its launch (the launcher's notices, log4j's lines at WARN, Java stack traces,
+what Spark's Python workers print), unless the verbosity is ``debug`` (drkit.core.verbosity), which
+leaves it all on the terminal with Spark's own log4j profile.
 """
 
 from __future__ import annotations
@@ -11,20 +16,31 @@ from __future__ import annotations
 import contextlib
 import os
 import shlex
+import subprocess
 import tempfile
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from drkit.config import SparkConfig, is_secret_key, mask_text, secret_values
+from drkit.config.verbosity import current_plan
+from drkit.core.verbosity import spark_logging
 from drkit.runtime.artifacts import in_jvm_working_dir, spark_extra_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 _DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
-#: The driver's log4j2 configuration while DRKIT_SPARK_LOG_LEVEL is unset: errors only, on stderr.
+#: The driver's log4j2 configuration unless the verbosity is debug: on the JVM's stderr, no banner, at the
+#: level of the system property :data:`LEVEL_PROPERTY` (errors only without it).
 QUIET_LOG_CONFIG = Path(__file__).with_name("log4j2-quiet.properties")
+#: The JVM system property that sets the quiet configuration's root level from the JVM's start.
+LEVEL_PROPERTY = "drkit.spark.level"
+#: The operator's Spark log level (log4j's names: ERROR, WARN, INFO...), wherever the log goes.
+LEVEL_ENV = "DRKIT_SPARK_LOG_LEVEL"
+#: A Spark log file larger than this when a JVM starts is renamed ``<name>.1`` (replacing the previous one).
+LOG_ROTATE_BYTES = 10 * 1024 * 1024
 
 DEFAULTS: dict[str, str] = {
     "spark.driver.host": "127.0.0.1",
@@ -57,12 +73,12 @@ DEFAULTS: dict[str, str] = {
 
 
 def session_settings(
-    config: SparkConfig, app_name: str, jars: list[str], quiet: bool = False
+    config: SparkConfig, app_name: str, jars: list[str], quiet: bool = False, level: str = "error"
 ) -> tuple[dict[str, str], dict[str, str]]:
     """(launch, secret): the settings the JVM may be started with, and those it must get afterwards.
 
-    ``quiet``: the driver logs errors only from its start (:data:`QUIET_LOG_CONFIG`), unless the
-    settings name a log4j configuration of their own.
+    ``quiet``: the driver logs at ``level`` from its start, without Spark's banner (:data:`QUIET_LOG_CONFIG`),
+    unless the settings name a log4j configuration of their own.
 
     PySpark starts its JVM with spark-submit and passes every setting it has then as ``--conf k=v`` on
     the command line, which any local user can read (``ps``). Secrets (by key, inside a value such as
@@ -74,41 +90,80 @@ def session_settings(
         options = settings.get(_DRIVER_JAVA_OPTIONS, "")
         if "log4j2.configurationFile" not in options and "log4j.configurationFile" not in options:
             # Set at the JVM's start (spark-submit's driver options): Spark's banner comes before setLogLevel.
-            settings[_DRIVER_JAVA_OPTIONS] = f"-Dlog4j2.configurationFile={QUIET_LOG_CONFIG} {options}".strip()
+            quiet_options = f"-Dlog4j2.configurationFile={QUIET_LOG_CONFIG} -D{LEVEL_PROPERTY}={level.lower()}"
+            settings[_DRIVER_JAVA_OPTIONS] = f"{quiet_options} {options}".strip()
     secrets = secret_values(config.conf)
     secret = {k: v for k, v in settings.items() if is_secret_key(k) or mask_text(v, secrets) != v}
     return {k: v for k, v in settings.items() if k not in secret}, secret
 
 
-def build_session(config: SparkConfig, app_name: str = "drkit") -> SparkSession:
-    """Get or create the process's Spark session; no secret reaches a command line."""
+def build_session(config: SparkConfig, app_name: str = "drkit", log_file: Path | None = None) -> SparkSession:
+    """Get or create the process's Spark session; no secret reaches a command line.
+
+    ``log_file``: where the JVM's output goes (appended), unless the verbosity is debug. Without one, the JVM
+    shares the process's stderr and logs errors only (a test's or a benchmark's session).
+    """
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
 
-    level = os.environ.get("DRKIT_SPARK_LOG_LEVEL")
-    launch, secret = session_settings(config, app_name, [str(p) for p in spark_extra_jars()], quiet=level is None)
+    how = spark_logging(current_plan(), log_file is not None, os.environ.get(LEVEL_ENV) or None)
+    jars = [str(p) for p in spark_extra_jars()]
+    launch, secret = session_settings(config, app_name, jars, quiet=how.quiet_profile, level=how.level)
     # Start the gateway JVM with the launch settings on its command line and the secret ones in a
     # private properties file (a secret the JVM reads at start, e.g. in extraJavaOptions, must be there
     # then); getOrCreate passes them again by py4j. A JVM already running in this process is kept.
     # Spark 4.0 leaves an empty artifacts/ folder in its JVM's working directory: launch it in drkit's own.
-    with _secret_properties(secret) as extra, in_jvm_working_dir():
+    with (
+        _secret_properties(secret) as extra,
+        in_jvm_working_dir(),
+        _jvm_output(log_file if how.to_file else None, app_name) as output,
+    ):
         launch.update(extra)
-        SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(launch.items())))
+        conf = SparkConf(loadDefaults=False).setAll(list(launch.items()))
+        gateway = None
+        if output is not None and SparkContext._gateway is None:
+            from pyspark.java_gateway import launch_gateway
+
+            gateway = launch_gateway(  # type: ignore[no-untyped-call]
+                conf, popen_kwargs={"stdout": output, "stderr": subprocess.STDOUT}
+            )
+        SparkContext._ensure_initialized(gateway=gateway, conf=conf)
     builder = SparkSession.builder
     for key, value in {**secret, **launch}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel(level or "ERROR")
-    if level is None:
+    session.sparkContext.setLogLevel(how.level)
+    if how.silence_query_errors:
         _quiet_query_errors(session)
     return session
 
 
+@contextlib.contextmanager
+def _jvm_output(log_file: Path | None, app_name: str) -> Iterator[IO[Any] | None]:
+    """The open log file the JVM is started with as its stdout and stderr (None: the process's own).
+
+    The JVM keeps its own descriptor: the file is closed here once the JVM is launched. A file that grew
+    past :data:`LOG_ROTATE_BYTES` is renamed first (a long-lived state root keeps two files at most).
+    """
+    if log_file is None:
+        yield None
+        return
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(OSError):
+        if log_file.stat().st_size > LOG_ROTATE_BYTES:
+            log_file.replace(log_file.with_name(log_file.name + ".1"))
+    with open(log_file, "ab", buffering=0) as out:
+        started = datetime.now(UTC).isoformat(timespec="seconds")
+        out.write(f"==== {started} {app_name} (pid {os.getpid()}): Spark driver JVM starting\n".encode())
+        yield out
+
+
 #: Spark loggers that print a failed streaming query's whole Java and Py4J trace to stderr. drkit reads the
 #: query's exception itself and reports it in one line (``drkit --debug`` logs the trace); the lines Spark
-#: printed first buried it. ``DRKIT_SPARK_LOG_LEVEL`` set: Spark's logs are left as they are.
+#: printed first buried it. Switched off only where they would reach the terminal: a log file keeps them,
+#: ``--verbose`` shows them, and ``DRKIT_SPARK_LOG_LEVEL`` set leaves Spark's logs as they are.
 QUERY_ERROR_LOGGERS = (
     "org.apache.spark.sql.execution.streaming.MicroBatchExecution",
     "org.apache.spark.sql.execution.streaming.StreamExecution",

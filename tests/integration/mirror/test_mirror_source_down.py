@@ -1,5 +1,6 @@
 """A mirror whose source cluster does not answer: the process's stderr holds drkit's one line and no Spark
-noise (no start-up banner, no ERROR line, no Java or Py4J trace), and it exits 4 (a cluster error).
+noise (no start-up banner, no JVM notice, no ERROR line, no Java or Py4J trace), then the log files it wrote
+to (the JVM's output is in the state root's ``logs/spark.log``), and it exits 4 (a cluster error).
 
 Once, Spark's ERROR lines and the failed query's Java stack trace came before drkit's line. The source
 here is an address nobody listens on; the target is the session's cluster B. The client timeouts are
@@ -17,7 +18,7 @@ from support.kafka_io import unique
 
 #: Nothing listens on port 1: connections are refused at once.
 NOBODY = "127.0.0.1:1"
-#: Lines the JVM itself prints on start (not log4j; no setting of Spark's removes it).
+#: A line the JVM itself prints on start (not log4j; no setting of Spark's removes it): in the Spark log.
 JVM_NOTICE = "WARNING: Using incubator modules"
 
 
@@ -46,7 +47,12 @@ def test_a_mirror_whose_source_is_down_prints_only_drkits_line(clusters: dict[st
     assert len(errors) == 1, lines
     assert f"source cluster A ({NOBODY}) cannot be read" in errors[0], errors[0]
     assert "drkit failover --flow 'A->B'" in errors[0]
-    # Everything else is drkit's own warnings about the flow (its topology follower saw A down), or the JVM's notice.
-    noise = [ln for ln in lines if ln not in errors and not ln.startswith(("flow A->B: ", JVM_NOTICE))]
+    # Then the logs it wrote to: the Spark log holds what the JVM said.
+    spark_log = tmp_path / "state" / "logs" / "spark.log"
+    assert f"logs: {spark_log}" in lines, lines
+    jvm = spark_log.read_text()
+    assert JVM_NOTICE in jvm or " WARN NativeCodeLoader" in jvm, jvm[-2000:]
+    # Everything else is drkit's own warnings about the flow (its topology follower saw A down).
+    noise = [ln for ln in lines if ln not in errors and not ln.startswith(("flow A->B: ", "logs: "))]
     assert noise == [], "\n".join(noise[:30])
     assert done.stdout == ""

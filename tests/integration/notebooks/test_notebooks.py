@@ -133,6 +133,11 @@ def test_notebooks_run_on_real_state(
     )
     assert proc.returncode == 0, f"{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
     print(f"state made and notebooks rendered in {time.monotonic() - started:.0f}s")
+    # The script's own lines only: no kernel warning (IPC, not TCP; the kernel's output is in kernel.log), no
+    # papermill or nbconvert line.
+    assert proc.stderr == "", proc.stderr[-3000:]
+    own = [f"executing notebooks/{name}.ipynb ..." for name in FIGURES] + [f"{n}: {out / n}.html" for n in FIGURES]
+    assert sorted(proc.stdout.splitlines()) == sorted(own), proc.stdout
 
     for name, figures in FIGURES.items():
         executed = json.loads((out / f"{name}.ipynb").read_text())

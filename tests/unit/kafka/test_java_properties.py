@@ -100,7 +100,7 @@ def test_librdkafka_log_lines_go_through_python_logging_masked_at_warning_and_up
         },
     )
     logger = client_config(cluster, "Z")["logger"]
-    assert logger.name == "drkit.kafka.Z" and logger.level == logging.WARNING
+    assert logger.name == "drkit.kafka.Z" and logger.getEffectiveLevel() == logging.WARNING
     with caplog.at_level(logging.DEBUG, logger="drkit.kafka.Z"):
         logger.log(logging.ERROR, "%s|%s", "FAIL", "SASL auth with sasl.password=hunter2-pw failed")
         logger.warning("oauth: clientSecret=oauth-s3cret refused; raw hunter2-pw and oauth-s3cret")
