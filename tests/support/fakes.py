@@ -56,7 +56,11 @@ class FakeCluster:
     batches: list[list[str]] = field(default_factory=list)
     after_commit: Callable[[str], None] | None = None
 
+    #: Questions asked of this cluster (every method counts, answered or not).
+    asked: int = 0
+
     def _check(self) -> None:
+        self.asked += 1
         if not self.reachable:
             raise ClusterError(f"cluster {self.alias} is unreachable: fake")
 
