@@ -673,12 +673,23 @@ def _take_away(kafka: Any, aliases: tuple[str, ...], how: str) -> None:
 
 
 def _give_back(kafka: Any, aliases: tuple[str, ...], how: str) -> float:
+    from drkit.errors import DrkitError
+
     started = time.monotonic()
     for alias in aliases:
-        if how == "down":
-            kafka.start(alias)
-        elif kafka.thaw(alias):
-            kafka.wait_ready(alias, time.monotonic() + 120)
+        if how == "frozen":
+            if kafka.thaw(alias):
+                kafka.wait_ready(alias, time.monotonic() + 120)
+            continue
+        for attempt in (1, 2, 3):  # on a loaded machine a restarted broker has been seen to exit at once
+            try:
+                kafka.start(alias)
+                break
+            except DrkitError as exc:
+                log(f"restarting {alias} failed (attempt {attempt}): {str(exc).splitlines()[0]}")
+                if attempt == 3:
+                    raise
+                time.sleep(5)
     return round(time.monotonic() - started, 1)
 
 
