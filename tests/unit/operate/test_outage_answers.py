@@ -103,9 +103,7 @@ def test_failover_without_the_source_applies_and_takes_the_rpo_from_the_last_obs
 
 
 @pytest.mark.parametrize("down", [("B",), ("A", "B")])
-def test_failover_without_the_target_stops_before_anything_is_asked_or_written(
-    w: World, down: tuple[str, ...]
-) -> None:
+def test_failover_without_the_target_stops_before_anything_is_asked_or_written(w: World, down: tuple[str, ...]) -> None:
     gone(w, *down)
     with pytest.raises(ClusterError, match=r"^failover A->B: cluster B is unreachable") as caught:
         failover(w.context, FailoverRequest("A->B", ["billing"], apply=True))
