@@ -38,6 +38,15 @@ What it does, in a fresh state folder:
    the top costs go into the JSON. Every command's import time (``-X importtime``, one process each)
    goes into ``imports``.
 
+8. Phase ``clusters_down`` (issue 26; ``--phases clusters_down``, runs last): each outage of ``--outages`` in
+   turn takes clusters away, ``down`` (the broker stopped: connections refused) or ``frozen`` (SIGSTOP:
+   connections accepted, nothing answered), for the source (A), the target (B) or both; ``status``,
+   ``offsets``, ``failover`` (dry run and apply) and ``failback`` run ``--repeats`` times each, commands
+   alternating, each run checked against the exit code drkit must give (``OUTAGE_EXPECTED``), with the
+   1-minute load average; the clusters come back (and are ready) before the next outage. Target: every
+   command under 3 s with a cluster stopped. ``--drkit-path DIR`` runs the CLI processes with drkit from
+   another checkout (``git archive <commit> drkit | tar -x -C DIR``): the "before" of a change, same script.
+
 Peak memory: the CLI process tree is sampled from ``/proc`` every 0.2 s (psutil is not in the
 venv): ``tree_peak_rss_mb`` is the largest sum of the tree's RSS seen at one instant,
 ``python_maxrss_mb`` the CLI process's own peak from ``wait4``.
@@ -54,6 +63,8 @@ Example::
 
     .venv/bin/python scripts/bench_operator.py --quick           # an hour of syncs, 100 groups
     .venv/bin/python scripts/bench_operator.py --out /tmp/bench_operator.json   # a day, 1,000 groups
+    .venv/bin/python scripts/bench_operator.py --phases clusters_down --sync-batches 600 --groups 20 \
+        --group-partitions 2 --partitions 4 --freshness-commits 0 --profile '' --repeats 3   # outages
 """
 
 from __future__ import annotations
