@@ -10,6 +10,7 @@ have not moved, so two applies never interleave on a group and none silently rew
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import socket
 import threading
@@ -102,7 +103,15 @@ def failover(ctx: OperateContext, request: FailoverRequest, confirm: Confirm | N
     # for the RPO, measured meanwhile; the target must answer (drkit.core.reach).
     reaches = probing(ctx, (flow.source, flow.target))
     measured = background.started(measure_rpo, ctx, flow, reaches)
-    _, names, plan, admin = _failover_plan(ctx, request, started, reaches)
+    try:
+        _, names, plan, admin = _failover_plan(ctx, request, started, reaches)
+    except BaseException:
+        # The measure reads the syncs (delta-rs, pyarrow) in its thread: a command that ends while native code
+        # runs in a thread ends in a segfault at the interpreter's exit (seen with the target refused, when the
+        # refusal comes first). It costs little: the probe has answered, a source gone is not asked again.
+        with contextlib.suppress(Exception):
+            measured.result()
+        raise
     rpo = measured.result()
     as_of = request.as_of.isoformat() if request.as_of else None
     return _finish(ctx, plan, names, as_of, request.apply, confirm, admin, started, rpo)

@@ -6,6 +6,7 @@ committed offsets comes from the stores and the state folder.
 
 from __future__ import annotations
 
+import contextlib
 from concurrent.futures import Future
 from datetime import datetime
 
@@ -81,9 +82,16 @@ def flow_status(ctx: OperateContext, flow: FlowConfig, reaches: Future[dict[str,
     # pyarrow read without the interpreter's lock) while the clusters are probed, then the clusters that
     # answered, both at the same time.
     recorded_read = background.started(ctx.checkpoints.latest, flow.name)
-    progress = ctx.syncs.progress(flow.name)
-    last_run = ctx.runs.last_run(flow.name)
-    checked_at, issues = MirrorFiles(ctx.layout).findings(flow.name)
+    try:
+        progress = ctx.syncs.progress(flow.name)
+        last_run = ctx.runs.last_run(flow.name)
+        checked_at, issues = MirrorFiles(ctx.layout).findings(flow.name)
+    except BaseException:
+        # A command must not end while delta-rs or pyarrow runs in a thread (a segfault at the interpreter's
+        # exit): the other table's read is waited for before the error goes up.
+        with contextlib.suppress(Exception):
+            recorded_read.result()
+        raise
     reach = reaches.result()
     source_up, target_up = reach[flow.source].reachable, reach[flow.target].reachable
     selector = ctx.config.topic_selector(flow)
@@ -169,17 +177,20 @@ def group_offsets(
         if reach[flow.source].reachable
         else None
     )
-    on_target = {
-        (c.topic, c.partition): c.offset
-        for c in ctx.clusters.admin(flow.target).committed_offsets(group)
-        if c.offset >= 0
-    }
-    live: dict[tuple[str, int], int] | None = None
-    if on_source is not None:
-        try:
-            live = {(c.topic, c.partition): c.offset for c in on_source.result() if c.offset >= 0}
-        except ClusterError:
-            live = None
+    try:
+        on_target = {
+            (c.topic, c.partition): c.offset
+            for c in ctx.clusters.admin(flow.target).committed_offsets(group)
+            if c.offset >= 0
+        }
+    finally:
+        # Never end the command while the source's answer is pending in the client library's thread.
+        live: dict[tuple[str, int], int] | None = None
+        if on_source is not None:
+            try:
+                live = {(c.topic, c.partition): c.offset for c in on_source.result() if c.offset >= 0}
+            except ClusterError:
+                live = None
     last_run = ctx.runs.last_run(flow.name) if as_of is None and version is None else None
     confirmed = None if last_run is None else last_run.confirmed_at(group)
     rows = group_offset_rows(recorded, ranges, live, on_target, ctx.now_ms(), confirmed)
