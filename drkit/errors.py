@@ -21,13 +21,16 @@ class DrkitError(Exception):
     """Base of every error drkit reports to a user."""
 
     exit_code = 1
+    names_logs = True
 
 
 class ConfigError(DrkitError):
+    names_logs = False
     exit_code = 2
 
 
 class RefusedError(DrkitError):
+    names_logs = False
     exit_code = 3
 
 
@@ -40,6 +43,7 @@ class MirrorError(DrkitError):
 
 
 class StoreError(DrkitError):
+    names_logs = False
     exit_code = 6
 
 

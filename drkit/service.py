@@ -444,10 +444,13 @@ class Drkit:
         self, group: str, flow: str | None = None, as_of: datetime | None = None, version: int | None = None
     ) -> OffsetsReport:
         """A group's offsets in each flow: source committed, checkpointed, translated now, on the target."""
+        from drkit.operate.reach import probing
         from drkit.operate.status import group_offsets
 
         flows = self.config.flows_named(flow)
-        return OffsetsReport(tuple(group_offsets(self.context, f.name, group, as_of, version) for f in flows))
+        # Every cluster of the flows probed once, all at once, however many flows share it.
+        reaches = probing(self.context, (a for f in flows for a in (f.source, f.target)))
+        return OffsetsReport(tuple(group_offsets(self.context, f.name, group, as_of, version, reaches) for f in flows))
 
     def history(self, flow: str | None = None, limit: int = 20) -> History:
         """The audit trail of failovers and failbacks (dry runs included), newest first: one record per

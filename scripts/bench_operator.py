@@ -38,6 +38,15 @@ What it does, in a fresh state folder:
    the top costs go into the JSON. Every command's import time (``-X importtime``, one process each)
    goes into ``imports``.
 
+8. Phase ``clusters_down`` (issue 26; ``--phases clusters_down``, runs last): each outage of ``--outages`` in
+   turn takes clusters away, ``down`` (the broker stopped: connections refused) or ``frozen`` (SIGSTOP:
+   connections accepted, nothing answered), for the source (A), the target (B) or both; ``status``,
+   ``offsets``, ``failover`` (dry run and apply) and ``failback`` run ``--repeats`` times each, commands
+   alternating, each run checked against the exit code drkit must give (``OUTAGE_EXPECTED``), with the
+   1-minute load average; the clusters come back (and are ready) before the next outage. Target: every
+   command under 3 s with a cluster stopped. ``--drkit-path DIR`` runs the CLI processes with drkit from
+   another checkout (``git archive <commit> drkit | tar -x -C DIR``): the "before" of a change, same script.
+
 Peak memory: the CLI process tree is sampled from ``/proc`` every 0.2 s (psutil is not in the
 venv): ``tree_peak_rss_mb`` is the largest sum of the tree's RSS seen at one instant,
 ``python_maxrss_mb`` the CLI process's own peak from ``wait4``.
@@ -54,6 +63,8 @@ Example::
 
     .venv/bin/python scripts/bench_operator.py --quick           # an hour of syncs, 100 groups
     .venv/bin/python scripts/bench_operator.py --out /tmp/bench_operator.json   # a day, 1,000 groups
+    .venv/bin/python scripts/bench_operator.py --phases clusters_down --sync-batches 600 --groups 20 \
+        --group-partitions 2 --partitions 4 --freshness-commits 0 --profile '' --repeats 3   # outages
 """
 
 from __future__ import annotations
@@ -112,6 +123,49 @@ TARGETS = {
 BEFORE_ISSUE_23 = {"status": 5.6, "failover_group_apply": 16.8, "failover_all_apply": 18.6}
 FRESHNESS_TARGET_P99 = 5.0
 
+#: Phase ``clusters_down`` (issue 26): the operator commands while clusters are gone. Each outage names the
+#: clusters it takes away and how: ``down`` stops the broker (connections refused, as after a crash or a
+#: stop), ``frozen`` SIGSTOPs it (connections accepted, nothing answered, as across a network partition).
+OUTAGES: dict[str, tuple[tuple[str, ...], str]] = {
+    "source_down": (("A",), "down"),
+    "target_down": (("B",), "down"),
+    "both_down": (("A", "B"), "down"),
+    "source_frozen": (("A",), "frozen"),
+    "target_frozen": (("B",), "frozen"),
+    "both_frozen": (("A", "B"), "frozen"),
+}
+#: The commands timed in each outage (``{group}``: a group with checkpoints, failed over and back).
+OUTAGE_COMMANDS: dict[str, list[str]] = {
+    "status": ["status", "--flow", FLOW],
+    "offsets_group": ["offsets", "--flow", FLOW, "--group", "{group}"],
+    "failover_group_dry_run": ["failover", "--flow", FLOW, "--group", "{group}"],
+    "failover_group_apply": ["failover", "--flow", FLOW, "--group", "{group}", "--apply", "--yes"],
+    "failback_group_dry_run": ["failback", "--flow", FLOW, "--group", "{group}"],
+}
+#: The exit code each command must give with the source gone (A) and with the target gone (B, or both):
+#: the verdicts of drkit.core.reach and drkit.core.status. Status: 22 source unreachable, 25 target
+#: unreachable (also with both gone: nowhere to fail over to is the worse); failover does without the
+#: source (its RPO from the last observation) and stops without the target (4); failback needs both (4);
+#: offsets shows the source's column as unknown and stops without the target (4).
+OUTAGE_EXPECTED: dict[str, dict[str, int]] = {
+    "source": {
+        "status": 22,
+        "offsets_group": 0,
+        "failover_group_dry_run": 0,
+        "failover_group_apply": 0,
+        "failback_group_dry_run": 4,
+    },
+    "target": {
+        "status": 25,
+        "offsets_group": 4,
+        "failover_group_dry_run": 4,
+        "failover_group_apply": 4,
+        "failback_group_dry_run": 4,
+    },
+}
+#: Issue 26's target: every command answers within this with a cluster stopped (idle machine, whole process).
+OUTAGE_TARGET_SECONDS = 3.0
+
 
 def log(message: str) -> None:
     print(f"[bench_operator {datetime.now(UTC):%H:%M:%S}] {message}", file=sys.stderr, flush=True)
@@ -129,7 +183,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--checkpoint-versions", type=int, default=3, help="versions of checkpoint history")
     p.add_argument("--repeats", type=int, default=None, help="runs per command and phase (default 3)")
     p.add_argument("--commands", default=",".join(COMMANDS), help="comma-separated subset of the commands")
-    p.add_argument("--phases", default=",".join(PHASES), help=f"comma-separated: {', '.join(PHASES)}")
+    p.add_argument(
+        "--phases",
+        default=",".join(PHASES),
+        help=f"comma-separated: {', '.join(PHASES)}, clusters_down (stops and freezes the clusters; runs last)",
+    )
+    p.add_argument("--outages", default=",".join(OUTAGES), help=f"clusters_down: comma-separated {', '.join(OUTAGES)}")
+    p.add_argument("--outage-commands", default=",".join(OUTAGE_COMMANDS), help="clusters_down: comma-separated subset")
+    p.add_argument(
+        "--drkit-path",
+        type=Path,
+        default=None,
+        help="run the CLI processes with drkit imported from this checkout (to time an earlier commit)",
+    )
     p.add_argument("--freshness-commits", type=int, default=None, help="commits per freshness run (default 50)")
     p.add_argument(
         "--freshness-intervals",
@@ -474,9 +540,15 @@ def _kill_children() -> None:
         CHILDREN.discard(pid)
 
 
+#: Set from --drkit-path: the checkout the CLI processes import drkit from (None: this one).
+DRKIT_PATH: Path | None = None
+
+
 def cli_env() -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("PYTHONUNBUFFERED", "1")
+    if DRKIT_PATH is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(DRKIT_PATH), *filter(None, [env.get("PYTHONPATH")])])
     return env
 
 
@@ -546,14 +618,16 @@ def digest(name: str, stdout: str) -> dict[str, Any]:
             "verdict": data.get("verdict"),
             "partitions": sum(len(f.get("partitions", [])) for f in flows),
             "groups": sum(len(f.get("groups", [])) for f in flows),
+            "unreachable": sorted({line for f in flows for line in f.get("unreachable", [])}),
         }
-    if name.startswith("failover"):
+    if name.startswith(("failover", "failback")):
         plan = data.get("plan", {})
         return {
             "json": True,
             "status": data.get("status"),
             "moves": len(plan.get("moves", [])),
             "refusals": len(plan.get("refusals", [])),
+            "rpo_source_ends_from": (data.get("rpo") or {}).get("source_ends_from"),
             "verified_groups": len(data.get("verified", {})),
             "first_refusal": (plan.get("refusals") or [{}])[0].get("detail"),
         }
@@ -594,6 +668,95 @@ def measure_phase(args: argparse.Namespace, cfg: Path, phase: str, commands: lis
             "load1": [r["load1"] for r in rs],
             "peak_tree_rss_mb": max(r["tree_peak_rss_mb"] for r in rs),
             "runs": rs,
+        }
+    return out
+
+
+# -- clusters down (issue 26) ---------------------------------------------------------------------
+
+
+def _take_away(kafka: Any, aliases: tuple[str, ...], how: str) -> None:
+    for alias in aliases:
+        if how == "down":
+            kafka.stop(alias)  # SIGTERM, waited for: nothing listens on its port afterwards
+        else:
+            kafka.freeze(alias)
+
+
+def _give_back(kafka: Any, aliases: tuple[str, ...], how: str) -> float:
+    from drkit.errors import DrkitError
+
+    started = time.monotonic()
+    for alias in aliases:
+        if how == "frozen":
+            if kafka.thaw(alias):
+                kafka.wait_ready(alias, time.monotonic() + 120)
+            continue
+        for attempt in (1, 2, 3):  # on a loaded machine a restarted broker has been seen to exit at once
+            try:
+                kafka.start(alias)
+                break
+            except DrkitError as exc:
+                log(f"restarting {alias} failed (attempt {attempt}): {str(exc).splitlines()[0]}")
+                if attempt == 3:
+                    raise
+                time.sleep(5)
+    return round(time.monotonic() - started, 1)
+
+
+def measure_outages(args: argparse.Namespace, cfg: Path, kafka: Any) -> dict[str, Any]:
+    """Each outage of ``--outages`` in turn: the clusters taken away, every command of ``--outage-commands``
+    ``--repeats`` times (commands alternating), the clusters given back (and ready) before the next."""
+    group = group_name(0)
+    commands = [c.strip() for c in args.outage_commands.split(",") if c.strip()]
+    unknown = set(commands) - set(OUTAGE_COMMANDS)
+    if unknown:
+        raise SystemExit(f"unknown outage commands: {sorted(unknown)}; choose from {list(OUTAGE_COMMANDS)}")
+    out: dict[str, Any] = {}
+    for outage in [o.strip() for o in args.outages.split(",") if o.strip()]:
+        aliases, how = OUTAGES[outage]
+        expected = OUTAGE_EXPECTED["target" if "B" in aliases else "source"]
+        load_before = [round(x, 2) for x in os.getloadavg()]
+        log(f"clusters_down {outage}: {how} {', '.join(aliases)}")
+        _take_away(kafka, aliases, how)
+        runs: dict[str, list[dict[str, Any]]] = {c: [] for c in commands}
+        try:
+            for rep in range(args.repeats):
+                for name in commands:
+                    argv = [a.replace("{group}", group) for a in OUTAGE_COMMANDS[name]]
+                    r = run_cli(cfg, argv, args.timeout)
+                    facts = digest(name, r.pop("stdout"))
+                    ok = r["exit_code"] == expected[name]
+                    record = {"rep": rep + 1, **r, "expected_exit": expected[name], "ok": ok, "output": facts}
+                    if ok:
+                        record.pop("stderr_tail")
+                    runs[name].append(record)
+                    log(
+                        f"{outage} {name:24s} #{rep + 1}: {r['seconds']:7.2f} s exit {r['exit_code']}"
+                        f"{'' if ok else ' (UNEXPECTED)'} load {r['load1']}"
+                    )
+        finally:
+            restored = _give_back(kafka, aliases, how)
+        out[outage] = {
+            "clusters": list(aliases),
+            "how": how,
+            "load_average_before": load_before,
+            "restore_seconds": restored,
+            "commands": {
+                name: {
+                    "command": "drkit " + " ".join(OUTAGE_COMMANDS[name]).replace("{group}", group),
+                    "median_seconds": round(statistics.median(r["seconds"] for r in rs), 2),
+                    "max_seconds": max(r["seconds"] for r in rs),
+                    "seconds": [r["seconds"] for r in rs],
+                    "expected_exit": expected[name],
+                    "exit_codes": [r["exit_code"] for r in rs],
+                    "all_ok": all(r["ok"] for r in rs),
+                    "load1": [r["load1"] for r in rs],
+                    "output": rs[-1]["output"],
+                    "runs": rs,
+                }
+                for name, rs in runs.items()
+            },
         }
     return out
 
@@ -849,6 +1012,28 @@ def markdown(report: dict[str, Any]) -> str:
                 f"\nfreshness (interval {f['interval']}): p50 {f['p50_seconds']} s, p99 {f['p99_seconds']} s, "
                 f"max {f['max_seconds']} s over {f['seen']} commits"
             )
+    down = report.get("clusters_down", {})
+    if down:
+        outages = list(down)
+        lines.append(
+            "\n| command (clusters down: median, max; exit) | "
+            + " | ".join(o.replace("_", " ") for o in outages)
+            + " |"
+        )
+        lines.append("|" + " --- |" * (len(outages) + 1))
+        for name, argv in OUTAGE_COMMANDS.items():
+            cells = []
+            for o in outages:
+                m = down[o]["commands"].get(name)
+                if m is None:
+                    cells.append("")
+                    continue
+                flag = "" if m["all_ok"] else f" UNEXPECTED {m['exit_codes']}"
+                cells.append(f"{m['median_seconds']} s, {m['max_seconds']} s; {m['expected_exit']}{flag}")
+            label = " ".join(argv).replace(f" --flow {FLOW}", "").replace("{group}", "G")
+            lines.append(f"| `{label}` | " + " | ".join(cells) + " |")
+        loads = ", ".join(f"{o} {down[o]['load_average_before'][0]}" for o in outages)
+        lines.append(f"\n1-minute load average as each outage began: {loads}")
     return "\n".join(lines)
 
 
@@ -872,6 +1057,16 @@ def targets(report: dict[str, Any]) -> dict[str, Any]:
                 "met": m["all_ok"] and m["median_seconds"] < limit,
                 "load1": m["load1"],
             }
+    for outage, data in report.get("clusters_down", {}).items():
+        if data["how"] != "down":
+            continue  # a frozen cluster costs its probe timeout by design: measured, not a target
+        for name, m in data["commands"].items():
+            out[f"clusters_down.{outage}.{name}"] = {
+                "target_seconds": OUTAGE_TARGET_SECONDS,
+                "max_seconds": m["max_seconds"],
+                "met": m["all_ok"] and m["max_seconds"] < OUTAGE_TARGET_SECONDS,
+                "load1": m["load1"],
+            }
     for f in report.get("freshness", []):
         if f.get("interval") == "default" and f.get("p99_seconds") is not None:
             out["freshness_default.p99"] = {
@@ -882,9 +1077,9 @@ def targets(report: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def git_facts() -> dict[str, Any]:
+def git_facts(repo: Path | None = None) -> dict[str, Any]:
     def git(*a: str) -> str:
-        return subprocess.run(["git", *a], capture_output=True, text=True, cwd=REPO, check=False).stdout
+        return subprocess.run(["git", *a], capture_output=True, text=True, cwd=repo or REPO, check=False).stdout
 
     return {
         "commit": git("rev-parse", "--short", "HEAD").strip(),
@@ -910,6 +1105,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         raise SystemExit(f"unknown commands: {sorted(unknown)}; choose from {list(COMMANDS)}")
     phases = [p.strip() for p in args.phases.split(",") if p.strip()]
+    global DRKIT_PATH
+    DRKIT_PATH = args.drkit_path.resolve() if args.drkit_path else None
     tmp = tempfile.mkdtemp(prefix="drkit-bench-operator-")
     state = (args.state or Path(tmp)).resolve()
     state.mkdir(parents=True, exist_ok=True)
@@ -924,6 +1121,9 @@ def main(argv: list[str] | None = None) -> int:
         "bench": "operator",
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "git": git_facts(),
+        "cli_drkit": str(DRKIT_PATH or REPO),
+        "cli_drkit_commit": git_facts(DRKIT_PATH)["commit"] if DRKIT_PATH else None,
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
     }
     try:
         log(f"state {state}; starting clusters A, B on {args.base_port}/{args.base_port + 10}")
@@ -1006,6 +1206,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"max {f.get('max_seconds')}"
             )
             report["freshness"].append(f)
+            dump()
+        if "clusters_down" in phases:
+            report["clusters_down"] = measure_outages(args, cfg, kafka)
             dump()
         report["targets"] = targets(report)
     finally:

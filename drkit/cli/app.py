@@ -166,7 +166,8 @@ def _run(args: list[str], invocation: Invocation, output: Output) -> int:
         if invocation.debug:
             raise
         error(str(exc), output, exc.exit_code)
-        _name_logs(invocation)
+        if exc.names_logs:
+            _name_logs(invocation)
         return exc.exit_code
     except typer.Exit as exc:
         return int(exc.exit_code)

@@ -61,6 +61,8 @@ def _render_status(report: StatusReport) -> Iterable[RenderableType]:
         )
         if f.groups:
             yield table("checkpoints", ["group", "age s"], [[g.group, g.checkpoint_age_seconds] for g in f.groups])
+        for line in f.unreachable:
+            yield f"[bold red]{f.flow}: {escape(line)}[/]"
         if f.target_problem:
             yield f"[bold red]{f.flow}: {escape(f.target_problem)}[/]"
         if f.topic_issues:
@@ -141,6 +143,8 @@ def _render_offsets(report: OffsetsReport) -> Iterable[RenderableType]:
                 for p in g.partitions
             ],
         )
+        for line in g.unreachable:
+            yield f"[bold red]{g.flow}: {escape(line)}[/]"
 
 
 def offsets(

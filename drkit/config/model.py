@@ -58,12 +58,23 @@ class Selection(_Model):
     exclude: list[Pattern] = Field(default_factory=list)
 
 
+#: ``[clusters.<alias>] probe_timeout_seconds`` by default: a live broker answers a metadata request in
+#: milliseconds, and status must answer within about three seconds with a cluster frozen.
+PROBE_TIMEOUT_SECONDS = 2.0
+
+
 class ClusterConfig(_Model):
     """One Kafka cluster: where it is and how clients connect to it."""
 
     bootstrap_servers: str = Field(min_length=1)
     #: librdkafka/Java-style client properties (security.protocol, sasl.*, ssl.*, ...).
     properties: dict[str, str] = Field(default_factory=dict)
+    #: Seconds an operator command (status, offsets, failover, failback) waits for this cluster's first
+    #: answer before it counts it unreachable (drkit.core.reach). Refused connections are known at once
+    #: whatever this is; it bounds the wait on a broker that accepts connections and does not answer (frozen,
+    #: partitioned). A first answer takes about eight round trips over SASL_SSL: raise it for a distant or
+    #: overloaded cluster that answers slower than this.
+    probe_timeout_seconds: float = Field(default=PROBE_TIMEOUT_SECONDS, ge=0.1, le=300)
 
     @field_validator("bootstrap_servers")
     @classmethod

@@ -18,6 +18,7 @@ from drkit.core.groups import GroupState
 from drkit.core.heartbeat import HeartbeatCopy
 from drkit.core.offsets import SyncRange
 from drkit.core.origin import TargetTail
+from drkit.core.reach import Reach
 
 #: (topic, partition)
 TopicPartition = tuple[str, int]
@@ -87,6 +88,11 @@ class Clusters(Protocol):
     """Hands out the admin of a configured cluster; ``probe`` gives a short timeout (the source side)."""
 
     def admin(self, alias: str, probe: bool = False) -> ClusterAdmin: ...
+
+    def reach(self, aliases: Iterable[str]) -> dict[str, Reach]:
+        """Whether each cluster answers now (drkit.core.reach), all asked at once, each within its probe
+        timeout: an operator command's first question, so it asks nothing more of one that does not."""
+        ...
 
 
 class SyncReader(Protocol):

@@ -188,6 +188,8 @@ class FlowStatus:
     topic_issues: tuple[TopicIssue, ...] = ()
     #: ... made this long ago (None: the mirror never reconciled this flow's topology).
     topology_age_seconds: float | None = None
+    #: One line per cluster of the flow that did not answer its probe, and why (drkit.core.reach).
+    unreachable: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -365,9 +367,16 @@ class GroupOffsets:
     flow: str
     group: str
     partitions: tuple[GroupOffsetRow, ...]
+    #: One line per cluster of the flow that did not answer (drkit.core.reach): its columns are unknown.
+    unreachable: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return {"flow": self.flow, "group": self.group, "partitions": [asdict(p) for p in self.partitions]}
+        return {
+            "flow": self.flow,
+            "group": self.group,
+            "partitions": [asdict(p) for p in self.partitions],
+            "unreachable": list(self.unreachable),
+        }
 
 
 def group_offset_rows(

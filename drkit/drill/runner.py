@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -179,8 +180,23 @@ class DrillRunner:
                     raise RefusedError(f"the drill's member of {w.group} could not join on {self.flow.target}")
             self.on_phase(DrillPhase.DISASTER, spec.drill.disaster.value)
             disaster = self._disaster(jobs)
-            producer.finish(10)
-            consumer.finish(30)
+
+            # The workload winds down while drkit detects and fails over, as applications do not wait for
+            # the operator: the producer's flush towards a dead source (its message timeout) is not drkit's
+            # detection time. Joined before anything reads its records or the source comes back. A source
+            # that stays up (stop_mirror) still takes the group's commits: its consumers stop first, so the
+            # translator, stopped after the detection, has seen their last commit.
+            source_gone = spec.drill.disaster.needs_local_source
+            if not source_gone:
+                consumer.finish(30)
+
+            def wind_down() -> None:
+                producer.finish(10)
+                if source_gone:
+                    consumer.finish(30)
+
+            winding = threading.Thread(target=wind_down, name="drkit-drill-wind-down", daemon=True)
+            winding.start()
             self.on_phase(DrillPhase.DETECT, "drkit status")
             detected = self._detect()
             self._stop_jobs(jobs, wait=False)  # the mirror has nothing left to copy; not part of the RTO
@@ -199,8 +215,10 @@ class DrillRunner:
                 resumed.start()
                 self._wait_idle(resumed)
                 resumed.finish(30)
+                winding.join()  # the source's records are final before the source comes back
                 if spec.drill.failback:
                     failback, failback_refused = self._failback_leg(back)
+            winding.join()
         self.on_phase(DrillPhase.VERIFY, "every record, one by one")
         mirrored = copies(self.target, self.flow.target, self.target_topic, self.tag)
         accounting = account(

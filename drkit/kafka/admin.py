@@ -20,6 +20,7 @@ from drkit.core.checkpoints import CommittedOffset
 from drkit.core.groups import GroupState, Member
 from drkit.core.heartbeat import HeartbeatCopy, created_ms_of
 from drkit.core.origin import TAIL_READ_LIMIT, TailRecord, TargetTail, origin_of
+from drkit.core.reach import Reach
 from drkit.errors import AccessDenied, ClusterError
 from drkit.kafka import clients, topics
 from drkit.kafka.authz import Operation, denied
@@ -57,6 +58,12 @@ class KafkaAdmin:
             if self._client is None:
                 self._client = clients.admin(self._cluster, self._alias, timeout_ms=int(self.timeout * 1000))
             return self._client
+
+    def adopt(self, client: AdminClient) -> None:
+        """Ask on ``client`` (a probe's, connected and configured for this cluster) unless a client exists."""
+        with self._client_lock:
+            if self._client is None:
+                self._client = client
 
     def _spread(self, requests: int) -> list[AdminClient]:
         """The clients ``requests`` requests (one per group) are spread over, round robin."""
@@ -387,6 +394,21 @@ class KafkaClusters:
                 admin = KafkaAdmin(self._config.clusters[alias], alias, PROBE_TIMEOUT if probe else TIMEOUT)
                 self._admins[(alias, probe)] = admin
             return admin
+
+    def reach(self, aliases: Iterable[str]) -> dict[str, Reach]:
+        """Whether each cluster answers, all probed at once (drkit.kafka.probe): the slowest probe's time,
+        never their sum. A new probe each call (a long-lived facade sees a cluster go and come back); the
+        client of a cluster that answered serves the command's questions to it."""
+        from drkit.kafka.probe import probe_all
+
+        wanted = {a: self._config.clusters[a] for a in dict.fromkeys(aliases)}
+        out: dict[str, Reach] = {}
+        for alias, (reach, client) in probe_all(wanted, TIMEOUT).items():
+            out[alias] = reach
+            if client is not None:
+                self.admin(alias).adopt(client)
+                self.admin(alias, probe=True).adopt(client)
+        return out
 
 
 def _header_list(headers: object) -> list[tuple[str, bytes | str | None]]:

@@ -10,11 +10,13 @@ have not moved, so two applies never interleave on a group and none silently rew
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import socket
 import threading
 import uuid
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NoReturn
@@ -38,12 +40,14 @@ from drkit.core.plan import (
     failover_plan,
 )
 from drkit.core.ports import ClusterAdmin, TopicPartition
+from drkit.core.reach import Command, Reach
 from drkit.core.status import RpoReport, rpo_report
 from drkit.core.translate import SyncIndex
 from drkit.errors import RefusedError, StoreError
 from drkit.layout import JobKind
 from drkit.operate.context import OperateContext
 from drkit.operate.lag import source_ends
+from drkit.operate.reach import probing, require
 from drkit.operate.targets import target_check
 from drkit.runtime import background
 from drkit.runtime.signals import stop_on_signals
@@ -94,9 +98,20 @@ def _user() -> str:
 def failover(ctx: OperateContext, request: FailoverRequest, confirm: Confirm | None = None) -> OperationResult:
     """Move groups to the flow's target at their checkpoints, re-translated with the syncs now."""
     started = ctx.clock()
-    # The source is probed (it may be gone: a probe's timeout) while the plan is made.
-    measured = background.started(measure_rpo, ctx, ctx.config.flow(request.flow))
-    _, names, plan, admin = _failover_plan(ctx, request, started)
+    flow = ctx.config.flow(request.flow)
+    # Both clusters are probed at once while the tables are read; the source (it may be gone) only
+    # for the RPO, measured meanwhile; the target must answer (drkit.core.reach).
+    reaches = probing(ctx, (flow.source, flow.target))
+    measured = background.started(measure_rpo, ctx, flow, reaches)
+    try:
+        _, names, plan, admin = _failover_plan(ctx, request, started, reaches)
+    except BaseException:
+        # The measure reads the syncs (delta-rs, pyarrow) in its thread: a command that ends while native code
+        # runs in a thread ends in a segfault at the interpreter's exit (seen with the target refused, when the
+        # refusal comes first). It costs little: the probe has answered, a source gone is not asked again.
+        with contextlib.suppress(Exception):
+            measured.result()
+        raise
     rpo = measured.result()
     as_of = request.as_of.isoformat() if request.as_of else None
     return _finish(ctx, plan, names, as_of, request.apply, confirm, admin, started, rpo)
@@ -105,13 +120,14 @@ def failover(ctx: OperateContext, request: FailoverRequest, confirm: Confirm | N
 def plan_failover(ctx: OperateContext, request: FailoverRequest) -> Plan:
     """The plan :func:`failover` would show for ``request`` (``--as-of`` included), built by the same code:
     nothing is committed, the source is not probed and nothing is written to the audit trail."""
-    return _failover_plan(ctx, request, ctx.clock())[2]
+    return _failover_plan(ctx, request, ctx.clock(), probing(ctx, (ctx.config.flow(request.flow).target,)))[2]
 
 
 def _failover_plan(
-    ctx: OperateContext, request: FailoverRequest, started: datetime
+    ctx: OperateContext, request: FailoverRequest, started: datetime, reaches: Future[dict[str, Reach]]
 ) -> tuple[FlowConfig, list[str], Plan, ClusterAdmin]:
-    """The flow, the groups, the failover plan and the target's admin: shared by failover and plan_failover."""
+    """The flow, the groups, the failover plan and the target's admin: shared by failover and plan_failover.
+    ``reaches``: the probe of the flow's clusters; a target that did not answer stops it (exit 4)."""
     flow = ctx.config.flow(request.flow)
     recorded = ctx.checkpoints.latest(flow.name, request.groups, as_of=request.as_of)
     names = request.groups or sorted({r.checkpoint.group for r in recorded})
@@ -134,6 +150,7 @@ def _failover_plan(
         )
         for r in recorded
     ]
+    require(Command.FAILOVER, flow, reaches.result())
     admin = ctx.clusters.admin(flow.target)
     topics = sorted({c.source_topic for c in checkpoints})  # only the syncs this failover translates with
     # The groups' state and offsets on the target (a request per group) are read while the syncs are.
@@ -188,11 +205,18 @@ def _tails(
     }
 
 
-def measure_rpo(ctx: OperateContext, flow: FlowConfig) -> RpoReport:
+def measure_rpo(ctx: OperateContext, flow: FlowConfig, reaches: Future[dict[str, Reach]] | None = None) -> RpoReport:
     """How much the mirror had not copied: live when the source answers, else from the freshest
-    observation of the source's ends (the mirror's per batch or the translator's per run)."""
+    observation of the source's ends (the mirror's per batch or the translator's per run). ``reaches``:
+    the probe of the source (started here when not given); one that did not answer is not asked again."""
+    if reaches is None:
+        reaches = probing(ctx, (flow.source,))
     progress = ctx.syncs.progress(flow.name)
-    live = source_ends(ctx.clusters.admin(flow.source, probe=True), ctx.config.topic_selector(flow))
+    live = (
+        source_ends(ctx.clusters.admin(flow.source, probe=True), ctx.config.topic_selector(flow))
+        if reaches.result()[flow.source].reachable
+        else None
+    )
     # The freshest observation, and for the produce rate the newest one before it, whichever job made them.
     try:
         seen = [o for kind in (JobKind.MIRROR, JobKind.TRANSLATOR) for o in ctx.runs.source_ends(kind, flow.name)]
@@ -212,6 +236,8 @@ def failback(ctx: OperateContext, request: FailbackRequest, confirm: Confirm | N
     flow = ctx.config.flow(request.flow)
     origin, leaving = flow.source, flow.target
     reverse = ctx.config.reverse_of(flow)
+    # Both clusters are needed: probed at once, so a cluster that is gone stops it in one line at once.
+    require(Command.FAILBACK, flow, probing(ctx, (origin, leaving)).result())
     admin_leaving = ctx.clusters.admin(leaving)
     names = request.groups or flow.group_selector().select(admin_leaving.list_groups())
     if not names:

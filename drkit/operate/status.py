@@ -6,12 +6,15 @@ committed offsets comes from the stores and the state folder.
 
 from __future__ import annotations
 
+import contextlib
+from concurrent.futures import Future
 from datetime import datetime
 
 from drkit.config import FlowConfig
 from drkit.core.consistency import TargetDivergence, divergence_message
 from drkit.core.heartbeat import HEARTBEAT_TOPIC, HeartbeatReading, heartbeat_key, reading
 from drkit.core.ports import SyncProgress, TopicPartition
+from drkit.core.reach import Command, Reach, unreachable_lines
 from drkit.core.status import (
     FlowStatus,
     GroupAge,
@@ -28,6 +31,7 @@ from drkit.errors import ClusterError
 from drkit.layout import JobKind
 from drkit.operate.context import OperateContext
 from drkit.operate.lag import oldest_unmirrored, source_ends
+from drkit.operate.reach import probing, require
 from drkit.operate.targets import target_check
 from drkit.runtime import background
 from drkit.runtime.process import running
@@ -49,10 +53,10 @@ def _divergences(
         return None
 
 
-def _heartbeat(ctx: OperateContext, flow: FlowConfig) -> HeartbeatReading:
+def _heartbeat(ctx: OperateContext, flow: FlowConfig, target_up: bool) -> HeartbeatReading:
     """The flow's replication latency and liveness, read on the target alone (the source may be gone); its
     age counts to the moment after the read (never younger than the truth)."""
-    if flow.heartbeats.interval_seconds <= 0:
+    if flow.heartbeats.interval_seconds <= 0 or not target_up:
         return reading(None, ctx.now_ms())
     topic = flow.policy().target_topic(flow.source, HEARTBEAT_TOPIC)
     try:
@@ -64,18 +68,36 @@ def _heartbeat(ctx: OperateContext, flow: FlowConfig) -> HeartbeatReading:
     return reading(newest, ctx.now_ms())
 
 
-def flow_status(ctx: OperateContext, flow: FlowConfig) -> FlowStatus:
+def _nothing() -> None:
+    return None
+
+
+def flow_status(ctx: OperateContext, flow: FlowConfig, reaches: Future[dict[str, Reach]] | None = None) -> FlowStatus:
+    """One flow's status. ``reaches``: the probe of its clusters (started here when not given); a cluster
+    that did not answer is asked nothing more, so its side is told at once, without a timeout per question."""
+    if reaches is None:
+        reaches = probing(ctx, (flow.source, flow.target))
     source = ctx.clusters.admin(flow.source, probe=True)
-    # Every question that does not need another's answer is asked at once: the two clusters (a cluster
-    # that does not answer costs its probe's timeout once, not once per question after another's) and
-    # the two tables (delta-rs and pyarrow read without the interpreter's lock).
-    on_source = background.started(source_ends, source, ctx.config.topic_selector(flow))
-    beat_read = background.started(_heartbeat, ctx, flow)
+    # Every question that does not need another's answer is asked at once: the tables first (delta-rs and
+    # pyarrow read without the interpreter's lock) while the clusters are probed, then the clusters that
+    # answered, both at the same time.
     recorded_read = background.started(ctx.checkpoints.latest, flow.name)
-    progress = ctx.syncs.progress(flow.name)
-    on_target = background.started(_divergences, ctx, flow, progress)
-    last_run = ctx.runs.last_run(flow.name)
-    checked_at, issues = MirrorFiles(ctx.layout).findings(flow.name)
+    try:
+        progress = ctx.syncs.progress(flow.name)
+        last_run = ctx.runs.last_run(flow.name)
+        checked_at, issues = MirrorFiles(ctx.layout).findings(flow.name)
+    except BaseException:
+        # A command must not end while delta-rs or pyarrow runs in a thread (a segfault at the interpreter's
+        # exit): the other table's read is waited for before the error goes up.
+        with contextlib.suppress(Exception):
+            recorded_read.result()
+        raise
+    reach = reaches.result()
+    source_up, target_up = reach[flow.source].reachable, reach[flow.target].reachable
+    selector = ctx.config.topic_selector(flow)
+    on_source = background.started(source_ends, source, selector) if source_up else background.started(_nothing)
+    beat_read = background.started(_heartbeat, ctx, flow, target_up)
+    on_target = background.started(_divergences, ctx, flow, progress) if target_up else background.started(_nothing)
     ends = on_source.result()
     oldest = oldest_unmirrored(source, progress, ends)
     recorded = recorded_read.result()
@@ -117,34 +139,59 @@ def flow_status(ctx: OperateContext, flow: FlowConfig) -> FlowStatus:
         heartbeat_age_seconds=beat.age_seconds,
         topic_issues=issues,
         topology_age_seconds=None if checked_at is None else round((now - checked_at) / 1000, 1),
+        unreachable=unreachable_lines(reach, (flow.source, flow.target)),
     )
 
 
 def status(ctx: OperateContext, flow: str | None) -> StatusReport:
-    """Per flow status and the overall verdict (the worst of the flows)."""
-    flows = tuple(flow_status(ctx, f) for f in ctx.config.flows_named(flow))
-    return StatusReport(overall_verdict(f.verdict for f in flows), flows)
+    """Per flow status and the overall verdict (the worst of the flows). Every cluster of the selected
+    flows is probed once, all at the same time, whatever the number of flows."""
+    flows = ctx.config.flows_named(flow)
+    reaches = probing(ctx, (a for f in flows for a in (f.source, f.target)))
+    statuses = tuple(flow_status(ctx, f, reaches) for f in flows)
+    return StatusReport(overall_verdict(f.verdict for f in statuses), statuses)
 
 
 def group_offsets(
-    ctx: OperateContext, flow_name: str, group: str, as_of: datetime | None = None, version: int | None = None
+    ctx: OperateContext,
+    flow_name: str,
+    group: str,
+    as_of: datetime | None = None,
+    version: int | None = None,
+    reaches: Future[dict[str, Reach]] | None = None,
 ) -> GroupOffsets:
     """Per partition: source committed offset (live when reachable), checkpointed offset, the
-    translation with the syncs as they are now, the target group's offset, the checkpoint age."""
+    translation with the syncs as they are now, the target group's offset, the checkpoint age.
+    ``reaches``: the probe of the flow's clusters (started here when not given); a target that did not
+    answer stops it (exit 4, drkit.core.reach), a source that did not answer leaves its column unknown."""
     flow = ctx.config.flow(flow_name)
+    if reaches is None:
+        reaches = probing(ctx, (flow.source, flow.target))
+    # The tables are read while the clusters are probed (a damaged table is told before a cluster that is down).
     recorded = ctx.checkpoints.latest(flow.name, [group], as_of=as_of, version=version)
     ranges = ctx.syncs.ranges(flow.name)
-    live: dict[tuple[str, int], int] | None
+    reach = reaches.result()
+    require(Command.OFFSETS, flow, reach)
+    on_source = (
+        background.started(ctx.clusters.admin(flow.source, probe=True).committed_offsets, group)
+        if reach[flow.source].reachable
+        else None
+    )
     try:
-        committed = ctx.clusters.admin(flow.source, probe=True).committed_offsets(group)
-        live = {(c.topic, c.partition): c.offset for c in committed if c.offset >= 0}
-    except ClusterError:
-        live = None
-    on_target = {
-        (c.topic, c.partition): c.offset
-        for c in ctx.clusters.admin(flow.target).committed_offsets(group)
-        if c.offset >= 0
-    }
+        on_target = {
+            (c.topic, c.partition): c.offset
+            for c in ctx.clusters.admin(flow.target).committed_offsets(group)
+            if c.offset >= 0
+        }
+    finally:
+        # Never end the command while the source's answer is pending in the client library's thread.
+        live: dict[tuple[str, int], int] | None = None
+        if on_source is not None:
+            try:
+                live = {(c.topic, c.partition): c.offset for c in on_source.result() if c.offset >= 0}
+            except ClusterError:
+                live = None
     last_run = ctx.runs.last_run(flow.name) if as_of is None and version is None else None
     confirmed = None if last_run is None else last_run.confirmed_at(group)
-    return GroupOffsets(flow.name, group, group_offset_rows(recorded, ranges, live, on_target, ctx.now_ms(), confirmed))
+    rows = group_offset_rows(recorded, ranges, live, on_target, ctx.now_ms(), confirmed)
+    return GroupOffsets(flow.name, group, rows, unreachable_lines(reach, (flow.source, flow.target)))

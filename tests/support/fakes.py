@@ -21,6 +21,7 @@ from drkit.core.heartbeat import HeartbeatCopy
 from drkit.core.offsets import SyncRange
 from drkit.core.origin import TailRecord, TargetTail
 from drkit.core.ports import SyncProgress, TopicPartition
+from drkit.core.reach import Reach, Unreachable
 from drkit.core.translate import Position
 from drkit.errors import ClusterError
 from drkit.layout import StateLayout
@@ -55,7 +56,11 @@ class FakeCluster:
     batches: list[list[str]] = field(default_factory=list)
     after_commit: Callable[[str], None] | None = None
 
+    #: Questions asked of this cluster (every method counts, answered or not).
+    asked: int = 0
+
     def _check(self) -> None:
+        self.asked += 1
         if not self.reachable:
             raise ClusterError(f"cluster {self.alias} is unreachable: fake")
 
@@ -135,10 +140,21 @@ class FakeClusters:
     clusters: dict[str, FakeCluster]
     probes: list[str] = field(default_factory=list)
 
+    #: Each reach() call's clusters, in order (a command probes each cluster once, all at once).
+    reaches: list[list[str]] = field(default_factory=list)
+
     def admin(self, alias: str, probe: bool = False) -> FakeCluster:
         if probe:
             self.probes.append(alias)
         return self.clusters[alias]
+
+    def reach(self, aliases: Iterable[str]) -> dict[str, Reach]:
+        wanted = list(dict.fromkeys(aliases))
+        self.reaches.append(wanted)
+        return {
+            a: Reach(a) if self.clusters[a].reachable else Reach(a, Unreachable.REFUSED, f"{a}:9092", 2.0)
+            for a in wanted
+        }
 
 
 @dataclass

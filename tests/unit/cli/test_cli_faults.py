@@ -82,11 +82,15 @@ def state_world(tmp_path: Path) -> tuple[Path, StateLayout]:
 
 
 def snapshot(root: Path) -> dict[str, str]:
-    """Every file under ``root`` with a hash of its content: equal before and after means nothing changed."""
+    """Every file under ``root`` with a hash of its content: equal before and after means nothing changed.
+    The log files a state root holds (``StateLayout.log_dir``) are what a command said, not state: left out."""
     if root.is_file():
         return {str(root): hashlib.sha256(root.read_bytes()).hexdigest()}
+    logs = StateLayout(root).log_dir
     return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in root.rglob("*") if p.is_file()
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in root.rglob("*")
+        if p.is_file() and not p.is_relative_to(logs)
     }
 
 
