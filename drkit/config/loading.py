@@ -99,23 +99,35 @@ def parse_config(data: dict[str, Any], path: str = "<config>") -> DrkitConfig:
         raise ConfigError(mask_text(_format_error(path, exc), secret_values(data) | from_env)) from None
 
 
-def _read_config_text(file: Path) -> str:
-    """The file's text; a directory, FIFO, device or non-UTF-8 file is a one-line ConfigError."""
+def read_regular_file(file: Path, what: str, missing: str, give: str) -> bytes:
+    """The bytes of the regular file ``file`` (a config, or a file to import); a missing or unopenable
+    file, a directory, a FIFO, a socket or a device is a one-line ConfigError: ``what`` names the kind of
+    file, ``missing`` is the line when there is none, ``give`` says what to give instead."""
     try:
         # O_NONBLOCK: opening a FIFO must not wait for a writer; the type is checked on what was opened.
         fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK)
     except (FileNotFoundError, NotADirectoryError):
-        raise ConfigError(f"{file}: config file not found (create one from examples/drkit.local.toml)") from None
+        raise ConfigError(f"{file}: {missing}") from None
     except OSError as exc:
-        raise ConfigError(f"{file}: cannot open the config file: {exc.strerror}") from None
+        raise ConfigError(f"{file}: cannot open the {what}: {exc.strerror}") from None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
         if stat.S_ISDIR(mode):
-            raise ConfigError(f"{file}: is a directory, not a config file; give the path of a TOML file")
-        raise ConfigError(f"{file}: is not a regular file (a FIFO, socket or device); give the path of a TOML file")
+            raise ConfigError(f"{file}: is a directory, not a {what}; give {give}")
+        raise ConfigError(f"{file}: is not a regular file (a FIFO, socket or device); give {give}")
     with os.fdopen(fd, "rb") as handle:
-        raw = handle.read()
+        return handle.read()
+
+
+def _read_config_text(file: Path) -> str:
+    """The file's text; a directory, FIFO, device or non-UTF-8 file is a one-line ConfigError."""
+    raw = read_regular_file(
+        file,
+        "config file",
+        "config file not found (create one from examples/drkit.local.toml)",
+        "the path of a TOML file",
+    )
     try:
         return raw.decode("utf-8-sig")  # a byte order mark is UTF-8 still; TOML would reject it
     except UnicodeDecodeError as exc:

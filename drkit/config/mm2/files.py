@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import javaproperties
 import tomli_w
 
-from drkit.config.loading import parse_config
+from drkit.config.loading import parse_config, read_regular_file
 from drkit.config.mm2.model import Mm2Mapping, Mm2Properties
 from drkit.errors import ConfigError, RefusedError
 
@@ -43,17 +42,12 @@ def parse_mm2_properties(raw: bytes) -> Mm2Properties:
 
 def read_mm2_properties(path: Path) -> Mm2Properties:
     """The MirrorMaker 2 file at ``path``; a missing or unreadable one is a one-line ConfigError."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except (FileNotFoundError, NotADirectoryError):
-        raise ConfigError(f"{path}: MirrorMaker 2 properties file not found") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot open the MirrorMaker 2 file: {exc.strerror}") from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise ConfigError(f"{path}: not a regular file; give the path of a MirrorMaker 2 .properties file")
-    with os.fdopen(fd, "rb") as handle:
-        raw = handle.read()
+    raw = read_regular_file(
+        path,
+        "MirrorMaker 2 file",
+        "MirrorMaker 2 properties file not found",
+        "the path of a MirrorMaker 2 .properties file",
+    )
     try:
         return parse_mm2_properties(raw)
     except ConfigError as exc:

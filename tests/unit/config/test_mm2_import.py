@@ -190,7 +190,7 @@ def test_a_malformed_unicode_escape_is_refused() -> None:
 def test_a_missing_file_or_a_folder_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not found"):
         read_mm2_properties(tmp_path / "nope.properties")
-    with pytest.raises(ConfigError, match="not a regular file"):
+    with pytest.raises(ConfigError, match="is a directory, not a MirrorMaker 2 file"):
         read_mm2_properties(tmp_path)
 
 
