@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+#: A log file under the state root larger than this is moved to its :meth:`StateLayout.rotated_log`.
+LOG_ROTATE_BYTES = 10 * 1024 * 1024
+
 
 class JobKind(StrEnum):
     """The long-running drkit processes that keep state per flow."""
@@ -93,6 +96,12 @@ class StateLayout:
     def library_log(self) -> Path:
         """The libraries' log lines: librdkafka's (warning and up, masked), py4j's, Python warnings."""
         return self.log_dir / "libraries.log"
+
+    @staticmethod
+    def rotated_log(log: Path) -> Path:
+        """Where a log file that grew past :data:`LOG_ROTATE_BYTES` is moved (replacing the previous one):
+        a long-lived state root keeps two files of each log at most."""
+        return log.with_name(log.name + ".1")
 
     # -- drills ---------------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from drkit.core.verbosity import (
     log_plan,
     one_line,
 )
-from drkit.layout import StateLayout
+from drkit.layout import LOG_ROTATE_BYTES, StateLayout
 
 #: Library lines kept in memory until the command knows its state root (config loading logs none).
 _EARLY_LINES = 200
@@ -122,6 +122,9 @@ class _LibraryFile(logging.Handler):
         if not self.root.is_dir():
             return
         self.path.parent.mkdir(exist_ok=True)
+        with contextlib.suppress(OSError):  # another process may have moved it first: nothing lost
+            if self.path.stat().st_size > LOG_ROTATE_BYTES:
+                self.path.replace(StateLayout.rotated_log(self.path))
         with open(self.path, "a", encoding="utf-8") as out:
             out.write("".join(f"{line}\n" for line in lines))
         self.wrote = True

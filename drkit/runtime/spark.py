@@ -26,6 +26,7 @@ from typing import IO, TYPE_CHECKING, Any
 from drkit.config import SparkConfig, is_secret_key, mask_text, secret_values
 from drkit.config.verbosity import current_plan
 from drkit.core.verbosity import spark_logging
+from drkit.layout import LOG_ROTATE_BYTES, StateLayout
 from drkit.runtime.artifacts import in_jvm_working_dir, spark_extra_jars
 
 if TYPE_CHECKING:
@@ -39,8 +40,6 @@ QUIET_LOG_CONFIG = Path(__file__).with_name("log4j2-quiet.properties")
 LEVEL_PROPERTY = "drkit.spark.level"
 #: The operator's Spark log level (log4j's names: ERROR, WARN, INFO...), wherever the log goes.
 LEVEL_ENV = "DRKIT_SPARK_LOG_LEVEL"
-#: A Spark log file larger than this when a JVM starts is renamed ``<name>.1`` (replacing the previous one).
-LOG_ROTATE_BYTES = 10 * 1024 * 1024
 
 DEFAULTS: dict[str, str] = {
     "spark.driver.host": "127.0.0.1",
@@ -153,7 +152,7 @@ def _jvm_output(log_file: Path | None, app_name: str) -> Iterator[IO[Any] | None
     log_file.parent.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(OSError):
         if log_file.stat().st_size > LOG_ROTATE_BYTES:
-            log_file.replace(log_file.with_name(log_file.name + ".1"))
+            log_file.replace(StateLayout.rotated_log(log_file))
     with open(log_file, "ab", buffering=0) as out:
         started = datetime.now(UTC).isoformat(timespec="seconds")
         out.write(f"==== {started} {app_name} (pid {os.getpid()}): Spark driver JVM starting\n".encode())

@@ -16,7 +16,7 @@ from drkit.cli.app import main
 from drkit.config import ClusterConfig, DrkitConfig, load_config
 from drkit.errors import ClusterError
 from drkit.kafka.clients import client_config
-from drkit.layout import StateLayout
+from drkit.layout import LOG_ROTATE_BYTES, StateLayout
 
 SECRET = "hunter2-pw"
 REFUSED = (
@@ -103,6 +103,21 @@ def test_the_terminal_gets_drkits_own_lines_and_the_library_log_the_rest(
     assert any("py4j.clientserver: py4j: a library's error" in ln for ln in lines)
     assert any("py.warnings" in ln and "deprecation warning" in ln for ln in lines)
     assert not any("BGQUEUE" in ln or "own progress" in ln or "own debug" in ln for ln in lines)
+
+
+def test_a_library_log_past_its_limit_is_moved_aside_before_the_next_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = config_file(tmp_path)
+    log = library_log(path)
+    log.parent.mkdir(parents=True)
+    log.write_bytes(b"old line\n" * (LOG_ROTATE_BYTES // 9 + 1))
+    assert run(path) == 0
+    capsys.readouterr()
+    rotated = StateLayout.rotated_log(log)
+    assert rotated.stat().st_size > LOG_ROTATE_BYTES and rotated.read_text().count("old line") > 0
+    fresh = log.read_text()
+    assert "old line" not in fresh and REFUSED in fresh
 
 
 @pytest.mark.parametrize("how", ["--verbose", "DRKIT_LOG=debug"])

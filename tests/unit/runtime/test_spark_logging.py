@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from drkit.config import SparkConfig
+from drkit.layout import LOG_ROTATE_BYTES
 from drkit.runtime import spark
-from drkit.runtime.spark import LEVEL_PROPERTY, LOG_ROTATE_BYTES, QUIET_LOG_CONFIG, session_settings
+from drkit.runtime.spark import LEVEL_PROPERTY, QUIET_LOG_CONFIG, session_settings
 
 OPTIONS = "spark.driver.extraJavaOptions"
 
