@@ -564,11 +564,16 @@ class Drkit:
         """Run the mirror of one flow (or all) until caught up (``once``) or stopped; metrics on
         ``metrics_port`` (default ``[metrics] port``)."""
         from drkit.mirror.runner import MirrorRunner
+        from drkit.operate.reach import probing, require_for_mirror
         from drkit.store.delta import check_readable
 
         flows = self.config.flows_named(flow)
         layout = self._writable_state()
         check_readable([(layout.offset_syncs, "offset_syncs")])  # a damaged table: one line, before Spark
+        # Every flow's clusters answer, before Spark starts: its clients would take minutes to say otherwise.
+        reaches = probing(self.context, (a for f in flows for a in (f.source, f.target))).result()
+        for f in flows:
+            require_for_mirror(f, reaches)
         # The lock first: a second mirror of a flow is refused before it binds the metrics port or starts Spark.
         with running_jobs(layout, JobKind.MIRROR, [f.name for f in flows]):
             from drkit import metrics  # prometheus_client: only the jobs serve metrics

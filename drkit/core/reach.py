@@ -82,6 +82,8 @@ class Command(StrEnum):
     OFFSETS = "offsets"
     FAILOVER = "failover"
     FAILBACK = "failback"
+    #: The mirror at start (a running mirror waits out a cluster instead: drkit.core.outage).
+    MIRROR = "mirror"
 
 
 def blocking(command: Command, source: Reach, target: Reach) -> tuple[Reach, ...]:
@@ -93,6 +95,8 @@ def blocking(command: Command, source: Reach, target: Reach) -> tuple[Reach, ...
     * failover: the target, where it commits; never the source (failover is for when it is gone: its
       RPO then comes from the last observation).
     * failback: both: the group's offsets are read on the target and committed on the source.
+    * mirror (at start): both: nothing can be planned without the source or written without the target,
+      and Spark's own clients would wait minutes before saying so.
     """
     needed: tuple[Reach, ...]
     if command is Command.STATUS:
@@ -108,6 +112,20 @@ def blocking_message(command: Command, flow: str, down: Iterable[Reach]) -> str:
     """One line naming every cluster that stops ``command`` and why; nothing was read or changed there."""
     reasons = "; ".join(r.message() for r in down)
     return f"{command.value} {flow}: {reasons}"
+
+
+def mirror_start_refusal(flow: str, source: str, down: Iterable[Reach]) -> str:
+    """The line of a mirror that does not start because a cluster of its flow did not answer: each cluster
+    and why, that nothing was copied, and what to do (a lost source is failed over, not waited for)."""
+    down = tuple(down)
+    them = "it answers" if len(down) == 1 else "they answer"
+    line = (
+        f"{blocking_message(Command.MIRROR, flow, down)}; nothing was copied: start the mirror again once {them} "
+        "(it resumes where it stopped)"
+    )
+    if any(r.alias == source for r in down):
+        line += f"; if {source} is lost, fail the groups over: drkit failover --flow '{flow}'"
+    return line
 
 
 def unreachable_lines(reaches: Mapping[str, Reach], aliases: Iterable[str]) -> tuple[str, ...]:

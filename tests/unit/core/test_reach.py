@@ -6,7 +6,15 @@ import itertools
 
 import pytest
 
-from drkit.core.reach import Command, Reach, Unreachable, blocking, blocking_message, unreachable_lines
+from drkit.core.reach import (
+    Command,
+    Reach,
+    Unreachable,
+    blocking,
+    blocking_message,
+    mirror_start_refusal,
+    unreachable_lines,
+)
 
 UP_A, UP_B = Reach("A"), Reach("B")
 DOWN_A = Reach("A", Unreachable.REFUSED, "127.0.0.1:19092", 2.0)
@@ -28,6 +36,10 @@ DOWN_B = Reach("B", Unreachable.NO_ANSWER, "127.0.0.1:19102", 2.0)
         (Command.FAILBACK, DOWN_A, UP_B, ("A",)),
         (Command.FAILBACK, UP_A, DOWN_B, ("B",)),
         (Command.FAILBACK, DOWN_A, DOWN_B, ("A", "B")),
+        # the mirror does not start without either (a running one waits them out instead)
+        (Command.MIRROR, DOWN_A, UP_B, ("A",)),
+        (Command.MIRROR, UP_A, DOWN_B, ("B",)),
+        (Command.MIRROR, DOWN_A, DOWN_B, ("A", "B")),
     ],
 )
 def test_which_cluster_stops_which_command(command: Command, source: Reach, target: Reach, stops: tuple[str]) -> None:
@@ -60,6 +72,17 @@ def test_the_blocking_line_names_every_cluster_in_one_line() -> None:
     line = blocking_message(Command.FAILBACK, "A->B", blocking(Command.FAILBACK, DOWN_A, DOWN_B))
     assert line.startswith("failback A->B: cluster A is unreachable") and "; cluster B is unreachable" in line
     assert "\n" not in line
+
+
+def test_a_mirror_that_does_not_start_says_nothing_was_copied_and_fails_over_only_a_lost_source() -> None:
+    source_gone = mirror_start_refusal("A->B", "A", (DOWN_A,))
+    assert source_gone.startswith("mirror A->B: cluster A is unreachable: every bootstrap server refused")
+    assert "nothing was copied: start the mirror again once it answers" in source_gone
+    assert source_gone.endswith("if A is lost, fail the groups over: drkit failover --flow 'A->B'")
+    target_gone = mirror_start_refusal("A->B", "A", (DOWN_B,))
+    assert "cluster B is unreachable" in target_gone and "failover" not in target_gone
+    both = mirror_start_refusal("A->B", "A", (DOWN_A, DOWN_B))
+    assert "once they answer" in both and "\n" not in both
 
 
 def test_unreachable_lines_keep_the_flow_order_and_skip_the_clusters_that_answered() -> None:
