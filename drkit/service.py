@@ -570,12 +570,12 @@ class Drkit:
         flows = self.config.flows_named(flow)
         layout = self._writable_state()
         check_readable([(layout.offset_syncs, "offset_syncs")])  # a damaged table: one line, before Spark
-        # Every flow's clusters answer, before Spark starts: its clients would take minutes to say otherwise.
-        reaches = probing(self.context, (a for f in flows for a in (f.source, f.target))).result()
-        for f in flows:
-            require_for_mirror(f, reaches)
         # The lock first: a second mirror of a flow is refused before it binds the metrics port or starts Spark.
         with running_jobs(layout, JobKind.MIRROR, [f.name for f in flows]):
+            # Every flow's clusters answer, before Spark starts: its clients take minutes to say otherwise.
+            reaches = probing(self.context, (a for f in flows for a in (f.source, f.target))).result()
+            for f in flows:
+                require_for_mirror(f, reaches)
             from drkit import metrics  # prometheus_client: only the jobs serve metrics
 
             metrics.serve(metrics_port or self.config.metrics.port, self.config.metrics.host)
