@@ -563,8 +563,9 @@ class Drkit:
     ) -> list[MirrorSummary]:
         """Run the mirror of one flow (or all) until caught up (``once``) or stopped; metrics on
         ``metrics_port`` (default ``[metrics] port``)."""
+        from drkit.core.reach import Command
         from drkit.mirror.runner import MirrorRunner
-        from drkit.operate.reach import probing, require_for_mirror
+        from drkit.operate.reach import require
         from drkit.store.delta import check_readable
 
         flows = self.config.flows_named(flow)
@@ -573,9 +574,9 @@ class Drkit:
         # The lock first: a second mirror of a flow is refused before it binds the metrics port or starts Spark.
         with running_jobs(layout, JobKind.MIRROR, [f.name for f in flows]):
             # Every flow's clusters answer, before Spark starts: its clients take minutes to say otherwise.
-            reaches = probing(self.context, (a for f in flows for a in (f.source, f.target))).result()
+            reaches = self.context.clusters.reach(a for f in flows for a in (f.source, f.target))
             for f in flows:
-                require_for_mirror(f, reaches)
+                require(Command.MIRROR, f, reaches)
             from drkit import metrics  # prometheus_client: only the jobs serve metrics
 
             metrics.serve(metrics_port or self.config.metrics.port, self.config.metrics.host)

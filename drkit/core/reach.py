@@ -128,6 +128,13 @@ def mirror_start_refusal(flow: str, source: str, down: Iterable[Reach]) -> str:
     return line
 
 
+def refusal_line(command: Command, flow: str, source: str, down: Iterable[Reach]) -> str:
+    """The one line of ``command`` stopped by the clusters ``down`` of ``flow`` (whose source is ``source``)."""
+    if command is Command.MIRROR:
+        return mirror_start_refusal(flow, source, down)
+    return blocking_message(command, flow, down)
+
+
 def unreachable_lines(reaches: Mapping[str, Reach], aliases: Iterable[str]) -> tuple[str, ...]:
     """The operator's lines for the clusters of ``aliases`` that did not answer, in that order."""
     return tuple(reaches[a].message() for a in dict.fromkeys(aliases) if a in reaches and not reaches[a].reachable)

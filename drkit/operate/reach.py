@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 
 from drkit.config import FlowConfig
-from drkit.core.reach import Command, Reach, blocking, blocking_message, mirror_start_refusal
+from drkit.core.reach import Command, Reach, blocking, refusal_line
 from drkit.errors import ClusterError
 from drkit.operate.context import OperateContext
 from drkit.runtime import background
@@ -26,13 +26,4 @@ def require(command: Command, flow: FlowConfig, reaches: Mapping[str, Reach]) ->
     # A cluster the command did not probe is not known to be down (plan_failover never probes the source).
     down = blocking(command, reaches.get(flow.source, Reach(flow.source)), reaches.get(flow.target, Reach(flow.target)))
     if down:
-        raise ClusterError(blocking_message(command, flow.name, down))
-
-
-def require_for_mirror(flow: FlowConfig, reaches: Mapping[str, Reach]) -> None:
-    """Raise ``ClusterError`` (exit 4) when the source or the target of ``flow`` did not answer the probe."""
-    down = blocking(
-        Command.MIRROR, reaches.get(flow.source, Reach(flow.source)), reaches.get(flow.target, Reach(flow.target))
-    )
-    if down:
-        raise ClusterError(mirror_start_refusal(flow.name, flow.source, down))
+        raise ClusterError(refusal_line(command, flow.name, flow.source, down))
