@@ -1,16 +1,23 @@
 """Every path under the state root, built in one place.
 
-The state folder holds the Delta tables, each mirror's Spark streaming checkpoint, the PID and lock
-files of running jobs and the translator's run files. Only :class:`StateLayout` joins those paths, so
-two components can never disagree about where a thing lives (a flow's folder name, say).
+The state root holds the Delta tables, each mirror's Spark streaming checkpoint and the jobs' run files
+(:class:`StatePath`: a local path or an object-store URI, read and written through drkit.store.files).
+What only means something on one host (the PID and lock files of running jobs, the logs, drill reports)
+is a local :class:`~pathlib.Path` under :attr:`StateLayout.root`: the state root itself when it is a local
+folder, this host's own folder for it when the state is in an object store. Only :class:`StateLayout`
+joins those paths, so two components can never disagree about where a thing lives (a flow's folder name,
+say).
 """
 
 from __future__ import annotations
 
+import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+
+from drkit.core.storage import RootUri, StorageSettings
 
 #: A log file under the state root larger than this is moved to its :meth:`StateLayout.rotated_log`.
 LOG_ROTATE_BYTES = 10 * 1024 * 1024
@@ -56,28 +63,80 @@ def legacy_flow_dir_name(flow: str) -> str:
 
 
 @dataclass(frozen=True)
+class StatePath:
+    """A path under the state root: a local file path, or a URI in an object store with the settings that
+    reach it. A remote one has no local file name (``os.fspath`` refuses it), so it can never be opened,
+    created or checked as a local folder by mistake; drkit.store.files reads and writes both kinds."""
+
+    text: str
+    storage: StorageSettings | None = field(default=None, repr=False, compare=False)
+
+    def __str__(self) -> str:
+        return self.text
+
+    def __truediv__(self, name: str) -> StatePath:
+        return StatePath(f"{self.text.rstrip('/')}/{name}", self.storage)
+
+    def __fspath__(self) -> str:
+        if self.remote:
+            raise TypeError(f"{self.text} is in an object store: read and write it through drkit.store.files")
+        return self.text
+
+    @property
+    def remote(self) -> bool:
+        return "://" in self.text
+
+    @property
+    def name(self) -> str:
+        return self.text.rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def parent(self) -> StatePath:
+        head = self.text.rstrip("/").rsplit("/", 1)[0]
+        return StatePath(head, self.storage)
+
+
+@dataclass(frozen=True)
 class StateLayout:
-    """The paths under one state root."""
+    """The paths under one state root.
+
+    ``root`` is a local folder: the state root, or with ``remote`` (the state root in an object store) this
+    host's own folder for it, holding only what is host-local (locks, PID files, logs, drill reports).
+    """
 
     root: Path
+    remote: RootUri | None = None
+    storage: StorageSettings | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def store(self) -> StatePath:
+        """The state root, where the tables, the streaming checkpoints and the run files are."""
+        if self.remote is not None:
+            return StatePath(str(self.remote), self.storage)
+        return StatePath(os.fspath(self.root))
+
+    @property
+    def where(self) -> str:
+        """The state root as the operator wrote it (the URI of a remote one), for messages."""
+        return str(self.store)
 
     # -- Delta tables ---------------------------------------------------------------------------
 
     @property
-    def offset_syncs(self) -> str:
-        return str(self.root / "delta" / "offset_syncs")
+    def offset_syncs(self) -> StatePath:
+        return self.store / "delta" / "offset_syncs"
 
     @property
-    def checkpoints(self) -> str:
-        return str(self.root / "delta" / "checkpoints")
+    def checkpoints(self) -> StatePath:
+        return self.store / "delta" / "checkpoints"
 
     @property
-    def operations(self) -> str:
-        return str(self.root / "delta" / "operations")
+    def operations(self) -> StatePath:
+        return self.store / "delta" / "operations"
 
     @property
-    def drills(self) -> str:
-        return str(self.root / "delta" / "drills")
+    def drills(self) -> StatePath:
+        return self.store / "delta" / "drills"
 
     # -- logs -----------------------------------------------------------------------------------
 
@@ -112,7 +171,13 @@ class StateLayout:
     # -- per flow -------------------------------------------------------------------------------
 
     def job_dir(self, kind: JobKind, flow: str) -> Path:
+        """The flow's folder on this host (its lock and PID file); the same folder as :meth:`flow_dir` when the
+        state root is local."""
         return self.root / kind.value / flow_dir_name(flow)
+
+    def flow_dir(self, kind: JobKind, flow: str) -> StatePath:
+        """The flow's folder under the state root (its streaming checkpoint, its run files)."""
+        return self.store / kind.value / flow_dir_name(flow)
 
     def legacy_job_dir(self, kind: JobKind, flow: str) -> Path:
         """Where earlier versions kept the flow's folder (adopted by drkit.runtime.process.adopt_legacy_dirs)."""
@@ -126,29 +191,29 @@ class StateLayout:
         """The file a running job of ``kind`` for ``flow`` holds locked (one such job per flow)."""
         return self.job_dir(kind, flow) / "lock"
 
-    def stream_checkpoint(self, flow: str) -> Path:
+    def stream_checkpoint(self, flow: str) -> StatePath:
         """Spark's streaming checkpoint of the flow's mirror query (offsets, commits, query id)."""
-        return self.job_dir(JobKind.MIRROR, flow) / "checkpoint"
+        return self.flow_dir(JobKind.MIRROR, flow) / "checkpoint"
 
-    def mirror_states(self, flow: str) -> Path:
+    def mirror_states(self, flow: str) -> StatePath:
         """What the mirror knew after its latest batches (topic ids copied, partitions held), per batch."""
-        return self.job_dir(JobKind.MIRROR, flow) / "batch_state.json"
+        return self.flow_dir(JobKind.MIRROR, flow) / "batch_state.json"
 
-    def created_topics(self, flow: str) -> Path:
+    def created_topics(self, flow: str) -> StatePath:
         """The target topics the flow's mirror created (the only ones it ever grows)."""
-        return self.job_dir(JobKind.MIRROR, flow) / "created_topics.json"
+        return self.flow_dir(JobKind.MIRROR, flow) / "created_topics.json"
 
-    def renewals(self, flow: str) -> Path:
+    def renewals(self, flow: str) -> StatePath:
         """Source topics deleted and created again (drkit.core.incarnation): where their new copies start."""
-        return self.job_dir(JobKind.MIRROR, flow) / "renewals.json"
+        return self.flow_dir(JobKind.MIRROR, flow) / "renewals.json"
 
-    def topology_report(self, flow: str) -> Path:
+    def topology_report(self, flow: str) -> StatePath:
         """The flow's latest topology reconciliation: its findings (deleted or refused topics) and when."""
-        return self.job_dir(JobKind.MIRROR, flow) / "topology.json"
+        return self.flow_dir(JobKind.MIRROR, flow) / "topology.json"
 
-    def translator_last_run(self, flow: str) -> Path:
-        return self.job_dir(JobKind.TRANSLATOR, flow) / "last_run.json"
+    def translator_last_run(self, flow: str) -> StatePath:
+        return self.flow_dir(JobKind.TRANSLATOR, flow) / "last_run.json"
 
-    def source_ends(self, kind: JobKind, flow: str) -> Path:
+    def source_ends(self, kind: JobKind, flow: str) -> StatePath:
         """The source end offsets a job last observed (the mirror at each batch, the translator each run)."""
-        return self.job_dir(kind, flow) / "source_ends.json"
+        return self.flow_dir(kind, flow) / "source_ends.json"

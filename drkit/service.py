@@ -311,7 +311,8 @@ class Drkit:
             from drkit.runtime.spark import build_session
 
             # The JVM's output goes to the state root's Spark log (the CLI names it when a command fails).
-            self._spark = build_session(self.config.spark, log_file=self.layout.spark_log)
+            layout = self.layout
+            self._spark = build_session(self.config.spark, log_file=layout.spark_log, state=layout)
         return self._spark
 
     @property
@@ -319,9 +320,9 @@ class Drkit:
         """The state root's paths; a root that is a file or cannot be read is refused (StoreError)."""
         from drkit.store.state import check_state_root
 
-        root = self.config.state_root()
+        root = self.config.state_root()  # a remote root's host-local folder: checked as the local root is
         check_state_root(root)
-        layout = StateLayout(root)
+        layout = StateLayout(root, self.config.state_uri(), self.config.state.storage.settings())
         if not self._adopted:
             # Folders named by earlier versions are adopted before any command reads or writes one.
             adopt_legacy_dirs(layout, [flow.name for flow in self.config.flows])

@@ -31,7 +31,7 @@ def validate(config: Path = ConfigOption, output: Output = OutputOption) -> None
         "file": str(config),
         "clusters": sorted(cfg.clusters),
         "flows": [f.name for f in cfg.flows],
-        "state_root": str(cfg.state_root()),
+        "state_root": str(cfg.state_uri() or cfg.state_root()),
     }
 
     def render(d: dict[str, Any]) -> Iterable[RenderableType]:

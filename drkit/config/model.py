@@ -7,6 +7,7 @@ form no topology :mod:`drkit.core.flows` refuses). Cross-field errors carry thei
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -36,6 +37,15 @@ from drkit.config.topology import topology_problem
 from drkit.core.heartbeat import HEARTBEAT_TOPIC
 from drkit.core.policy import ReplicationPolicy, policy_for
 from drkit.core.selection import NameSelector, group_selector, topic_selector
+from drkit.core.storage import (
+    CACHE_ENV,
+    DEFAULT_CACHE,
+    RootUri,
+    StorageSettings,
+    options_of,
+    parse_root,
+    storage_problem,
+)
 from drkit.core.topology import CONFIG_EXCLUDE_DEFAULT
 from drkit.errors import ConfigError
 
@@ -259,10 +269,44 @@ class FlowConfig(_Model):
         return group_selector(self.groups.include, self.groups.exclude)
 
 
+class StorageConfig(_Model):
+    """How to reach an object-store state root (``[state.storage]``): S3's settings by name, anything else
+    delta-rs takes as ``options``. Secrets (keys, token) are masked by ``config show`` like client properties."""
+
+    endpoint: str | None = None
+    region: str | None = None
+    access_key_id: str | None = None
+    secret_access_key: str | None = None
+    session_token: str | None = None
+    #: Path-style requests (``http://host/bucket/key``): what S3-compatible servers such as MinIO need.
+    path_style: bool = False
+    options: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("options", mode="before")
+    @classmethod
+    def _stringify(cls, value: Any) -> Any:
+        return _flatten_properties(value)
+
+    def settings(self) -> StorageSettings:
+        return StorageSettings(
+            self.endpoint,
+            self.region,
+            self.access_key_id,
+            self.secret_access_key,
+            self.session_token,
+            self.path_style,
+            options_of(self.options),
+        )
+
+
 class StateConfig(_Model):
-    """Where drkit keeps its Delta tables and Spark checkpoints."""
+    """Where drkit keeps its Delta tables, Spark checkpoints and run files: a local folder or an object store."""
 
     root: str = ".drkit/state"
+    #: This host's own folder for a remote root: job locks, PID files, logs, drill reports (default: a folder
+    #: per root under ``$DRKIT_CACHE``, ``~/.cache/drkit``). With a local root they live under the root.
+    local_dir: str | None = None
+    storage: StorageConfig = Field(default_factory=StorageConfig)
 
     @field_validator("root")
     @classmethod
@@ -272,7 +316,32 @@ class StateConfig(_Model):
         problem = shell_syntax_problem(value) or home_problem(value)
         if problem:
             raise ValueError(problem)
+        parse_root(value)  # ValueError: the reason, under state.root
         return value
+
+    @field_validator("local_dir")
+    @classmethod
+    def _local_dir(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.strip():
+            raise ValueError("must not be empty")
+        problem = shell_syntax_problem(value) or home_problem(value)
+        if problem:
+            raise ValueError(problem)
+        if "://" in value:
+            raise ValueError("is this host's own folder: a local path, not a URI")
+        return value
+
+    @model_validator(mode="after")
+    def _storage(self) -> StateConfig:
+        found = parse_root(self.root)
+        problem = storage_problem(found if isinstance(found, RootUri) else None, self.storage.settings())
+        if problem is not None:
+            raise _KeyedError(f"state.storage.{problem[0]}", problem[1])
+        if self.local_dir is not None and not isinstance(found, RootUri):
+            raise _KeyedError("state.local_dir", "applies to an object-store root only: a local root holds it all")
+        return self
 
 
 class SparkConfig(_Model):
@@ -409,8 +478,24 @@ class DrkitConfig(_Model):
         """The flow that copies ``flow``'s target back to its source, if one is configured."""
         return next((f for f in self.flows if f.source == flow.target and f.target == flow.source), None)
 
+    def state_uri(self) -> RootUri | None:
+        """The state root when it is in an object store (None: a local folder, :meth:`state_root`)."""
+        found = parse_root(self.state.root)
+        return found if isinstance(found, RootUri) else None
+
     def state_root(self) -> Path:
-        root = Path(self.state.root).expanduser()
+        """The local folder of the state: the root itself, or for an object-store root this host's own
+        folder for it (locks, PID files, logs: what only means something on one host)."""
+        uri = self.state_uri()
+        if uri is None:
+            return self._local(str(parse_root(self.state.root)))
+        if self.state.local_dir is not None:
+            return self._local(self.state.local_dir)
+        cache = Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE).expanduser()
+        return (cache / "roots" / uri.digest).resolve()
+
+    def _local(self, text: str) -> Path:
+        root = Path(text).expanduser()
         if not root.is_absolute() and self.source_path:
             root = Path(self.source_path).parent / root
         return root.resolve()

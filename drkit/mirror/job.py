@@ -64,7 +64,7 @@ from drkit.core.topology import producer_limits
 from drkit.errors import ClusterError, DrkitError, MirrorError, RefusedError
 from drkit.kafka import clients
 from drkit.kafka.topology import TopologyReconciler
-from drkit.layout import flow_dir_name
+from drkit.layout import StatePath, flow_dir_name
 from drkit.mirror.context import SOURCE_FETCH_MAX_WAIT_MS, SOURCE_ISOLATION, MirrorContext
 from drkit.mirror.deliver import COPY_DDL, Copier, deliver_batches, totals
 from drkit.mirror.failure import explain, failure_message, looks_like_outage, source_unreachable
@@ -81,6 +81,7 @@ from drkit.mirror.reader import (
     SourceStalled,
 )
 from drkit.mirror.topology import TopologyFollower
+from drkit.store import files
 from drkit.store.offset_syncs import RANGE_SCHEMA
 
 if TYPE_CHECKING:
@@ -126,14 +127,16 @@ class BatchReport:
     fallback: str = ""  # why a batch planned for the driver was read by Spark
 
 
-def query_name(flow: str, stream_checkpoint: Path) -> str:
+def query_name(flow: str, stream_checkpoint: StatePath | Path) -> str:
     """The streaming query's name: the flow, and a digest of its checkpoint (so of its state root).
 
     Spark refuses a second active query of one name in a session, and a query stopped while its source
     is down stays registered until Spark's Kafka source has closed its admin client, which waits on the
     dead broker (``Admin.close()`` without a timeout): minutes. The same flow under another state root is
     another mirror and must be able to start meanwhile."""
-    digest = hashlib.sha256(str(stream_checkpoint.absolute()).encode()).hexdigest()[:8]
+    remote = isinstance(stream_checkpoint, StatePath) and stream_checkpoint.remote
+    where = str(stream_checkpoint) if remote else str(Path(stream_checkpoint).absolute())
+    digest = hashlib.sha256(where.encode()).hexdigest()[:8]
     return f"drkit-mirror-{flow_dir_name(flow)}-{digest}"
 
 
@@ -275,7 +278,7 @@ class MirrorJob:
             log.warning("flow %s: topology not reconciled at start: %s", self.flow.name, exc)
         self.topology.start()
         self.heartbeats.start()
-        self.stream_checkpoint.parent.mkdir(parents=True, exist_ok=True)
+        files.make_dirs(self.stream_checkpoint.parent)
         writer = (
             self.source_stream(once)
             .writeStream.queryName(self.query_name)
@@ -304,7 +307,7 @@ class MirrorJob:
 
     def stream_id(self) -> str:
         if self._stream_id is None:
-            metadata = json.loads((self.stream_checkpoint / "metadata").read_text())
+            metadata = json.loads(files.read_text(self.stream_checkpoint / "metadata") or "{}")
             self._stream_id = str(metadata["id"])
         return self._stream_id
 

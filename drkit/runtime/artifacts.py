@@ -64,13 +64,17 @@ def in_jvm_working_dir() -> Iterator[Path]:
         yield path
 
 
-def _pom(coordinates: tuple[str, ...]) -> str:
+def _pom(coordinates: tuple[str, ...], exclusions: tuple[str, ...] = ()) -> str:
+    excluded = "".join(
+        f"<exclusion><groupId>{escape(g)}</groupId><artifactId>{escape(a)}</artifactId></exclusion>"
+        for g, a in (e.split(":") for e in exclusions)
+    )
     deps = []
     for coordinate in coordinates:
         group, artifact, version = coordinate.split(":")
         deps.append(
             f"<dependency><groupId>{escape(group)}</groupId><artifactId>{escape(artifact)}</artifactId>"
-            f"<version>{escape(version)}</version></dependency>"
+            f"<version>{escape(version)}</version><exclusions>{excluded}</exclusions></dependency>"
         )
     return (
         '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
@@ -79,12 +83,14 @@ def _pom(coordinates: tuple[str, ...]) -> str:
     )
 
 
-def resolve(name: str, coordinates: tuple[str, ...]) -> Path:
-    """Return a folder holding the runtime closure of ``coordinates``, fetching it once."""
+def resolve(name: str, coordinates: tuple[str, ...], exclusions: tuple[str, ...] = ()) -> Path:
+    """Return a folder holding the runtime closure of ``coordinates``, fetching it once; ``exclusions``
+    (``group:artifact``) are left out of every coordinate's closure."""
     key = "-".join(c.split(":")[-1] for c in coordinates[:1])
     target = cache_root() / "jars" / f"{name}-{key}"
     marker = target / _DONE_MARKER
-    if marker.exists() and marker.read_text() == "\n".join(coordinates):
+    done = "\n".join(coordinates + tuple(f"-{e}" for e in exclusions))
+    if marker.exists() and marker.read_text() == done:
         return target
     mvn = shutil.which("mvn")
     if mvn is None:
@@ -95,7 +101,7 @@ def resolve(name: str, coordinates: tuple[str, ...]) -> Path:
     with tempfile.TemporaryDirectory(prefix="drkit-mvn-") as tmp:
         pom = Path(tmp, "pom.xml")
         settings = Path(tmp, "settings.xml")
-        pom.write_text(_pom(coordinates))
+        pom.write_text(_pom(coordinates, exclusions))
         settings.write_text(_SETTINGS)
         result = subprocess.run(
             [
@@ -118,7 +124,7 @@ def resolve(name: str, coordinates: tuple[str, ...]) -> Path:
         lines = [ln for ln in (result.stdout + result.stderr).splitlines() if "ERROR" in ln]
         detail = lines[0] if lines else f"mvn exited with {result.returncode}"
         raise ArtifactError(f"could not fetch {', '.join(coordinates)} from Maven Central: {detail}")
-    marker.write_text("\n".join(coordinates))
+    marker.write_text(done)
     return target
 
 
@@ -152,6 +158,17 @@ def _artifact_name(jar: str) -> str:
     """``kafka-clients-3.9.0.jar`` -> ``kafka-clients``: the file name up to the version."""
     match = _JAR_NAME.match(jar)
     return match.group("name") if match else jar.removesuffix(".jar")
+
+
+def object_store_jars() -> list[Path]:
+    """Jars Spark needs to keep its streaming checkpoint in S3 (``s3a://``, ``s3://``): hadoop-aws at
+    pyspark's Hadoop version with the AWS SDK v2 modules it uses, not the SDK's full ``bundle`` (558 MB).
+    What pyspark already ships is left out, as for :func:`spark_extra_jars`."""
+    folder = resolve("s3a", versions.S3A_ARTIFACTS, versions.S3A_EXCLUSIONS)
+    import pyspark
+
+    shipped = {_artifact_name(p.name) for p in Path(pyspark.__file__).parent.joinpath("jars").glob("*.jar")}
+    return sorted(p for p in folder.glob("*.jar") if _artifact_name(p.name) not in shipped)
 
 
 def fetch_all() -> dict[str, str]:

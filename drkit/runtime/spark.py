@@ -96,12 +96,21 @@ def session_settings(
     return {k: v for k, v in settings.items() if k not in secret}, secret
 
 
-def build_session(config: SparkConfig, app_name: str = "drkit", log_file: Path | None = None) -> SparkSession:
+def build_session(
+    config: SparkConfig, app_name: str = "drkit", log_file: Path | None = None, state: StateLayout | None = None
+) -> SparkSession:
     """Get or create the process's Spark session; no secret reaches a command line.
 
     ``log_file``: where the JVM's output goes (appended), unless the verbosity is debug. Without one, the JVM
-    shares the process's stderr and logs errors only (a test's or a benchmark's session).
+    shares the process's stderr and logs errors only (a test's or a benchmark's session). ``state``: the
+    state root Spark must reach (its file system's jars and settings when it is in an object store,
+    drkit.runtime.objectstore; ``[spark] conf`` wins over the settings derived).
     """
+    if state is not None:
+        from drkit.runtime.objectstore import spark_settings
+
+        store_conf, store_jars = spark_settings(state)
+        config = config.model_copy(update={"conf": {**store_conf, **config.conf}})
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     from pyspark import SparkConf, SparkContext
@@ -109,6 +118,8 @@ def build_session(config: SparkConfig, app_name: str = "drkit", log_file: Path |
 
     how = spark_logging(current_plan(), log_file is not None, os.environ.get(LEVEL_ENV) or None)
     jars = [str(p) for p in spark_extra_jars()]
+    if state is not None:
+        jars += [str(p) for p in store_jars]
     launch, secret = session_settings(config, app_name, jars, quiet=how.quiet_profile, level=how.level)
     # Start the gateway JVM with the launch settings on its command line and the secret ones in a
     # private properties file (a secret the JVM reads at start, e.g. in extraJavaOptions, must be there

@@ -27,6 +27,11 @@ from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
 from drkit.errors import StoreError
+from drkit.layout import StatePath
+from drkit.store.files import delta_location
+
+#: Where a table is: a local path, or a path under the state root (local, or in an object store with its options).
+Where = str | StatePath
 
 if TYPE_CHECKING:
     from pyarrow.dataset import Expression
@@ -95,15 +100,22 @@ def cause(exc: BaseException) -> str:
     return first if len(first) <= 200 else first[:200] + "..."
 
 
-def _has_data_files(path: str) -> bool:
+def _has_data_files(path: Where) -> bool:
+    if isinstance(path, StatePath) and path.remote:
+        return False  # an object store has no folder to look into without listing it: read as "not created"
     folder = Path(path)
     return folder.is_dir() and any(folder.rglob("*.parquet"))
 
 
-def open_table(path: str, name: str, version: int | None = None) -> DeltaTable | None:
+def _delta_table(path: Where, version: int | None = None) -> DeltaTable:
+    uri, options = delta_location(path)
+    return DeltaTable(uri, version=version, storage_options=options)
+
+
+def open_table(path: Where, name: str, version: int | None = None) -> DeltaTable | None:
     """The table at ``path`` (None when it does not exist yet), its schema version checked."""
     try:
-        table = DeltaTable(path, version=version) if version is not None else DeltaTable(path)
+        table = _delta_table(path, version)
     except TableNotFoundError:
         if _has_data_files(path):
             raise StoreError(f"Delta table {name} at {path} has data files but no _delta_log: {RESTORE}") from None
@@ -123,24 +135,26 @@ def open_table(path: str, name: str, version: int | None = None) -> DeltaTable |
     return table
 
 
-def ensure(path: str, spec: TableSpec) -> None:
+def ensure(path: Where, spec: TableSpec) -> None:
     """Create the table if missing; check its schema version if present (another writer may create it)."""
     if open_table(path, spec.name) is not None:
         return
+    uri, options = delta_location(path)
     try:
         DeltaTable.create(
-            path,
+            uri,
             schema=spec.schema,
             partition_by=list(spec.partitions) or None,
             configuration={"delta.appendOnly": "false"},
             mode="ignore",
+            storage_options=options,
         )
         # delta-rs refuses unknown keys at creation, not in a later property change: two commits, and
         # open_table reads an empty table between them as not created yet.
         try:
-            DeltaTable(path).alter.set_table_properties({VERSION_PROPERTY: SCHEMA_VERSION}, raise_if_not_exists=False)
+            _delta_table(path).alter.set_table_properties({VERSION_PROPERTY: SCHEMA_VERSION}, raise_if_not_exists=False)
         except DeltaError:  # another process creating it at the same time set it first
-            if DeltaTable(path).metadata().configuration.get(VERSION_PROPERTY) is None:
+            if _delta_table(path).metadata().configuration.get(VERSION_PROPERTY) is None:
                 raise
     except (OSError, DeltaError) as exc:  # e.g. a folder of the state root that this user cannot write
         raise StoreError(
@@ -151,7 +165,7 @@ def ensure(path: str, spec: TableSpec) -> None:
 
 
 def write(
-    path: str,
+    path: Where,
     spec: TableSpec,
     rows: pa.Table,
     *,
@@ -175,7 +189,9 @@ def write(
     rows = rows.select(spec.columns).cast(spec.schema)
     if table is None:
         ensure(path, spec)
-    target: str | DeltaTable = path if table is None else table
+    uri, options = delta_location(path)
+    target: str | DeltaTable = uri if table is None else table
+    options = options if table is None else None  # an open table carries its own
     commit = None
     if app is not None or metadata:
         commit = CommitProperties(
@@ -186,10 +202,23 @@ def write(
         try:
             partitions = list(spec.partitions) or None
             if replace is None:
-                write_deltalake(target, rows, mode="append", partition_by=partitions, commit_properties=commit)
+                write_deltalake(
+                    target,
+                    rows,
+                    mode="append",
+                    partition_by=partitions,
+                    commit_properties=commit,
+                    storage_options=options,
+                )
             else:
                 write_deltalake(
-                    target, rows, mode="overwrite", predicate=replace, partition_by=partitions, commit_properties=commit
+                    target,
+                    rows,
+                    mode="overwrite",
+                    predicate=replace,
+                    partition_by=partitions,
+                    commit_properties=commit,
+                    storage_options=options,
                 )
             return True
         except CommitFailedError as exc:
@@ -218,7 +247,7 @@ class Handle:
     and every commit after it, tens of milliseconds). The results of reads are kept for the version they
     read (a version never changes), so a command that asks the same twice reads once."""
 
-    def __init__(self, path: str, spec: TableSpec) -> None:
+    def __init__(self, path: Where, spec: TableSpec) -> None:
         self.path = path
         self.spec = spec
         self._table: DeltaTable | None = None
@@ -345,7 +374,7 @@ class RowLog(Generic[A, R]):
 
     def __init__(
         self,
-        path: str,
+        path: Where,
         spec: TableSpec,
         to_row: Callable[[A], dict[str, Any]],
         from_row: Callable[[dict[str, Any]], R],
@@ -366,7 +395,7 @@ class RowLog(Generic[A, R]):
         return [self._from_row(r) for r in rows.to_pylist()]
 
 
-def check_readable(tables: Sequence[tuple[str, str]]) -> None:
+def check_readable(tables: Sequence[tuple[Where, str]]) -> None:
     """Open each (path, name) table and check that every data file of its current version is there.
 
     For jobs that write with Spark (maintain): called before Spark starts, so a damaged table is one
@@ -402,7 +431,7 @@ class TableVersion:
         }
 
 
-def table_versions(path: str, name: str) -> list[TableVersion]:
+def table_versions(path: Where, name: str) -> list[TableVersion]:
     """Every commit of the table at ``path``, oldest first (none when the table does not exist yet)."""
     table = open_table(path, name)
     if table is None:

@@ -118,20 +118,21 @@ def maintain(
     syncs = TableFigures()
     coalesce = CoalesceFigures()
     checkpoints = TableFigures()
-    with _as_store_error("offset_syncs", tables.offset_syncs):
+    syncs_at, checkpoints_at = str(tables.offset_syncs), str(tables.checkpoints)  # Spark's paths (s3a:// too)
+    with _as_store_error("offset_syncs", syncs_at):
         if open_table(tables.offset_syncs, offset_syncs.SPEC.name) is not None:  # with its version guard
-            syncs.files_before = _num_files(spark, tables.offset_syncs)
-            coalesce, syncs.rows_before = coalesce_syncs(spark, tables.offset_syncs, keep_recent_batches)
-            _compact_and_vacuum(spark, tables.offset_syncs, syncs, vacuum_retention_hours, config)
-            syncs.rows_after = _count(spark, tables.offset_syncs)
-    with _as_store_error("checkpoints", tables.checkpoints):
+            syncs.files_before = _num_files(spark, syncs_at)
+            coalesce, syncs.rows_before = coalesce_syncs(spark, syncs_at, keep_recent_batches)
+            _compact_and_vacuum(spark, syncs_at, syncs, vacuum_retention_hours, config)
+            syncs.rows_after = _count(spark, syncs_at)
+    with _as_store_error("checkpoints", checkpoints_at):
         if open_table(tables.checkpoints, checkpoints_table.SPEC.name) is not None:
-            checkpoints.rows_before = _count(spark, tables.checkpoints)
-            checkpoints.files_before = _num_files(spark, tables.checkpoints)
-            _compact_and_vacuum(spark, tables.checkpoints, checkpoints, vacuum_retention_hours, config)
-            checkpoints.rows_after = _count(spark, tables.checkpoints)
+            checkpoints.rows_before = _count(spark, checkpoints_at)
+            checkpoints.files_before = _num_files(spark, checkpoints_at)
+            _compact_and_vacuum(spark, checkpoints_at, checkpoints, vacuum_retention_hours, config)
+            checkpoints.rows_after = _count(spark, checkpoints_at)
     return MaintenanceReport(
-        str(tables.root),
+        tables.where,
         keep_recent_batches,
         vacuum_retention_hours,
         syncs,

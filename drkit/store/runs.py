@@ -1,16 +1,15 @@
 """The jobs' run files: when the translator last finished, and the source end offsets each job last saw.
 
-Small JSON files under the state root (paths from :class:`~drkit.layout.StateLayout`), replaced
-atomically. ``status`` reads the last run to tell a stale translator; failover reads the freshest
-observation of the source's ends (the mirror records one per micro-batch, the translator one per
-run) to report the RPO when the source is gone.
+Small JSON files under the state root (paths from :class:`~drkit.layout.StateLayout`, local or in an
+object store: drkit.store.files), replaced atomically. ``status`` reads the last run to tell a stale
+translator; failover reads the freshest observation of the source's ends (the mirror records one per
+micro-batch, the translator one per run) to report the RPO when the source is gone.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 from drkit.core.batch import MirrorState
@@ -18,7 +17,8 @@ from drkit.core.incarnation import Renewal
 from drkit.core.status import EndsObservation
 from drkit.core.topology import TopicIssue, TopicIssueKind
 from drkit.errors import StoreError
-from drkit.layout import JobKind, StateLayout
+from drkit.layout import JobKind, StateLayout, StatePath
+from drkit.store import files
 
 
 @dataclass(frozen=True)
@@ -35,16 +35,14 @@ class TranslatorRun:
         return self.finished_at_ms if group in self.confirmed_groups else None
 
 
-def _write(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data))
-    tmp.replace(path)
+def _write(path: StatePath, data: dict[str, Any]) -> None:
+    files.write_text(path, json.dumps(data))
 
 
-def _read(path: Path) -> dict[str, Any] | None:
+def _read(path: StatePath) -> dict[str, Any] | None:
     try:
-        data = json.loads(path.read_text())
+        text = files.read_text(path)
+        data = None if text is None else json.loads(text)
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
@@ -86,7 +84,7 @@ class RunFiles:
         report an RPO of unknown size without saying why.
         """
         path = self.layout.source_ends(kind, flow)
-        if not path.exists():
+        if not files.exists(path):
             return None, None
         data = _read(path)
         latest = None if data is None else _observation(data)

@@ -654,7 +654,7 @@ def _a_down(tmp_path: Path) -> World:
 def _a_down_damaged_ends(tmp_path: Path) -> World:
     """Source down, and the mirror's record of its end offsets damaged (a key without its partition)."""
     w = _a_down(tmp_path)
-    path = w.context.layout.source_ends(JobKind.MIRROR, "A->B")
+    path = Path(w.context.layout.source_ends(JobKind.MIRROR, "A->B"))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text('{"at_ms": 1, "ends": {"orders0": 5}}')
     return w

@@ -184,7 +184,7 @@ def test_a_damaged_table_is_one_line_exit_6_and_nothing_changes(
         6,
         json_mode,
         f"Delta table {table}" if fault is not delete_data_file else "Delta table",
-        getattr(layout, table).rstrip("/").split("/state/")[1],
+        str(getattr(layout, table)).rstrip("/").split("/state/")[1],
         "backup",
         "nothing was changed",
     )

@@ -36,8 +36,8 @@ def config(tmp_path: Path, **mirror: Any) -> DrkitConfig:
 def job(tmp_path: Path, **mirror: Any) -> MirrorJob:
     cfg = config(tmp_path, **mirror)
     made = MirrorJob(mirror_context(cfg), cfg.flows[0])
-    made.stream_checkpoint.mkdir(parents=True)
-    (made.stream_checkpoint / "metadata").write_text(json.dumps({"id": STREAM}))
+    Path(made.stream_checkpoint).mkdir(parents=True)
+    Path(made.stream_checkpoint / "metadata").write_text(json.dumps({"id": STREAM}))
     return made
 
 

@@ -203,7 +203,7 @@ def test_failover_works_with_the_source_gone_and_reports_the_last_observation(w:
 
 
 def test_a_damaged_record_of_the_source_ends_is_not_needed_while_the_source_answers(w: World) -> None:
-    path = w.context.layout.source_ends(JobKind.MIRROR, "A->B")
+    path = Path(w.context.layout.source_ends(JobKind.MIRROR, "A->B"))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text('{"at_ms": 1, "ends": {"orders0": 5}}')
     w.a.ends.update({("orders", 0): 120})

@@ -64,7 +64,7 @@ def test_lag_seconds_unknown_when_the_oldest_record_cannot_be_read(w: World) -> 
 @pytest.mark.parametrize("case", ["never ran", "ran too long ago", "nothing mirrored"])
 def test_stale(w: World, case: str) -> None:
     if case == "never ran":
-        w.context.layout.translator_last_run("A->B").unlink()
+        Path(w.context.layout.translator_last_run("A->B")).unlink()
     elif case == "ran too long ago":
         ran_translator(w, "A->B", 301)
     else:

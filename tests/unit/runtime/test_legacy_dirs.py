@@ -40,7 +40,7 @@ def test_a_folder_one_flow_owns_is_moved_with_its_spark_checkpoint(layout: State
     old = _old_mirror(layout, "a_to->b")
     adopt_legacy_dirs(layout, ["a_to->b", "b->a_to"])
     assert not old.exists()
-    assert (layout.stream_checkpoint("a_to->b") / "metadata").read_text() == '{"id": "q-1"}'
+    assert Path(layout.stream_checkpoint("a_to->b") / "metadata").read_text() == '{"id": "q-1"}'
     assert layout.job_dir(JobKind.MIRROR, "a_to->b").name == "a__to_to_b"
 
 
@@ -61,7 +61,7 @@ def test_after_the_operator_moves_a_shared_folder_both_flows_run(layout: StateLa
     old = _old_mirror(layout, "a_to->b")
     old.rename(layout.job_dir(JobKind.MIRROR, "a->to_b"))
     adopt_legacy_dirs(layout, ["a_to->b", "a->to_b"])
-    assert layout.stream_checkpoint("a->to_b").is_dir()
+    assert Path(layout.stream_checkpoint("a->to_b")).is_dir()
     assert not layout.job_dir(JobKind.MIRROR, "a_to->b").exists()
 
 
@@ -89,7 +89,7 @@ def test_a_folder_an_earlier_versions_job_still_holds_is_refused(layout: StateLa
         proc.stdin.close()
         proc.wait(timeout=30)
     adopt_legacy_dirs(layout, ["my_a->b"])
-    assert not old.exists() and layout.stream_checkpoint("my_a->b").is_dir()
+    assert not old.exists() and Path(layout.stream_checkpoint("my_a->b")).is_dir()
 
 
 def test_flows_without_underscores_and_missing_roots_are_left_alone(layout: StateLayout, tmp_path: Path) -> None:

@@ -25,7 +25,9 @@ def test_a_table_of_another_schema_version_is_refused(tmp_path: Path) -> None:
     OperationTable(layout).append(
         OperationRecord("x", Action.FAILBACK, "A->B", (), None, True, {}, {}, "u", "h", "v", T0, T0)
     )
-    DeltaTable(layout.operations).alter.set_table_properties({"drkit.schema.version": "0"}, raise_if_not_exists=False)
+    DeltaTable(str(layout.operations)).alter.set_table_properties(
+        {"drkit.schema.version": "0"}, raise_if_not_exists=False
+    )
     with pytest.raises(StoreError, match="has schema version 0, this drkit needs 1"):
         OperationTable(layout).list()
 
@@ -39,11 +41,11 @@ def test_a_table_between_the_two_commits_of_its_creation_reads_as_not_there_yet(
     from drkit.store.operations import SPEC
 
     layout = StateLayout(tmp_path)
-    DeltaTable.create(layout.operations, schema=SPEC.schema)
+    DeltaTable.create(str(layout.operations), schema=SPEC.schema)
     assert delta.open_table(layout.operations, "operations") is None
     assert OperationTable(layout).list() == []
     delta.ensure(layout.operations, SPEC)  # the creator's second commit
     table = delta.open_table(layout.operations, "operations")
     assert table is not None and table.metadata().configuration["drkit.schema.version"] == delta.SCHEMA_VERSION
     delta.ensure(layout.operations, SPEC)  # a second creator: nothing more to do
-    assert DeltaTable(layout.operations).version() == 1
+    assert DeltaTable(str(layout.operations)).version() == 1

@@ -27,7 +27,7 @@ DAMAGED = [
 @pytest.mark.parametrize("text", DAMAGED)
 def test_a_damaged_record_is_one_store_error_naming_the_file(tmp_path: Path, text: str) -> None:
     runs = RunFiles(StateLayout(tmp_path))
-    path = runs.layout.source_ends(JobKind.MIRROR, "A->B")
+    path = Path(runs.layout.source_ends(JobKind.MIRROR, "A->B"))
     path.parent.mkdir(parents=True)
     path.write_text(text)
     with pytest.raises(StoreError) as error:
@@ -39,7 +39,7 @@ def test_a_damaged_record_is_one_store_error_naming_the_file(tmp_path: Path, tex
 
 def test_the_next_observation_replaces_a_damaged_record(tmp_path: Path) -> None:
     runs = RunFiles(StateLayout(tmp_path))
-    path = runs.layout.source_ends(JobKind.TRANSLATOR, "A->B")
+    path = Path(runs.layout.source_ends(JobKind.TRANSLATOR, "A->B"))
     path.parent.mkdir(parents=True)
     path.write_text('{"at_ms": 1, "ends": {"orders0": 5}}')
     runs.observe_source_ends(JobKind.TRANSLATOR, "A->B", EndsObservation(10, {("orders", 0): 7}))

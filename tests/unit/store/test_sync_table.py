@@ -95,14 +95,14 @@ def test_offset_syncs_ranges_progress_and_increments(tmp_path: Path) -> None:
             for t, p, u, d, n in rows
         ]
         write_deltalake(
-            layout.offset_syncs,
+            str(layout.offset_syncs),
             pa.Table.from_pylist(data, schema=SYNCS_SPEC.schema),
             mode="append",
             partition_by=["sync_date"],
         )
 
     write(0, [("orders", 0, 0, 0, 10), ("orders", 1, 0, 0, 5)])
-    DeltaTable(layout.offset_syncs).alter.set_table_properties(
+    DeltaTable(str(layout.offset_syncs)).alter.set_table_properties(
         {"drkit.schema.version": SCHEMA_VERSION}, raise_if_not_exists=False
     )
     write(1, [("orders", 0, 10, 10, 10), ("audit", 0, 0, 0, 3)])

@@ -1,0 +1,124 @@
+"""Files under the state root, local or in an object store: the one place that reads and writes them.
+
+A :class:`~drkit.layout.StatePath` is a local path or an object-store URI; this module turns a remote one
+into a pyarrow file system (S3 through pyarrow's own client, the other stores through delta-rs's, with the
+same options as their Delta tables) and the rest of drkit never asks which kind it holds. Local files are
+replaced atomically (a temporary file renamed); an object is replaced by one PUT, which S3 and the others
+make atomic. Invariant: a remote path is never handed to the local file system (no folder named ``s3a:``).
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from drkit.core.storage import S3_SCHEMES, RootUri, StorageSettings, delta_options, parse_root, s3_client_settings
+from drkit.layout import StatePath
+
+if TYPE_CHECKING:
+    from pyarrow import fs
+
+#: A path under the state root, or a plain local path (tests, tools).
+Location = StatePath | Path
+
+
+def _is_remote(path: Location) -> bool:
+    return isinstance(path, StatePath) and path.remote
+
+
+def delta_location(path: str | StatePath) -> tuple[str, dict[str, str] | None]:
+    """(table URI, delta-rs storage options) of a Delta table's path (no options for a local one)."""
+    if isinstance(path, str) or not path.remote:
+        return str(path), None
+    uri = _uri(path)
+    return str(uri), delta_options(uri, path.storage or StorageSettings())
+
+
+def read_text(path: Location) -> str | None:
+    """The file's text; None when it does not exist. Other failures raise OSError."""
+    if not _is_remote(path):
+        try:
+            return Path(path).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
+    filesystem, where = _remote(path)
+    try:
+        with filesystem.open_input_stream(where) as stream:
+            data: bytes = stream.read()
+    except FileNotFoundError:
+        return None
+    return data.decode("utf-8")
+
+
+def write_text(path: Location, text: str) -> None:
+    """Replace the file's content with ``text`` in one step (readers see the old or the new whole file)."""
+    if not _is_remote(path):
+        local = Path(path)
+        local.parent.mkdir(parents=True, exist_ok=True)
+        tmp = local.with_suffix(".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(local)
+        return
+    filesystem, where = _remote(path)
+    with filesystem.open_output_stream(where) as out:
+        out.write(text.encode("utf-8"))
+
+
+def exists(path: Location) -> bool:
+    if not _is_remote(path):
+        return Path(path).exists()
+    from pyarrow import fs
+
+    filesystem, where = _remote(path)
+    return bool(filesystem.get_file_info(where).type != fs.FileType.NotFound)
+
+
+def make_dirs(path: Location) -> None:
+    """Create the folder (and its parents) where folders exist: locally; an object store has none to make."""
+    if not _is_remote(path):
+        Path(path).mkdir(parents=True, exist_ok=True)
+
+
+def listing(path: Location) -> list[str]:
+    """The names of the files directly under the folder ``path`` (none when it does not exist)."""
+    if not _is_remote(path):
+        folder = Path(path)
+        return sorted(p.name for p in folder.iterdir()) if folder.is_dir() else []
+    from pyarrow import fs
+
+    filesystem, where = _remote(path)
+    found = filesystem.get_file_info(fs.FileSelector(where, allow_not_found=True))
+    return sorted(info.base_name for info in found)
+
+
+def _uri(path: Location) -> RootUri:
+    found = parse_root(str(path))
+    if not isinstance(found, RootUri):  # a StatePath is remote only when it holds '://'
+        raise ValueError(f"{path} is not an object-store URI")
+    return found
+
+
+def _remote(path: Location) -> tuple[fs.FileSystem, str]:
+    """The file system of a remote path's store, and the path inside it."""
+    uri = _uri(path)
+    settings = (path.storage if isinstance(path, StatePath) else None) or StorageSettings()
+    if uri.scheme in S3_SCHEMES:
+        return _s3(settings), f"{uri.authority}/{uri.key}"
+    return _delta_rs(RootUri(uri.scheme, uri.authority), settings), uri.key
+
+
+@functools.cache
+def _s3(settings: StorageSettings) -> fs.FileSystem:
+    from pyarrow import fs
+
+    return fs.S3FileSystem(**s3_client_settings(settings))
+
+
+@functools.cache
+def _delta_rs(store: RootUri, settings: StorageSettings) -> fs.FileSystem:
+    """Azure, GCS and HDFS through delta-rs's object_store (the same client and options as the tables)."""
+    from deltalake.fs import DeltaStorageHandler
+    from pyarrow import fs
+
+    return fs.PyFileSystem(DeltaStorageHandler(str(store), delta_options(store, settings)))
