@@ -95,7 +95,8 @@ def parse_root(text: str) -> RootUri | str:
         raise ValueError("an abfss:// root names CONTAINER@ACCOUNT.dfs.core.windows.net")
     if "@" in authority and kind is not Scheme.ABFSS:
         raise ValueError(f"a {scheme}:// root holds no user or password: put credentials in [state.storage]")
-    parts = path.strip("/").split("/") if path.strip("/") else []
+    inner = path.removeprefix("/").removesuffix("/")  # one trailing '/' is the same folder
+    parts = inner.split("/") if inner else []
     if any(p in ("", ".", "..") for p in parts):
         raise ValueError("has an empty, '.' or '..' path segment: write each folder of the path once")
     return RootUri(kind, authority, "/".join(parts))

@@ -13,3 +13,5 @@ TEST_BASE_PORT = int(os.environ.get("DRKIT_TEST_BASE_PORT", "29092"))
 DISASTER_BASE_PORT = TEST_BASE_PORT + 100
 #: The secure clusters (SASL_SSL and mutual TLS) of tests/integration/secure.
 SECURE_BASE_PORT = TEST_BASE_PORT + 600
+#: The S3-compatible server (moto's) of tests/integration/store/test_object_store_root.py.
+OBJECT_STORE_PORT = TEST_BASE_PORT + 50

@@ -413,6 +413,67 @@ CONFIG_CASES: list[Any] = [
         id="state-root-unknown-user",
     ),
     pytest.param(BASE.replace('root = "state"', 'root = " "'), "state.root: must not be empty", id="state-root-blank"),
+    # -- an object-store state root (issue 22): never a local folder named after the URI -------------------
+    pytest.param(
+        BASE.replace('root = "state"', 'root = "s3a:my-bucket/drkit"'),
+        "state.root: starts with 's3a:' but not 's3a://': it would be a local folder named 's3a:...'",
+        id="state-root-uri-without-slashes",
+    ),
+    pytest.param(
+        BASE.replace('root = "state"', 'root = "ftp://host/drkit"'),
+        "state.root: scheme 'ftp' is not one a state root can use",
+        id="state-root-unknown-scheme",
+    ),
+    pytest.param(
+        BASE.replace('root = "state"', 'root = "s3a:///drkit"'),
+        "state.root: names no bucket: write s3a://BUCKET/PATH",
+        id="state-root-no-bucket",
+    ),
+    pytest.param(
+        BASE.replace('root = "state"', 'root = "s3a://bucket//drkit"'),
+        "state.root: has an empty, '.' or '..' path segment",
+        id="state-root-empty-segment",
+    ),
+    pytest.param(
+        BASE.replace('root = "state"', f'root = "s3a://key:{SECRET}@bucket/drkit"'),
+        "state.root: a s3a:// root holds no user or password: put credentials in [state.storage]",
+        id="state-root-credentials-in-uri",
+    ),
+    pytest.param(
+        BASE.replace('root = "state"', 'root = "file://host/drkit"'),
+        "state.root: a file:// root is a local path: write file:///PATH (three slashes)",
+        id="state-root-file-uri-with-host",
+    ),
+    pytest.param(
+        BASE.replace('root = "state"', 'root = "state"\n[state.storage]\nendpoint = "http://127.0.0.1:9000"'),
+        "state.storage.endpoint: applies to an object-store root only, and [state] root is a local folder",
+        id="state-storage-with-local-root",
+    ),
+    pytest.param(
+        BASE.replace('root = "state"', f'root = "s3a://b1/x"\n[state.storage]\nsecret_access_key = "{SECRET}"'),
+        "state.storage.access_key_id: must be set with the other key",
+        id="state-storage-secret-without-key-id",
+    ),
+    pytest.param(
+        BASE.replace('root = "state"', 'root = "s3a://b1/x"\n[state.storage]\nendpoint = "127.0.0.1:9000"'),
+        "state.storage.endpoint: must be http://HOST[:PORT] or https://HOST[:PORT]",
+        id="state-storage-endpoint-without-scheme",
+    ),
+    pytest.param(
+        BASE.replace('root = "state"', 'root = "gs://b1/x"\n[state.storage]\nregion = "eu"'),
+        "state.storage.region: is an S3 setting; a gs:// root takes its settings in state.storage.options",
+        id="state-storage-s3-setting-on-gcs",
+    ),
+    pytest.param(
+        BASE.replace('root = "state"', 'root = "state"\nlocal_dir = "host"'),
+        "state.local_dir: applies to an object-store root only",
+        id="state-local-dir-with-local-root",
+    ),
+    pytest.param(
+        BASE.replace('root = "state"', 'root = "s3a://b1/x"\nlocal_dir = "s3a://b2/y"'),
+        "state.local_dir: is this host's own folder: a local path, not a URI",
+        id="state-local-dir-uri",
+    ),
     pytest.param(
         _with_a('properties = { "security.protocol" = "SSL", "ssl.ca.location" = "$HOME/ca.pem" }'),
         "clusters.A.properties.ssl.ca.location: holds '$HOME', a shell variable",

@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from drkit.core.storage import RootUri, Scheme, StorageSettings
 from drkit.layout import JobKind, StateLayout, flow_dir_name, legacy_flow_dir_name
 
 #: Cluster aliases as the config allows them (drkit.config.model).
@@ -70,3 +72,52 @@ def test_the_names_the_issue_found_colliding_differ_now() -> None:
 def test_flows_without_underscores_keep_their_folder_of_earlier_versions(source: str, target: str) -> None:
     flow = f"{source}->{target.replace('_', '-')}"
     assert flow_dir_name(flow) == legacy_flow_dir_name(flow)
+
+
+# -- a state root in an object store (issue 22) ---------------------------------------------------------
+
+REMOTE = StateLayout(Path("/host/dir"), RootUri(Scheme.S3A, "bucket", "drkit"), StorageSettings(region="eu-west-1"))
+
+
+def test_a_remote_roots_state_is_under_its_uri_and_what_is_host_local_under_the_host_folder() -> None:
+    assert str(REMOTE.offset_syncs) == "s3a://bucket/drkit/delta/offset_syncs"
+    assert str(REMOTE.stream_checkpoint("A->B")) == "s3a://bucket/drkit/mirror/A_to_B/checkpoint"
+    assert (
+        str(REMOTE.source_ends(JobKind.TRANSLATOR, "A->B")) == "s3a://bucket/drkit/checkpoint/A_to_B/source_ends.json"
+    )
+    assert str(REMOTE.translator_last_run("A->B")) == "s3a://bucket/drkit/checkpoint/A_to_B/last_run.json"
+    assert REMOTE.job_lock(JobKind.MIRROR, "A->B") == Path("/host/dir/mirror/A_to_B/lock")
+    assert REMOTE.pid_file(JobKind.MIRROR, "A->B") == Path("/host/dir/mirror/A_to_B/pid")
+    assert REMOTE.spark_log == Path("/host/dir/logs/spark.log")
+    assert REMOTE.drill_dir("d1") == Path("/host/dir/drills/d1")
+    assert REMOTE.where == "s3a://bucket/drkit"
+    assert REMOTE.offset_syncs.storage == StorageSettings(region="eu-west-1")  # the settings travel with the path
+
+
+def test_a_remote_path_has_no_local_file_name() -> None:
+    checkpoint = REMOTE.stream_checkpoint("A->B")
+    assert checkpoint.remote
+    with pytest.raises(TypeError, match="object store"):
+        Path(checkpoint)
+    with pytest.raises(TypeError):
+        open(checkpoint / "metadata")  # noqa: SIM115
+
+
+def test_a_local_roots_state_paths_are_its_folders() -> None:
+    local = StateLayout(Path("/s"))
+    assert Path(local.stream_checkpoint("A->B")) == local.job_dir(JobKind.MIRROR, "A->B") / "checkpoint"
+    assert Path(local.offset_syncs) == Path("/s/delta/offset_syncs")
+    assert not local.offset_syncs.remote and local.where == "/s"
+
+
+@given(st.lists(st.from_regex(r"[a-z0-9_.-]{1,6}", fullmatch=True), min_size=1, max_size=4))
+def test_a_state_path_joins_and_splits_like_a_path(parts: list[str]) -> None:
+    path = REMOTE.store
+    for part in parts:
+        path = path / part
+    assert path.name == parts[-1]
+    assert str(path.parent) == "/".join(["s3a://bucket/drkit", *parts[:-1]])
+    local = StateLayout(Path("/s")).store
+    for part in parts:
+        local = local / part
+    assert Path(local) == Path("/s", *parts)

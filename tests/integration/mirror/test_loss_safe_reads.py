@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,7 +26,7 @@ from drkit.store.offset_syncs import SyncTable
 
 
 def committed_batches(config: DrkitConfig) -> list[str]:
-    commits = StateLayout(config.state_root()).stream_checkpoint(config.flows[0].name) / "commits"
+    commits = Path(StateLayout(config.state_root()).stream_checkpoint(config.flows[0].name) / "commits")
     return sorted(p.name for p in commits.iterdir()) if commits.exists() else []
 
 

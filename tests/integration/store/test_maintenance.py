@@ -31,14 +31,14 @@ PARTITIONS = [("orders", "A.orders", 0), ("orders", "A.orders", 1), ("audit", "A
 
 
 def all_rows(spark: Any, tables: StateLayout) -> list[tuple[Any, ...]]:
-    df = spark.read.format("delta").load(tables.offset_syncs)
+    df = spark.read.format("delta").load(str(tables.offset_syncs))
     return sorted(tuple(r) for r in df.collect())
 
 
 def pairs(spark: Any, tables: StateLayout) -> set[Pair]:
     """Every (flow, topic, partition, upstream, downstream) pair the rows stand for."""
     out: set[Pair] = set()
-    for r in spark.read.format("delta").load(tables.offset_syncs).collect():
+    for r in spark.read.format("delta").load(str(tables.offset_syncs)).collect():
         assert r.upstream_last - r.upstream_first == r.downstream_last - r.downstream_first
         assert r.record_count == r.upstream_last - r.upstream_first + 1
         for i in range(r.record_count):
@@ -60,7 +60,7 @@ def data_commits_since(spark: Any, tables: StateLayout, version: int) -> list[st
     """Operations after ``version`` that changed rows (OPTIMIZE and VACUUM do not)."""
     from delta.tables import DeltaTable
 
-    history = DeltaTable.forPath(spark, tables.offset_syncs).history().where(f"version > {version}")
+    history = DeltaTable.forPath(spark, str(tables.offset_syncs)).history().where(f"version > {version}")
     quiet = ("OPTIMIZE", "VACUUM START", "VACUUM END")
     return [r.operation for r in history.collect() if r.operation not in quiet]
 
@@ -68,7 +68,7 @@ def data_commits_since(spark: Any, tables: StateLayout, version: int) -> list[st
 def table_version(spark: Any, tables: StateLayout) -> int:
     from delta.tables import DeltaTable
 
-    return int(DeltaTable.forPath(spark, tables.offset_syncs).history(1).first()[0])  # type: ignore[index]
+    return int(DeltaTable.forPath(spark, str(tables.offset_syncs)).history(1).first()[0])  # type: ignore[index]
 
 
 def write_history(store: SyncTable) -> None:

@@ -105,7 +105,7 @@ def test_spark_reads_what_delta_rs_wrote_and_maintenance_keeps_every_answer(spar
             at=YESTERDAY if b < 6 else datetime.now(UTC),
         )
     Writer(syncs, "B->A", "stream-2").batch(0, [("orders", "B.orders", 0)], at=YESTERDAY)
-    same_everywhere(spark, layout.offset_syncs)
+    same_everywhere(spark, str(layout.offset_syncs))
 
     checkpoints = CheckpointTable(layout)
     checkpoints.append([checkpoint("g1", 0, 10), checkpoint("g1", 1, 20)])
@@ -113,22 +113,22 @@ def test_spark_reads_what_delta_rs_wrote_and_maintenance_keeps_every_answer(spar
     between = datetime.now(UTC)
     time.sleep(1.1)
     checkpoints.append([checkpoint("g1", 0, 30), checkpoint("g2", 0, 5)])
-    same_everywhere(spark, layout.checkpoints)
+    same_everywhere(spark, str(layout.checkpoints))
 
     operations = OperationTable(layout)
     operations.append(record(1))
     operations.append(record(2))
     operations.append(record(3, "B->A"))
-    same_everywhere(spark, layout.operations)
+    same_everywhere(spark, str(layout.operations))
     assert [o.id for o in operations.list()] == ["op3", "op2", "op1"]
 
     # A row Spark appends (a foreign writer, e.g. scripts/bench_translate.py's fill) reads the same in delta-rs.
     spark.createDataFrame(
         [("A->B", "g3", "orders", "A.orders", 0, 7, 7, "mirrored", None, datetime.now(UTC))],
         spark_ddl(CHECKPOINTS.schema),
-    ).write.format("delta").mode("append").save(layout.checkpoints)
+    ).write.format("delta").mode("append").save(str(layout.checkpoints))
     assert ("g3", 7) in {(r.checkpoint.group, r.checkpoint.upstream_offset) for r in checkpoints.latest("A->B")}
-    same_everywhere(spark, layout.checkpoints)
+    same_everywhere(spark, str(layout.checkpoints))
 
     # Maintenance (Spark): coalescing, OPTIMIZE, VACUUM; every answer stays, delta-rs appends after it.
     ranges, progress = syncs.ranges("A->B"), syncs.progress("A->B")
@@ -139,6 +139,6 @@ def test_spark_reads_what_delta_rs_wrote_and_maintenance_keeps_every_answer(spar
     assert checkpoints.latest("A->B") == latest and checkpoints.latest("A->B", as_of=between) == then
     checkpoints.append([checkpoint("g2", 0, 6)])  # delta-rs appends after Spark's OPTIMIZE
     assert ("g2", 6) in {(r.checkpoint.group, r.checkpoint.upstream_offset) for r in checkpoints.latest("A->B")}
-    same_everywhere(spark, layout.checkpoints)
+    same_everywhere(spark, str(layout.checkpoints))
     writer.batch(8, PARTS, at=datetime.now(UTC))  # and the mirror's next batch on top of the rewrite
-    same_everywhere(spark, layout.offset_syncs)
+    same_everywhere(spark, str(layout.offset_syncs))

@@ -197,7 +197,7 @@ def test_time_travel_and_findings(
     # Delta time travel to the first version that held checkpoints gives the same answer.
     from delta.tables import DeltaTable
 
-    path = Drkit(config, spark).layout.checkpoints
+    path = str(Drkit(config, spark).layout.checkpoints)
     versions = sorted(
         r["version"] for r in DeltaTable.forPath(spark, path).history().collect() if r["operation"] == "WRITE"
     )
