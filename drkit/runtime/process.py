@@ -9,6 +9,10 @@ the lock file itself is never deleted (deleting a lock file lets two processes l
 
 The PID file (:meth:`drkit.layout.StateLayout.pid_file`) stays for :func:`running`.
 
+Both are host-local (``StateLayout.root``: the state root when it is a local folder, this host's own folder
+for a state root in an object store): they guard one host only. A second host sharing an object-store root
+is not refused by them; docs/state.md says what a second host sees and how to run one job per flow.
+
 Earlier versions named a flow's folder in a way two flows could share (``a_to->b``, ``a->to_b``);
 :func:`adopt_legacy_dirs` moves such a folder to its flow's own name when exactly one configured flow
 can own it and no job of the earlier version holds its lock, and refuses in one line otherwise, so an

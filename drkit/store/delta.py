@@ -100,6 +100,25 @@ def cause(exc: BaseException) -> str:
     return first if len(first) <= 200 else first[:200] + "..."
 
 
+def _restore(path: Where) -> str:
+    """What to do about a table that cannot be read: in an object store, first that the store is reachable."""
+    if isinstance(path, StatePath) and path.remote:
+        return (
+            "check that the object store answers and that [state.storage] reaches it (endpoint, bucket, "
+            f"credentials); if it does, {RESTORE}"
+        )
+    return RESTORE
+
+
+def _writable(path: Where) -> str:
+    if isinstance(path, StatePath) and path.remote:
+        return (
+            "check that the object store answers and that [state.storage] may write there (endpoint, bucket, "
+            "credentials)"
+        )
+    return "check that [state] root is a folder this user can write"
+
+
 def _has_data_files(path: Where) -> bool:
     if isinstance(path, StatePath) and path.remote:
         return False  # an object store has no folder to look into without listing it: read as "not created"
@@ -123,7 +142,7 @@ def open_table(path: Where, name: str, version: int | None = None) -> DeltaTable
     except Exception as exc:  # delta-rs raises a bare DeltaError for a version that does not exist
         if version is not None and "version" in str(exc).lower():
             raise StoreError(f"{name} table has no version {version}: {cause(exc)}") from None
-        raise StoreError(f"Delta table {name} at {path} cannot be read ({cause(exc)}): {RESTORE}") from None
+        raise StoreError(f"Delta table {name} at {path} cannot be read ({cause(exc)}): {_restore(path)}") from None
     found = table.metadata().configuration.get(VERSION_PROPERTY)
     if found is None and table.version() == 0 and not table.file_uris():
         return None  # between the two commits of its creation (see ensure): nothing in it yet
@@ -157,10 +176,7 @@ def ensure(path: Where, spec: TableSpec) -> None:
             if _delta_table(path).metadata().configuration.get(VERSION_PROPERTY) is None:
                 raise
     except (OSError, DeltaError) as exc:  # e.g. a folder of the state root that this user cannot write
-        raise StoreError(
-            f"cannot write Delta table {spec.name} at {path} ({cause(exc)}): check that [state] root is a folder "
-            "this user can write"
-        ) from None
+        raise StoreError(f"cannot write Delta table {spec.name} at {path} ({cause(exc)}): {_writable(path)}") from None
     open_table(path, spec.name)  # the version check, also when another writer created it at the same time
 
 
@@ -233,8 +249,7 @@ def write(
                 table.update_incremental()  # the next attempt starts from the commit that won
         except (OSError, DeltaError) as exc:
             raise StoreError(
-                f"cannot write Delta table {spec.name} at {path} ({cause(exc)}): check that [state] root is a "
-                "folder this user can write"
+                f"cannot write Delta table {spec.name} at {path} ({cause(exc)}): {_writable(path)}"
             ) from None
         except Exception as exc:  # delta-rs raises its own error types; the operator needs one line
             raise StoreError(f"{spec.name} at {path}: {what} failed: {cause(exc)}") from None
@@ -263,7 +278,7 @@ class Handle:
                 self._table.update_incremental()
             except Exception as exc:
                 raise StoreError(
-                    f"Delta table {self.spec.name} at {self.path} cannot be read ({cause(exc)}): {RESTORE}"
+                    f"Delta table {self.spec.name} at {self.path} cannot be read ({cause(exc)}): {_restore(self.path)}"
                 ) from None
         return self._table
 
@@ -335,7 +350,7 @@ class Handle:
             commits = table.history(window)
         except Exception as exc:
             raise StoreError(
-                f"Delta table {self.spec.name} at {self.path} cannot be read ({cause(exc)}): {RESTORE}"
+                f"Delta table {self.spec.name} at {self.path} cannot be read ({cause(exc)}): {_restore(self.path)}"
             ) from None
         for c in commits:
             value = c.get(key)

@@ -169,3 +169,19 @@ def test_mirror_checkpoint_and_failover_with_the_state_in_an_object_store(
     for done in (mirror, checkpoint):
         assert not any(s in done.stdout + done.stderr for s in secrets)
     assert not any(s in (host / "logs" / "spark.log").read_text() for s in secrets)
+
+
+def test_a_store_that_does_not_answer_is_one_line_naming_the_storage_settings(
+    clusters: dict[str, str], tmp_path: Path
+) -> None:
+    """Nothing listens on port 1: the command says so in one line (exit 6), names what to check, shows no secret
+    and makes no local folder after the URI."""
+    config = write_config(tmp_path, S3Server("http://127.0.0.1:1", None), clusters, "t", "g")  # type: ignore[arg-type]
+    done = drkit(config, "history")
+    assert done.returncode == 6, done.stdout + done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"error: Delta table operations at s3a://{BUCKET}/drkit/delta/operations cannot be read")
+    assert "[state.storage] reaches it (endpoint, bucket, credentials)" in lines[0]
+    assert SECRET_ACCESS_KEY not in done.stdout + done.stderr
+    assert uri_folders(tmp_path) == []
