@@ -345,7 +345,7 @@ def fill_syncs(args: argparse.Namespace, cfg: Path) -> dict[str, Any]:
             commits += 1
     from deltalake import DeltaTable
 
-    table = DeltaTable(layout.offset_syncs)
+    table = DeltaTable(str(layout.offset_syncs))
     return {
         "seconds": round(time.monotonic() - started, 1),
         "rows": table.to_pyarrow_dataset().count_rows(),

@@ -81,7 +81,7 @@ def test_no_secret_in_operator_output_logs_or_tables(
     assert any("billing" in text for text in printed)  # the commands did run and print
     assert any("sasl.password" in text for text in printed)  # config show printed the properties, masked
     logged = [r.getMessage() for r in caplog.records]
-    rows = DeltaTable(layout.operations).to_pyarrow_table().to_pylist()
+    rows = DeltaTable(str(layout.operations)).to_pyarrow_table().to_pylist()
     assert len(rows) >= 4  # the audit trail was written: dry runs, the apply, the failback plan
     cells = [str(v) for row in rows for v in row.values()]
     files = [
