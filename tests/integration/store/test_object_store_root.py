@@ -160,13 +160,21 @@ def test_mirror_checkpoint_and_failover_with_the_state_in_an_object_store(
     assert committed_on(clusters["B"], group, f"A.{topic}") == COMMITTED
     assert any(k.startswith("drkit/delta/operations/_delta_log/") for k in s3.keys(BUCKET, "drkit/delta/operations/"))
 
+    # -- drkit maintain: Spark reads and rewrites the tables through S3A; translation unchanged ------------
+    maintain = drkit(config, "maintain", "--keep-recent-batches", "1")
+    assert maintain.returncode == 0, (maintain.stdout + maintain.stderr)[-4000:]
+    after = SyncTable(layout).ranges("A->B", [topic])
+    assert sorted(
+        (p, u, d) for (t, p), rs in after.items() if t == topic for rng in rs for u, d in rng.pairs()
+    ) == sorted(pairs)
+
     # -- what stayed on this host, and nothing named after the URI ---------------------------------------
     host = tmp_path / "host"
     assert (host / "logs" / "spark.log").is_file()  # the JVM's output is host-local
     assert not (host / "delta").exists() and not (host / "mirror" / flow / "checkpoint").exists()
     assert uri_folders(tmp_path, Path.cwd(), Path(__file__).parents[3], jvm_working_dir()) == []
     secrets = [SECRET_ACCESS_KEY]
-    for done in (mirror, checkpoint):
+    for done in (mirror, checkpoint, maintain):
         assert not any(s in done.stdout + done.stderr for s in secrets)
     assert not any(s in (host / "logs" / "spark.log").read_text() for s in secrets)
 
