@@ -19,6 +19,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from drkit import versions
+from drkit.core.storage import CACHE_ENV, DEFAULT_CACHE
 from drkit.errors import ArtifactError
 
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2/"
@@ -35,7 +36,7 @@ _SETTINGS = f"""<settings>
 def cache_root() -> Path:
     # Absolute: the jar paths under it are handed to a JVM that runs in another directory
     # (jvm_working_dir), where a relative $DRKIT_CACHE would name nothing.
-    return Path(os.environ.get("DRKIT_CACHE", Path.home() / ".cache" / "drkit")).expanduser().resolve()
+    return Path(os.environ.get(CACHE_ENV) or DEFAULT_CACHE).expanduser().resolve()
 
 
 def jvm_working_dir() -> Path:
