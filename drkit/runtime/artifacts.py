@@ -173,8 +173,10 @@ def object_store_jars() -> list[Path]:
 
 
 def fetch_all() -> dict[str, str]:
-    """Fetch every artifact set; used by scripts/fetch-artifacts and CI."""
+    """Fetch every artifact set (the S3A jars too: an object-store root must not wait on Maven); used by
+    scripts/setup and CI."""
     return {
         "kafka": str(kafka_broker_libs()),
         "spark": ",".join(str(p) for p in spark_extra_jars()),
+        "object_store": ",".join(str(p) for p in object_store_jars()),
     }
