@@ -493,7 +493,13 @@ class MirrorJob:
         task = copy_partitions(self._copy_task(producer_conf, topic_map))
         sc = self.spark.sparkContext
         sc.setJobDescription(f"drkit mirror {self.flow.name}: copy of batch {batch_id}")
-        results: list[TaskResult] = sc.parallelize(list(groups), len(groups)).mapPartitions(task).collect()
+        try:
+            results: list[TaskResult] = sc.parallelize(list(groups), len(groups)).mapPartitions(task).collect()
+        except Exception:
+            # Stopping the query cancels its running jobs (the copy job runs in the query's thread).
+            if self._stopping():
+                raise BatchAbandoned(f"{ABANDONED_MARKER}the mirror is stopping") from None
+            raise
         failed = [r for r in results if r.failure is not None]
         if failed:
             raise failed[0].error()
