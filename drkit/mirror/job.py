@@ -472,6 +472,8 @@ class MirrorJob:
                     f"flow {self.flow.name}: batch {batch_id} cannot be read exactly ({exc}); it is not committed "
                     "and is copied again when the mirror restarts"
                 ) from None
+            except SourceStalled as exc:  # a copy task's read (the driver's own says so itself)
+                raise ClusterError(source_unreachable(self.flow, self.source.bootstrap_servers, str(exc))) from None
         except Exception as exc:
             raise explain(self.flow, self.source.bootstrap_servers, exc) from None
 

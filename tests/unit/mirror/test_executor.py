@@ -337,3 +337,17 @@ def test_a_failure_a_copy_task_returns_fails_the_batch_as_the_drivers_copy_would
     clients(Source({("t", 0): 5}), Target(refuse=frozenset({"A.t"})))
     with pytest.raises(DeliveryFailed, match=FAILURE_MARKER):
         j._copy(0, BatchPlan({("t", 0): (0, 5)}, {}), {}, {"t": "A.t"}, BatchReport(0), MirrorState("s", 0))
+
+
+def test_a_source_a_copy_task_could_not_read_is_a_cluster_error_naming_it(
+    clients: Callable[[Source, Target], None], tmp_path: Path
+) -> None:
+    from drkit.core.batch import BatchPlan, MirrorState
+    from drkit.errors import ClusterError
+    from drkit.mirror.job import BatchReport
+
+    clients(Source({}), Target())  # t/0 never answers
+    j = mirror_job(tmp_path, "spark://m:7077", cores=2, consumer={"default.api.timeout.ms": "300"})
+    with pytest.raises(ClusterError) as raised:
+        j._copy(0, BatchPlan({("t", 0): (0, 5)}, {}), {}, {"t": "A.t"}, BatchReport(0), MirrorState("s", 0))
+    assert str(raised.value).startswith("source cluster A (a:1) cannot be read: no record of 1 partition(s) arrived")
