@@ -351,3 +351,19 @@ def test_a_source_a_copy_task_could_not_read_is_a_cluster_error_naming_it(
     with pytest.raises(ClusterError) as raised:
         j._copy(0, BatchPlan({("t", 0): (0, 5)}, {}), {}, {"t": "A.t"}, BatchReport(0), MirrorState("s", 0))
     assert str(raised.value).startswith("source cluster A (a:1) cannot be read: no record of 1 partition(s) arrived")
+
+
+def test_a_mirror_on_a_spark_with_speculation_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    from drkit.errors import RefusedError
+
+    j = mirror_job(tmp_path, "spark://m:7077", cores=2)
+
+    class Conf:
+        def get(self, key: str) -> str | None:
+            return "true" if key == "spark.speculation" else None
+
+    j.spark.sparkContext.getConf = Conf
+    with pytest.raises(RefusedError, match=r"^flow A->B: spark.speculation is true") as raised:
+        j.start(once=True)
+    assert "\n" not in str(raised.value)
+    assert not j.stream_checkpoint.parent.exists()  # nothing was started or written
