@@ -162,8 +162,17 @@ def copy_ranges(task: CopyTask, ranges: BatchRanges, attempt: int) -> TaskResult
     return TaskResult(site, copied.to_pylist(), dict(read.reached), dict(read.removed), copier.skipped)
 
 
-def warm(parts: Iterable[int]) -> Iterator[int]:
-    """A task of the warm-up job a mirror runs as its query starts: Spark starts the Python workers, which
-    import this module (so drkit and its clients); the first batch's tasks find them ready."""
-    for _ in parts:
-        yield os.getpid()
+def warm(task: CopyTask) -> Callable[[Iterable[int]], Iterator[int]]:
+    """The tasks of the warm-up job a mirror runs as its query starts: Spark starts the Python workers,
+    which import this module (so drkit and its clients) and make the cached source consumer and target
+    producer the first batch's tasks use (connected, the producer's idempotence id acquired)."""
+
+    def run(parts: Iterable[int]) -> Iterator[int]:
+        from drkit.mirror.deliver import _producer
+
+        for _ in parts:
+            _producer(task.producer_conf, task.target_alias)
+            _reader(task).connect()
+            yield os.getpid()
+
+    return run

@@ -309,7 +309,6 @@ class MirrorJob:
         if refusal is not None:
             raise RefusedError(f"flow {self.flow.name}: {refusal}")
         self._once = once
-        self._warm_copy_workers()
         self.syncs.ensure()
         self.observer.start()
         try:
@@ -317,6 +316,7 @@ class MirrorJob:
         except DrkitError as exc:  # the batches report an unreachable cluster, with what to do
             log.warning("flow %s: topology not reconciled at start: %s", self.flow.name, exc)
         self.topology.start()
+        self._warm_copy_workers()  # after the topology: the producer settings follow the target topics' limits
         self.heartbeats.start()
         self.stream_checkpoint.parent.mkdir(parents=True, exist_ok=True)
         writer = (
@@ -340,10 +340,12 @@ class MirrorJob:
         if not may_copy_on_executors(self._master(), m.driver_copy_max_records, m.max_offsets_per_trigger):
             return
         sc, slots = self.spark.sparkContext, self._slots()
+        topic_map = {t: target for t, target in self.topology.routes.items() if t not in self.topology.refused}
+        tasks = warm(self._copy_task(self._producer_conf(), topic_map))
 
         def run() -> None:
             try:
-                sc.parallelize(range(slots), slots).mapPartitions(warm).collect()
+                sc.parallelize(range(slots), slots).mapPartitions(tasks).collect()
             except Exception as exc:
                 log.debug("flow %s: the copy workers' warm-up failed: %s", self.flow.name, failure_message(exc))
 

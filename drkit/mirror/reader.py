@@ -108,6 +108,12 @@ class BatchReader:
         self._lock = threading.Lock()  # a read and a close never overlap
         self.stall_seconds = stall_seconds
 
+    def connect(self) -> None:
+        """Make the consumer now (it connects to the source in the background), not at the first read."""
+        with self._lock:
+            if self._consumer is None:
+                self._consumer = self._new_consumer()
+
     def close(self, timeout: float = 1.0) -> None:
         """Close the consumer, unless a read still holds it after ``timeout`` (an abandoned batch)."""
         if not self._lock.acquire(timeout=timeout):

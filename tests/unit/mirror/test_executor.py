@@ -367,3 +367,13 @@ def test_a_mirror_on_a_spark_with_speculation_is_refused_before_anything_starts(
         j.start(once=True)
     assert "\n" not in str(raised.value)
     assert not j.stream_checkpoint.parent.exists()  # nothing was started or written
+
+
+def test_the_warm_up_makes_the_clients_the_first_copy_uses(clients: Callable[[Source, Target], None]) -> None:
+    source = Source({("t", 0): 3})
+    clients(source, Target())
+    settings = task()
+    assert list(executor.warm(settings)(iter([0]))) == [os.getpid()]
+    assert len(source.confs) == 1 and len(deliver._PRODUCERS) == 1  # the consumer made, the producer cached
+    result = copy_ranges(settings, {("t", 0): (0, 3)}, 0)
+    assert result.failure is None and len(source.confs) == 1 and len(deliver._PRODUCERS) == 1  # the same ones
