@@ -18,6 +18,8 @@ What is refused and why:
 - a flow between two aliases of one cluster (the same bootstrap servers): it would copy into itself;
 - intervals below a floor (:data:`MIN_INTERVAL_SECONDS`, :data:`MIN_REFRESH_INTERVAL_SECONDS`) or above
   :data:`MAX_INTERVAL_SECONDS`;
+- a driver address (``[spark] driver_host``, ``driver_bind_address``) that is a URL, holds a port or is not
+  a host name: Spark would fail at session start with a Java trace;
 - shell syntax in paths (``$HOME/x``, ``~nobody``): drkit runs no shell. ``~`` and ``~user`` (a user of
   this machine) in ``[state] root`` are expanded deliberately, as a shell would; librdkafka expands
   neither, so a ``*.location`` property holding them is refused too.

@@ -35,10 +35,8 @@ _EPOCH = (1980, 1, 1, 0, 0, 0)
 
 
 def package_dir() -> Path:
-    """The folder of the drkit package this process imported."""
-    import drkit
-
-    return Path(drkit.__file__).resolve().parent
+    """The folder of the drkit package this process imported (this module's grandparent)."""
+    return Path(__file__).resolve().parents[1]
 
 
 def package_files(root: Path) -> list[Path]:
@@ -91,6 +89,6 @@ def ship_drkit(session: SparkSession) -> Path:
     context = session.sparkContext
     # addPyFile also puts the zip on this process's sys.path: drkit is already imported from its own
     # folder, so the driver keeps running that (the zip holds the same files).
-    if path.name not in {Path(p).name for p in context._python_includes}:
+    if path.name not in {Path(p).name for p in context._python_includes or ()}:
         context.addPyFile(str(path))
     return path
