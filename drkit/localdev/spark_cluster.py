@@ -37,6 +37,7 @@ DEFAULT_BASE_PORT = 17077
 MASTER_CLASS = "org.apache.spark.deploy.master.Master"
 WORKER_CLASS = "org.apache.spark.deploy.worker.Worker"
 MASTER = "master"
+MAIN_CLASSES = frozenset({MASTER_CLASS, WORKER_CLASS})
 
 
 @dataclass(frozen=True)
@@ -237,7 +238,11 @@ class LocalSpark:
             env=self._environment(home),
         )
         log.close()
-        facts = _wait_for_java(proc.pid)
+        try:
+            facts = _wait_for_java(proc.pid)
+        except BaseException:
+            proc.kill()  # no PID file yet: nothing else would ever stop it
+            raise
         (home / "daemon.pid").write_text(PidRecord(proc.pid, facts.start_ticks if facts else None).render())
 
     def stop(self, name: str, kill: bool = False, timeout: float = 30.0) -> bool:
@@ -290,11 +295,13 @@ spark.ui.showConsoleProgress=false
 
 
 def _wait_for_java(pid: int, timeout: float = 10.0) -> Any:
-    """The process's facts once spark-class has exec'd java (its start time is the JVM's, its command line
-    names the main class), or whatever is there at the deadline."""
+    """The process's facts once spark-class has exec'd java (its command line names the daemon's main class;
+    the start time stays the process's through the exec), or whatever is there at the deadline."""
     deadline = time.monotonic() + timeout
     facts = process_facts(pid)
-    while time.monotonic() < deadline and (facts is None or "java" not in Path(facts.cmdline[0]).name):
+    while time.monotonic() < deadline and (
+        facts is None or not facts.cmdline or MAIN_CLASSES.isdisjoint(facts.cmdline)
+    ):
         time.sleep(0.05)
         facts = process_facts(pid)
     return facts

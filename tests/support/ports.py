@@ -13,3 +13,5 @@ TEST_BASE_PORT = int(os.environ.get("DRKIT_TEST_BASE_PORT", "29092"))
 DISASTER_BASE_PORT = TEST_BASE_PORT + 100
 #: The secure clusters (SASL_SSL and mutual TLS) of tests/integration/secure.
 SECURE_BASE_PORT = TEST_BASE_PORT + 600
+#: The local Spark standalone cluster of tests/integration/spark: master here, workers +10 and +20.
+SPARK_BASE_PORT = TEST_BASE_PORT + 900
