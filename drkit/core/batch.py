@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 from drkit.core.offsets import BatchRanges, SourceOffsets
 
@@ -114,29 +113,6 @@ def plan_batch(
     return BatchPlan(ranges, held, tuple(lost))
 
 
-def is_sparks_plan(plan: BatchPlan, start: SourceOffsets, end: SourceOffsets) -> bool:
-    """Whether ``plan`` is exactly what Spark planned (no new incarnation, nothing held or lost): only
-    such a batch may be read by Spark's tasks, which read what Spark planned, not drkit's plan."""
-    return plan.ranges == plan_batch(start, end, {}).ranges and not plan.held
-
-
-class DriverReadFailure(StrEnum):
-    """Why the driver's own reader could not read a batch exactly."""
-
-    RECORDS_REMOVED = "records_removed"  # retention or compaction removed records not yet mirrored
-    CANNOT_READ = "cannot_read"  # the reader cannot read the batch exactly (e.g. a control record)
-
-
-def falls_back_to_spark(failure: DriverReadFailure, sparks_plan: bool, fail_on_data_loss: bool) -> bool:
-    """Whether a batch the driver could not read is read by Spark's tasks instead (else the batch fails).
-
-    Only Spark's own plan can go to its tasks; removed records go on only when the flow accepts the loss
-    (``fail_on_data_loss = false``), as Spark's reader skips them."""
-    if not sparks_plan:
-        return False
-    return failure is DriverReadFailure.CANNOT_READ or not fail_on_data_loss
-
-
 def lost_message(flow: str, lost: LostRange) -> str:
     """The operator's line for a source partition whose end went back within one incarnation."""
     return (
@@ -172,20 +148,6 @@ def short_reads(ranges: BatchRanges, reached: Mapping[Partition, int]) -> tuple[
         if position < until:
             out.append(ShortRead(topic, partition, until, position))
     return tuple(out)
-
-
-def tasks_reached(
-    ranges: BatchRanges, copied_next: Mapping[Partition, int], ends_now: Mapping[Partition, int]
-) -> dict[Partition, int]:
-    """Where Spark's tasks' read of each partition of ``ranges`` ended, as far as the copy and the source
-    tell: the planned end while the source's end still reaches it (the copy stopped short of it for a hole,
-    a marker, or records it skips), else the furthest of the offset after the last record copied and the
-    source's end now (it went back: truncated)."""
-    out: dict[Partition, int] = {}
-    for key, (since, until) in ranges.items():
-        end = ends_now.get(key, until)
-        out[key] = until if end >= until else max(copied_next.get(key, max(since, 0)), end)
-    return out
 
 
 def short_read_message(flow: str, short: ShortRead) -> str:

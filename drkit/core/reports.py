@@ -23,6 +23,11 @@ class MirrorSummary:
     bytes: int
     sync_ranges: int
     created_topics: tuple[str, ...]
+    #: Spark executor ids whose copy tasks copied batches (``driver`` in local mode, whose one executor is
+    #: the driver's JVM; the copying processes are still Spark's Python workers)
+    copy_executors: frozenset[str] = frozenset()
+    #: batches with records whose copy the driver made itself, without a Spark job (local mode only)
+    driver_batches: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -33,6 +38,8 @@ class MirrorSummary:
             "bytes": self.bytes,
             "sync_ranges": self.sync_ranges,
             "created_topics": list(self.created_topics),
+            "copy_executors": sorted(self.copy_executors),
+            "driver_batches": self.driver_batches,
         }
 
 

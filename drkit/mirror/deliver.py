@@ -1,7 +1,7 @@
 """The copy of a micro-batch's records to the target, with the exact offset of each copy.
 
-``Copier`` does it, fed either by a Spark Python task (``deliver_batches``, ``mapInArrow``) or by the
-driver's own reader (drkit.mirror.reader). Records are produced in source-offset
+``Copier`` does it, fed by drkit.mirror.reader's ``BatchReader``, in a Spark copy task on an executor
+(drkit.mirror.executor) or in the driver. Records are produced in source-offset
 order to the same partition number of the target topic by an idempotent ``acks=all`` producer,
 and every delivery report gives the exact downstream offset of one upstream offset. Those pairs
 are folded into contiguous ranges and returned to the driver, which writes them to
@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,20 +35,15 @@ import pyarrow.compute as pc
 from drkit.core.origin import ORIGIN_HEADER, has_been_on, origin_prefix
 from drkit.core.ports import TopicPartition
 from drkit.kafka.authz import Operation, refusal
-from drkit.store.delta import spark_ddl
 from drkit.store.offset_syncs import RANGE_SCHEMA
 
 #: What a copy returns: one row per contiguous range (the ``offset_syncs`` range columns, the shape the
 #: ranges keep up to Delta), with the bytes (keys and values) of the partition and the newest source
 #: timestamp it delivered on its first range (0 on the others).
 COPY_SCHEMA = pa.schema([*RANGE_SCHEMA, pa.field("bytes", pa.int64()), pa.field("max_timestamp", pa.int64())])
-#: The same as Spark's ``mapInArrow`` output type (nullable: Spark's Arrow batches carry no constraints).
-COPY_DDL = spark_ddl(pa.schema([f.with_nullable(True) for f in COPY_SCHEMA]))
 
 #: Prefix of the message of a delivery failure, so the driver can find it in a Spark stack trace.
 FAILURE_MARKER = "DRKIT-DELIVERY-FAILED: "
-
-INPUT_COLUMNS = ("topic", "partition", "offset", "key", "value", "ts", "headers")
 
 #: How long a copy waits for the producer to learn of partitions just added to a target topic.
 UNKNOWN_PARTITION_SECONDS = 30.0
@@ -104,26 +98,10 @@ def _describe(err: Any) -> str:
         return str(err)
 
 
-def _runs(topics: list[str], partitions: list[int]) -> list[tuple[int, int]]:
-    """[start, end) index runs of equal (topic, partition): one run for a task's usual single partition."""
-    n = len(topics)
-    if n and len(set(partitions)) == 1 and len(set(topics)) == 1:
-        return [(0, n)]
-    runs: list[tuple[int, int]] = []
-    start = 0
-    for i in range(1, n):
-        if topics[i] != topics[i - 1] or partitions[i] != partitions[i - 1]:
-            runs.append((start, i))
-            start = i
-    if n:
-        runs.append((start, n))
-    return runs
-
-
 class Copier:
     """Produces one micro-batch's records to the target and pairs each with its delivery report.
 
-    Fed by a Spark task (``deliver_batches``) or by the driver's own reader (drkit.mirror.reader),
+    Fed by a ``BatchReader`` (drkit.mirror.reader), in a copy task or in the driver,
     one source partition's records at a time, in offset order. ``finish`` flushes, checks the pairing
     and returns the batch's ranges as rows of ``OUTPUT_COLUMNS``; any failure raises ``DeliveryFailed``
     and drops the producer, so a retry starts with a fresh one.
@@ -320,64 +298,6 @@ class Copier:
                     }
                 )
         return pa.Table.from_pylist(rows, schema=COPY_SCHEMA)
-
-
-def deliver_batches(
-    producer_conf: dict[str, Any],
-    topic_map: dict[str, str],
-    source_alias: str,
-    target_alias: str = "",
-    flush_timeout: float = 300.0,
-) -> Callable[[Iterator[Any]], Iterator[Any]]:
-    """Build the ``mapInArrow`` function for one micro-batch.
-
-    Every record gets the ``drkit.origin`` header (``<source alias>:<upstream offset>``, after the
-    record's own headers): copies delivered by a batch that then failed have no sync, and their
-    origin is what places a group exactly on them at failover (drkit.core.origin).
-    """
-
-    def run(batches: Iterator[Any]) -> Iterator[Any]:
-        copier = Copier(producer_conf, topic_map, source_alias, target_alias)
-        try:
-            batches = iter(batches)
-            while not copier.failures:
-                wait_started = time.monotonic()
-                batch = next(batches, None)
-                copier.waited += time.monotonic() - wait_started
-                if batch is None:
-                    break
-                if not batch.num_rows:
-                    continue
-                topics = batch.column("topic").to_pylist()
-                partitions = batch.column("partition").to_pylist()
-                offsets = batch.column("offset").to_pylist()
-                keys = batch.column("key").to_pylist()
-                values = batch.column("value").to_pylist()
-                stamps = batch.column("ts").to_pylist()
-                header_col = batch.column("headers")
-                headers = (
-                    [[(h["key"], h["value"]) for h in hs] if hs else None for hs in header_col.to_pylist()]
-                    if header_col.null_count < batch.num_rows
-                    else None
-                )
-                for start, end in _runs(topics, partitions):
-                    copier.copy(
-                        topics[start],
-                        partitions[start],
-                        offsets[start:end],
-                        keys[start:end],
-                        values[start:end],
-                        stamps[start:end],
-                        headers[start:end] if headers is not None else None,
-                    )
-            copied = copier.finish(flush_timeout)
-        except BaseException:
-            copier.abort()
-            raise
-        out = copied.cast(pa.schema([f.with_nullable(True) for f in COPY_SCHEMA]))
-        yield from out.to_batches() or [pa.RecordBatch.from_pylist([], schema=out.schema)]
-
-    return run
 
 
 @dataclass(frozen=True)

@@ -5,15 +5,27 @@ Per micro-batch, on the driver:
 1. If this stream's batch is already in ``offset_syncs`` (the process died after recording it but
    before Spark committed the batch), its records are on the target: skip it, produce nothing.
 2. List the source topics the flow selects and make sure their target topics exist.
-3. Copy the batch: the driver reads the offsets Spark planned for it with its own consumer
-   (drkit.mirror.reader) when Spark's checkpoint gives each partition's start and the batch is not
-   too large, otherwise Spark tasks read it, one per core. Either way the same ``Copier``
-   (drkit.mirror.deliver) produces it and returns the exact offset ranges the target acknowledged.
-4. Append those ranges to ``offset_syncs`` (idempotent per stream and batch id).
+3. Plan the batch's ranges per source partition (drkit.core.batch) from Spark's offset log: Spark's Kafka
+   source only plans, its DataFrame is never read.
+4. Copy the ranges (drkit.core.copying decides where): with a cluster master, one Spark job whose tasks
+   each read whole partitions with their own librdkafka consumer and produce them with a cached
+   idempotent producer (drkit.mirror.executor), so no record flows through the driver; in local mode a
+   small batch is read and produced by the driver itself (no Spark job). Either way the same reader
+   (drkit.mirror.reader) and ``Copier`` (drkit.mirror.deliver) return the exact offset ranges the target
+   acknowledged, and where each part was copied.
+5. Append those ranges to ``offset_syncs`` (idempotent per stream and batch id).
 
-Only then does Spark commit the batch. Any failure in 2-4 fails the query before the commit, so
+Only then does Spark commit the batch. Any failure in 2-5 fails the query before the commit, so
 after a restart the batch runs again: no record is lost; records delivered by the failed attempt
 exist twice on the target, and only the copies of the successful attempt are in the syncs.
+
+Copy tasks: one per group of whole partitions, each partition in exactly one task and read in offset
+order, so a target partition gets its records in order from one producer. Speculation is refused
+(a second running copy of a task). A task is retried by Spark after a failure it did not detect itself
+(a worker or executor lost: ``spark.task.maxFailures`` > 1 is safe): only the attempt that succeeded
+returns its ranges to the driver, so what an earlier attempt delivered is an orphan, a duplicate without
+a sync, as after a failed batch. Failures a task detects (a delivery refused, records removed, a stalled
+source) are returned, not retried, and fail the batch as the driver's own copy would.
 
 Exactly-once (a later mode) fits here without a rewrite: tasks produce with transactional
 producers whose ids derive from (stream id, source partition), fenced on restart; a commit record
@@ -27,6 +39,8 @@ import functools
 import hashlib
 import json
 import logging
+import os
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -40,23 +54,31 @@ from drkit import metrics
 from drkit.config import FlowConfig
 from drkit.core.batch import (
     BatchPlan,
-    DriverReadFailure,
     MirrorState,
     ShortRead,
-    falls_back_to_spark,
     hold_short_reads,
-    is_sparks_plan,
     lost_message,
     plan_batch,
     renewed_topics,
     short_read_message,
     short_reads,
     state_before,
-    tasks_reached,
 )
 from drkit.core.consistency import divergence_message, synced_partitions, target_divergences, topics_to_read
+from drkit.core.copying import (
+    DRIVER_ID,
+    CopyPlace,
+    CopySite,
+    ReadFailure,
+    ReadFailureAction,
+    copy_groups,
+    copy_place,
+    is_local_master,
+    read_failure_action,
+    speculation_refusal,
+)
 from drkit.core.incarnation import Renewal
-from drkit.core.offsets import BatchRanges, SourceOffsets, copy_in_driver
+from drkit.core.offsets import BatchRanges, SourceOffsets
 from drkit.core.outage import FailedBatch, OutageAction, outage_action
 from drkit.core.reports import MirrorSummary
 from drkit.core.selection import NameSelector
@@ -65,8 +87,9 @@ from drkit.errors import ClusterError, DrkitError, MirrorError, RefusedError
 from drkit.kafka import clients
 from drkit.kafka.topology import TopologyReconciler
 from drkit.layout import flow_dir_name
-from drkit.mirror.context import SOURCE_FETCH_MAX_WAIT_MS, SOURCE_ISOLATION, MirrorContext
-from drkit.mirror.deliver import COPY_DDL, Copier, deliver_batches, totals
+from drkit.mirror.context import SOURCE_FETCH_MAX_WAIT_MS, SOURCE_ISOLATION, MirrorContext, source_consumer_settings
+from drkit.mirror.deliver import COPY_SCHEMA, Copier, totals
+from drkit.mirror.executor import FAIL_ONCE_ENV, CopyTask, TaskResult, copy_partitions
 from drkit.mirror.failure import explain, failure_message, looks_like_outage, source_unreachable
 from drkit.mirror.heartbeat import HeartbeatWriter
 from drkit.mirror.observer import SourceObserver
@@ -76,7 +99,7 @@ from drkit.mirror.reader import (
     ABANDONED_MARKER,
     BatchAbandoned,
     BatchReader,
-    ReadFallback,
+    ReadFailed,
     RecordsRemoved,
     SourceStalled,
 )
@@ -123,7 +146,16 @@ class BatchReport:
     seconds: float = 0.0
     syncs_seconds: float = 0.0
     in_driver: bool = False
-    fallback: str = ""  # why a batch planned for the driver was read by Spark
+    #: where the batch's records were copied: one site per task (the attempt that succeeded), or the driver
+    sites: tuple[CopySite, ...] = ()
+
+    def where(self) -> str:
+        """The batch log's words for where it was copied."""
+        if self.in_driver:
+            return "copied by the driver"
+        if not self.sites:
+            return "nothing to copy"
+        return f"copied by {len(self.sites)} task(s): " + ", ".join(site.label() for site in self.sites)
 
 
 def query_name(flow: str, stream_checkpoint: Path) -> str:
@@ -178,7 +210,11 @@ class MirrorJob:
         #: Set by the runner when it stops waiting for a running batch: the driver's read gives it up.
         self.abandon = threading.Event()
         self._query: StreamingQuery | None = None
-        self.reader = BatchReader(self._new_source_consumer, self._read_stall_seconds())
+        self.skip_removed = (
+            read_failure_action(ReadFailure.RECORDS_REMOVED, flow.mirror.fail_on_data_loss)
+            is ReadFailureAction.SKIP_REMOVED
+        )
+        self.reader = BatchReader(self._new_source_consumer, self._read_stall_seconds(), self.skip_removed)
         self.reports: list[BatchReport] = []
         self.source_watch = ClusterWatch(flow.name, "source", flow.source)
         self.target_watch = ClusterWatch(flow.name, "target", flow.target)
@@ -207,6 +243,8 @@ class MirrorJob:
             sum(r.bytes for r in reports),
             sum(r.ranges for r in reports),
             tuple(sorted(self.topology.created)),
+            frozenset(s.executor_id for r in reports for s in r.sites if not s.in_driver),
+            sum(1 for r in reports if r.in_driver and r.records),
         )
 
     # -- the stream -------------------------------------------------------------------------
@@ -266,6 +304,9 @@ class MirrorJob:
             raise RefusedError(refusal)
 
     def start(self, once: bool) -> StreamingQuery:
+        refusal = speculation_refusal(self.spark.sparkContext.getConf().get("spark.speculation"))
+        if refusal is not None:
+            raise RefusedError(f"flow {self.flow.name}: {refusal}")
         self._once = once
         self.syncs.ensure()
         self.observer.start()
@@ -332,12 +373,9 @@ class MirrorJob:
             )
         plan, state = self._through_outages(batch_id, lambda: self._plan(stream_id, batch_id, start, end))
         topic_map = {t: target for t, target in self.topology.routes.items() if t not in self.topology.refused}
-        # Spark's tasks read what Spark planned: only a plan that is Spark's own may go to them.
-        spark_plan = is_sparks_plan(plan, start, end)
         # Every attempt starts from the state the plan left (a retried copy starts the batch over).
         copied, state = self._through_outages(
-            batch_id,
-            functools.partial(self._copy, batch, batch_id, plan, spark_plan, producer_conf, topic_map, report, state),
+            batch_id, functools.partial(self._copy, batch_id, plan, producer_conf, topic_map, report, state)
         )
         # What the mirror knows after this batch, recorded before its syncs: a batch replayed after a crash
         # decides again from the state before it (drkit.core.batch.state_before).
@@ -365,7 +403,7 @@ class MirrorJob:
             report.ranges,
             report.seconds,
             report.syncs_seconds,
-            "copied by the driver" if report.in_driver else "copied by tasks",
+            report.where(),
         )
 
     def _through_outages(self, batch_id: int, attempt: Callable[[], T]) -> T:
@@ -407,10 +445,8 @@ class MirrorJob:
 
     def _copy(
         self,
-        batch: DataFrame,
         batch_id: int,
         plan: BatchPlan,
-        spark_plan: bool,
         producer_conf: dict[str, Any],
         topic_map: dict[str, str],
         report: BatchReport,
@@ -418,54 +454,113 @@ class MirrorJob:
     ) -> tuple[pa.Table, MirrorState]:
         """One attempt at copying the batch: the exact ranges the target acknowledged, and the mirror's
         state after it (partitions held where a read ended short)."""
-        report.in_driver = not spark_plan or copy_in_driver(plan.ranges, self.flow.mirror.driver_copy_max_records)
-        report.fallback = ""
+        place = copy_place(self._master(), plan.records(), self.flow.mirror.driver_copy_max_records)
+        report.in_driver = place is CopyPlace.DRIVER
         try:
-            copied: pa.Table | None = None
-            if report.in_driver:
-                try:
-                    copied, state = self._copy_in_driver(plan.ranges, producer_conf, topic_map, state)
-                except RecordsRemoved as exc:
-                    if not falls_back_to_spark(
-                        DriverReadFailure.RECORDS_REMOVED, spark_plan, self.flow.mirror.fail_on_data_loss
-                    ):
-                        raise MirrorError(
-                            f"flow {self.flow.name}: records were removed from the source before they were mirrored "
-                            f"({exc}); they are lost to the target. To go on past them, set "
-                            "[flows.mirror] fail_on_data_loss = false"
-                        ) from None
-                    report.in_driver, report.fallback = False, str(exc)
-                except ReadFallback as exc:
-                    if not falls_back_to_spark(
-                        DriverReadFailure.CANNOT_READ, spark_plan, self.flow.mirror.fail_on_data_loss
-                    ):
-                        raise MirrorError(
-                            f"flow {self.flow.name}: batch {batch_id} cannot be read by the driver ({exc}) and Spark's "
-                            "plan differs from drkit's (a new incarnation or a held topic): it is retried on restart"
-                        ) from None
-                    report.in_driver, report.fallback = False, str(exc)
-                if not report.in_driver:
-                    log.warning(
-                        "flow %s: batch %d is read by Spark: the driver's reader cannot read it exactly (%s); "
-                        "any record it produced already exists twice on the target, once without a sync",
-                        self.flow.name,
-                        batch_id,
-                        report.fallback,
-                    )
-            if not report.in_driver:
-                # One task per core, not one per source partition: a task's fixed cost (scheduling, the
-                # plan, the Python worker hand-off) is paid per task, and a batch has many small partitions.
-                # coalesce without a shuffle concatenates whole source partitions, each still in offset order.
-                task: Any = deliver_batches(producer_conf, topic_map, self.flow.source, self.flow.target)
-                copied = batch.coalesce(self._tasks()).mapInArrow(task, COPY_DDL).toArrow()
-                state = self._settle_short_reads(self._tasks_short_reads(plan.ranges, copied), state)
+            try:
+                if report.in_driver:
+                    return self._copy_in_driver(plan.ranges, producer_conf, topic_map, state, report)
+                return self._copy_on_executors(batch_id, plan.ranges, producer_conf, topic_map, state, report)
+            except RecordsRemoved as exc:
+                raise MirrorError(
+                    f"flow {self.flow.name}: records were removed from the source before they were mirrored "
+                    f"({exc}); they are lost to the target. To go on past them, set "
+                    "[flows.mirror] fail_on_data_loss = false"
+                ) from None
+            except ReadFailed as exc:
+                raise MirrorError(
+                    f"flow {self.flow.name}: batch {batch_id} cannot be read exactly ({exc}); it is not committed "
+                    "and is copied again when the mirror restarts"
+                ) from None
         except Exception as exc:
             raise explain(self.flow, self.source.bootstrap_servers, exc) from None
-        assert copied is not None  # set by one of the two copy paths, or an exception left the batch
-        return copied, state
+
+    def _copy_on_executors(
+        self,
+        batch_id: int,
+        ranges: BatchRanges,
+        producer_conf: dict[str, Any],
+        topic_map: dict[str, str],
+        state: MirrorState,
+        report: BatchReport,
+    ) -> tuple[pa.Table, MirrorState]:
+        """The batch copied by one Spark job (drkit.mirror.executor): no record flows through the driver,
+        which gets back each task's ranges, where its reads ended and where it ran."""
+        groups = copy_groups(ranges, self._slots())
+        report.sites = ()
+        if not groups:
+            return COPY_SCHEMA.empty_table(), state
+        task = copy_partitions(self._copy_task(producer_conf, topic_map))
+        sc = self.spark.sparkContext
+        sc.setJobDescription(f"drkit mirror {self.flow.name}: copy of batch {batch_id}")
+        results: list[TaskResult] = sc.parallelize(list(groups), len(groups)).mapPartitions(task).collect()
+        failed = [r for r in results if r.failure is not None]
+        if failed:
+            raise failed[0].error()
+        reached: dict[tuple[str, int], int] = {}
+        removed: dict[tuple[str, int], tuple[int, int]] = {}
+        for r in results:
+            reached.update(r.reached)
+            removed.update(r.removed)
+        self._log_removed(removed)
+        self._log_skipped(sum(r.skipped for r in results))
+        state = self._settle_short_reads(short_reads(ranges, reached), state)
+        report.sites = tuple(r.site for r in results)
+        return pa.concat_tables([r.table() for r in results]), state
+
+    def _copy_task(self, producer_conf: dict[str, Any], topic_map: dict[str, str]) -> CopyTask:
+        consumer_conf = clients.client_config(
+            self.source,
+            self.flow.source,
+            **{
+                "group.id": f"drkit-mirror-reader-{flow_dir_name(self.flow.name)}",  # required; never joined
+                "enable.auto.commit": False,
+                **source_consumer_settings(),
+            },
+        )
+        consumer_conf.pop("logger", None)  # not picklable; the task process makes its own
+        producer_conf = {k: v for k, v in producer_conf.items() if k != "logger"}
+        return CopyTask(
+            consumer_conf,
+            producer_conf,
+            dict(topic_map),
+            self.flow.source,
+            self.flow.target,
+            self.reader.stall_seconds,
+            self.skip_removed,
+            is_local_master(self._master()),
+            os.environ.get(FAIL_ONCE_ENV, ""),
+        )
+
+    def _log_removed(self, removed: dict[tuple[str, int], tuple[int, int]]) -> None:
+        for (topic, partition), (since, until) in sorted(removed.items()):
+            log.warning(
+                "flow %s: offsets %d to %d of source partition %s/%d were removed from the source before they "
+                "were mirrored (fail_on_data_loss = false: going on past them)",
+                self.flow.name,
+                since,
+                until - 1,
+                topic,
+                partition,
+            )
+
+    def _log_skipped(self, skipped: int) -> None:
+        if skipped:
+            metrics.MIRROR_SKIPPED.labels(self.flow.name).inc(skipped)
+            log.info(
+                "flow %s: %d records not copied: they came from %s (their origin header names it)",
+                self.flow.name,
+                skipped,
+                self.flow.target,
+            )
 
     def _copy_in_driver(
-        self, ranges: BatchRanges, producer_conf: dict[str, Any], topic_map: dict[str, str], state: MirrorState
+        self,
+        ranges: BatchRanges,
+        producer_conf: dict[str, Any],
+        topic_map: dict[str, str],
+        state: MirrorState,
+        report: BatchReport | None = None,
     ) -> tuple[pa.Table, MirrorState]:
         """The batch read by the driver's own consumer (drkit.mirror.reader) and copied by the same
         ``Copier`` the tasks use: no Spark job, whose fixed cost is most of a steady-state batch's time.
@@ -475,16 +570,13 @@ class MirrorJob:
         copier = Copier(producer_conf, topic_map, self.flow.source, self.flow.target)
         try:
             result = self.reader.read(ranges, copier.copy, self._stopping)
+            self._log_removed(dict(result.removed))
             state = self._settle_short_reads(short_reads(ranges, result.reached), state)
             rows = copier.finish()
-            if copier.skipped:
-                metrics.MIRROR_SKIPPED.labels(self.flow.name).inc(copier.skipped)
-                log.info(
-                    "flow %s: %d records not copied: they came from %s (their origin header names it)",
-                    self.flow.name,
-                    copier.skipped,
-                    self.flow.target,
-                )
+            self._log_skipped(copier.skipped)
+            if report is not None:
+                copied = totals(rows).records
+                report.sites = (CopySite(DRIVER_ID, socket.gethostname(), os.getpid(), -1, len(ranges), copied),)
             return rows, state
         except SourceStalled as exc:
             copier.abort()
@@ -510,21 +602,6 @@ class MirrorJob:
             )
         return replace(state, held=hold_short_reads(state.held, shorts)) if shorts else state
 
-    def _tasks_short_reads(self, ranges: BatchRanges, copied: pa.Table) -> tuple[ShortRead, ...]:
-        """The partitions Spark's tasks read short of the planned end (Spark's reader, with failOnDataLoss
-        off, ends a range where the partition ends). Only a partition whose copy stopped before the planned
-        end costs a look at the source's end now: a hole at the end of a range is no shortfall while the
-        source still reaches past it."""
-        copied_next = totals(copied).next_offsets
-        candidates = [k for k, (since, until) in ranges.items() if copied_next.get(k, max(since, 0)) < until]
-        if not candidates:
-            return ()
-        counts: dict[str, int] = {}
-        for topic, partition in candidates:
-            counts[topic] = max(counts.get(topic, 0), partition + 1)
-        ends = self.source_admin.end_offsets(counts)
-        return short_reads(ranges, tasks_reached(ranges, copied_next, ends))
-
     def _new_source_consumer(self) -> Any:
         return self.context.clusters.source_consumer(self.flow)
 
@@ -535,8 +612,13 @@ class MirrorJob:
         except ValueError:
             return 60.0
 
-    def _tasks(self) -> int:
+    def _slots(self) -> int:
+        """Copy tasks a batch may run at once: the cores of the executors (of the driver in local mode),
+        as Spark counts them when no ``spark.default.parallelism`` is set."""
         return max(1, int(self.spark.sparkContext.defaultParallelism))
+
+    def _master(self) -> str:
+        return str(self.spark.sparkContext.master)
 
     def source_reachable(self, timeout: float = 2.0) -> bool:
         return self.context.clusters.reachable(self.flow.source, timeout)

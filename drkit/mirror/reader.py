@@ -15,10 +15,13 @@ Records at or past ``until`` belong to the next batch and are not handed on. The
 each partition's consumer position ended: an end reported below ``until`` means the source lost records
 after Spark planned the batch, which the job refuses to commit as copied (drkit.core.batch.short_reads).
 
-Anything the reader cannot settle by itself (records deleted by retention before they were read, a
-topic that vanished, a fatal client error) ends with :class:`ReadFallback` and the batch is read by
-Spark instead, whose ``failOnDataLoss`` rules then apply. A source that stops answering ends with
-:class:`SourceStalled` after the consumer's API timeout.
+The same reader runs in the driver (a small batch in local mode) and in each Spark copy task
+(drkit.mirror.executor): one reader, one set of rules. Records removed by retention before they were
+read end the read with :class:`RecordsRemoved`, unless the flow accepts the loss
+(``skip_removed``, drkit.core.copying.read_failure_action): then the partition goes on from its first
+record still on the source, and the offsets skipped are returned. Anything else the reader cannot settle
+(a topic that vanished, a fatal client error) ends with :class:`ReadFailed`. A source that stops
+answering ends with :class:`SourceStalled` after the consumer's API timeout.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from drkit.core.offsets import BatchRanges
@@ -44,11 +47,11 @@ STOP_CHECK_SECONDS = 0.25
 ABANDONED_MARKER = "DRKIT-BATCH-ABANDONED: "
 
 
-class ReadFallback(Exception):
-    """The driver cannot read this batch exactly; Spark's reader must."""
+class ReadFailed(Exception):
+    """The reader cannot read this batch exactly (a permanent client error): the batch fails."""
 
 
-class RecordsRemoved(ReadFallback):
+class RecordsRemoved(ReadFailed):
     """Records of the planned range are no longer on the source (retention, delete-records)."""
 
 
@@ -80,6 +83,8 @@ class ReadResult:
 
     records: int
     reached: Mapping[tuple[str, int], int]
+    #: partitions whose removed records were skipped (``skip_removed``): the offsets ``[from, to)`` lost
+    removed: Mapping[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
 
 
 class _Partition:
@@ -96,8 +101,9 @@ class _Partition:
 class BatchReader:
     """A long-lived source consumer of the mirror's driver; ``read`` one batch at a time."""
 
-    def __init__(self, new_consumer: Callable[[], Any], stall_seconds: float) -> None:
+    def __init__(self, new_consumer: Callable[[], Any], stall_seconds: float, skip_removed: bool = False) -> None:
         self._new_consumer = new_consumer
+        self.skip_removed = skip_removed
         self._consumer: Any = None
         self._lock = threading.Lock()  # a read and a close never overlap
         self.stall_seconds = stall_seconds
@@ -137,6 +143,7 @@ class BatchReader:
         consumer.assign([TopicPartition(t, p, since) for (t, p), (since, _) in ranges.items()])
         pending = {key: until for key, (_, until) in ranges.items()}
         reached: dict[tuple[str, int], int] = {}
+        removed: dict[tuple[str, int], tuple[int, int]] = {}
         read = 0
         take = CHUNK
         last_progress = checked = time.monotonic()
@@ -165,13 +172,19 @@ class BatchReader:
                                 reached[key] = max(reached.get(key, 0), msg.offset())
                             continue
                         if err.code() == KafkaError._AUTO_OFFSET_RESET:  # auto.offset.reset=error: gone
-                            raise RecordsRemoved(f"{key[0]}/{key[1]}: {err.str()}")
+                            if not self.skip_removed or key not in pending:
+                                raise RecordsRemoved(f"{key[0]}/{key[1]}: {err.str()}")
+                            self._skip_removed(consumer, key, reached.get(key, max(ranges[key][0], 0)), removed)
+                            if removed[key][1] >= pending[key]:  # nothing of the range is left
+                                reached[key] = removed[key][1]
+                                pending.pop(key)
+                            continue
                         if err.fatal() or (not err.retriable() and err.code() not in _TRANSIENT):
-                            raise ReadFallback(f"{key[0]}/{key[1]}: {err.name()}: {err.str()}")
+                            raise ReadFailed(f"{key[0]}/{key[1]}: {err.name()}: {err.str()}")
                         continue
                     until = pending.get(key)
                     offset = msg.offset()
-                    if until is None:
+                    if until is None or offset < reached.get(key, 0):  # gone, or fetched again after a seek
                         continue
                     reached[key] = offset + 1
                     if offset >= until:
@@ -207,7 +220,18 @@ class BatchReader:
                 consumer.unassign()
             except Exception:
                 self._close()
-        return ReadResult(read, reached)
+        return ReadResult(read, reached, removed)
+
+    def _skip_removed(
+        self, consumer: Any, key: tuple[str, int], position: int, removed: dict[tuple[str, int], tuple[int, int]]
+    ) -> None:
+        """Go on from the partition's first record still on the source; remember the offsets skipped."""
+        from confluent_kafka import TopicPartition
+
+        low, _ = consumer.get_watermark_offsets(TopicPartition(*key), timeout=self.stall_seconds)
+        first = removed.get(key, (position, position))[0]
+        removed[key] = (first, max(low, position))
+        consumer.seek(TopicPartition(key[0], key[1], max(low, position)))
 
 
 def _transient_codes() -> frozenset[int]:

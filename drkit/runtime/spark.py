@@ -54,7 +54,6 @@ DEFAULTS: dict[str, str] = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "2",
-    "spark.default.parallelism": "2",
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
     "spark.databricks.delta.snapshotPartitions": "2",
@@ -66,8 +65,12 @@ DEFAULTS: dict[str, str] = {
     # batch ended or cannot end; an uncommitted batch is copied again on restart, so nothing is lost by
     # not waiting.
     "spark.sql.streaming.stopTimeout": "10s",
-    # Tasks write to Kafka: a retried task would write again, so a failed task fails the batch.
-    "spark.task.maxFailures": "1",
+    # A lost executor or worker must not stop the flow: its copy task runs again elsewhere. Safe: only the
+    # attempt that succeeded returns its ranges (drkit.mirror.executor); an earlier one's copies are
+    # orphans, duplicates without syncs. Speculation (two running copies of one task) is refused by the
+    # mirror (drkit.core.copying.speculation_refusal).
+    "spark.task.maxFailures": "4",
+    "spark.speculation": "false",
     "spark.driver.memory": "2g",
     "spark.python.worker.reuse": "true",
     # Streaming batches are short: never hold a task back waiting for a "better" executor.

@@ -11,13 +11,11 @@ from drkit.core.batch import (
     MirrorState,
     ShortRead,
     hold_short_reads,
-    is_sparks_plan,
     plan_batch,
     renewed_topics,
     short_read_message,
     short_reads,
     state_before,
-    tasks_reached,
 )
 
 
@@ -108,17 +106,6 @@ def test_short_partitions_that_go_on_are_held_from_where_their_read_stopped() ->
     # The next batch copies t/1 from 7, though Spark starts it at 10: records written again at 7..9 are not skipped.
     plan = plan_batch({"t": {"1": 10}}, {"t": {"1": 12}}, held)
     assert plan.ranges == {("t", 1): (7, 12)} and plan.held == {}
-    assert not is_sparks_plan(plan, {"t": {"1": 10}}, {"t": {"1": 12}})
-
-
-def test_where_sparks_tasks_read_ended_follows_the_source_end_when_the_copy_stopped_short() -> None:
-    ranges = {("t", 0): (0, 10), ("t", 1): (0, 10), ("t", 2): (0, 10)}
-    copied_next = {("t", 0): 10, ("t", 1): 8, ("t", 2): 6}
-    # t/1 stopped at 8 but the source still ends at 12 (a hole at the end); t/2's source now ends at 7.
-    ends_now = {("t", 1): 12, ("t", 2): 7}
-    reached = tasks_reached(ranges, copied_next, ends_now)
-    assert reached == {("t", 0): 10, ("t", 1): 10, ("t", 2): 7}
-    assert short_reads(ranges, reached) == (ShortRead("t", 2, 10, 7),)
 
 
 @given(

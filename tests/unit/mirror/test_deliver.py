@@ -1,4 +1,6 @@
-"""deliver_batches: the mirror task, with a fake producer instead of a target cluster (no Spark, no broker)."""
+"""Copier: the copy of a batch's records, with a fake producer instead of a target cluster (no Spark, no
+broker). Records are fed as Arrow batches of the source's columns, one run of a partition at a time, as a
+reader hands them on (``deliver_batches`` below)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import pytest
 
 from drkit.core.origin import origin_of
 from drkit.mirror import deliver
-from drkit.mirror.deliver import COPY_DDL, COPY_SCHEMA, FAILURE_MARKER, INPUT_COLUMNS, DeliveryFailed, deliver_batches
+from drkit.mirror.deliver import COPY_SCHEMA, FAILURE_MARKER, Copier, DeliveryFailed
 from drkit.store import offset_syncs
 
 TOPIC_MAP = {"orders": "A.orders", "users": "A.users"}
@@ -30,6 +32,76 @@ INPUT_SCHEMA = pa.schema(
         ("headers", HEADERS_TYPE),
     ]
 )
+
+
+INPUT_COLUMNS = ("topic", "partition", "offset", "key", "value", "ts", "headers")
+
+
+def _runs(topics: list[str], partitions: list[int]) -> list[tuple[int, int]]:
+    """[start, end) index runs of equal (topic, partition): one run for a task's usual single partition."""
+    n = len(topics)
+    if n and len(set(partitions)) == 1 and len(set(topics)) == 1:
+        return [(0, n)]
+    runs: list[tuple[int, int]] = []
+    start = 0
+    for i in range(1, n):
+        if topics[i] != topics[i - 1] or partitions[i] != partitions[i - 1]:
+            runs.append((start, i))
+            start = i
+    if n:
+        runs.append((start, n))
+    return runs
+
+
+def deliver_batches(
+    producer_conf: dict[str, Any],
+    topic_map: dict[str, str],
+    source_alias: str,
+    target_alias: str = "",
+    flush_timeout: float = 300.0,
+) -> Callable[[Iterator[Any]], Iterator[Any]]:
+    """A copy fed with Arrow batches of records; its ranges as one batch of COPY_SCHEMA."""
+
+    def run(batches: Iterator[Any]) -> Iterator[Any]:
+        copier = Copier(producer_conf, topic_map, source_alias, target_alias)
+        try:
+            batches = iter(batches)
+            while not copier.failures:
+                batch = next(batches, None)
+                if batch is None:
+                    break
+                if not batch.num_rows:
+                    continue
+                topics = batch.column("topic").to_pylist()
+                partitions = batch.column("partition").to_pylist()
+                offsets = batch.column("offset").to_pylist()
+                keys = batch.column("key").to_pylist()
+                values = batch.column("value").to_pylist()
+                stamps = batch.column("ts").to_pylist()
+                header_col = batch.column("headers")
+                headers = (
+                    [[(h["key"], h["value"]) for h in hs] if hs else None for hs in header_col.to_pylist()]
+                    if header_col.null_count < batch.num_rows
+                    else None
+                )
+                for start, end in _runs(topics, partitions):
+                    copier.copy(
+                        topics[start],
+                        partitions[start],
+                        offsets[start:end],
+                        keys[start:end],
+                        values[start:end],
+                        stamps[start:end],
+                        headers[start:end] if headers is not None else None,
+                    )
+            copied = copier.finish(flush_timeout)
+        except BaseException:
+            copier.abort()
+            raise
+        out = copied.cast(pa.schema([f.with_nullable(True) for f in COPY_SCHEMA]))
+        yield from out.to_batches() or [pa.RecordBatch.from_pylist([], schema=out.schema)]
+
+    return run
 
 
 class FakeError:
@@ -143,7 +215,7 @@ Record = tuple[str, int, int, bytes | None, bytes | None]  # topic, partition, o
 
 
 def batch(records: list[Record], headers: list[list[dict[str, Any]] | None] | None = None) -> pa.RecordBatch:
-    """Records as the mirror's source stream gives them to mapInArrow (INPUT_COLUMNS, ts = offset * 10)."""
+    """Records as columns (INPUT_COLUMNS, ts = offset * 10)."""
     columns = {
         "topic": [r[0] for r in records],
         "partition": [r[1] for r in records],
@@ -203,7 +275,6 @@ def test_task_rows_are_the_range_columns_of_offset_syncs_plus_bytes_and_newest_t
     ranges = offset_syncs.RANGE_SCHEMA
     assert COPY_SCHEMA.names == [*ranges.names, "bytes", "max_timestamp"]
     assert all(COPY_SCHEMA.field(n) == ranges.field(n) == offset_syncs.SPEC.schema.field(n) for n in ranges.names)
-    assert "NOT NULL" not in COPY_DDL and COPY_DDL.startswith("`source_topic` STRING, `target_topic` STRING")
 
 
 # ------------------------------------------------------------------------------ delivery
@@ -414,20 +485,6 @@ def test_newest_source_timestamp_per_partition(install: Any) -> None:
     install(FakeProducer())
     rows = run([batch(contiguous("orders", 0, [0, 1, 5, 6]) + contiguous("users", 1, [3]))])
     assert [(r["source_topic"], r["max_timestamp"]) for r in rows] == [("orders", 60), ("orders", 0), ("users", 30)]
-
-
-def test_the_task_ships_to_spark_workers_after_the_driver_ran_it(install: Any) -> None:
-    """The driver copies small batches with the task function itself and keeps its producer; a later
-    large batch ships the function to Spark's workers. It must pickle then, without the driver's cache."""
-    from pyspark import cloudpickle
-
-    install(FakeProducer())
-    task = deliver_batches(CONF, {"orders": "A.orders"}, "A")
-    list(task(iter([batch(contiguous("orders", 0, range(2)))])))
-    assert len(deliver._PRODUCERS) == 1  # the driver's live producer is cached
-    shipped = cloudpickle.loads(cloudpickle.dumps(task))
-    assert callable(shipped)
-    assert b"FakeProducer" not in cloudpickle.dumps(task)
 
 
 def test_records_that_were_on_the_target_before_are_never_copied_back(install: Any) -> None:

@@ -17,7 +17,7 @@ from drkit.mirror.reader import (
     CHUNK_BYTES,
     BatchAbandoned,
     BatchReader,
-    ReadFallback,
+    ReadFailed,
     RecordsRemoved,
     SourceStalled,
 )
@@ -186,12 +186,12 @@ def test_transient_errors_are_waited_out() -> None:
         FakeError(KafkaError._FATAL, retriable=True, fatal=True),
     ],
 )
-def test_what_the_reader_cannot_settle_goes_to_spark(error: FakeError) -> None:
+def test_what_the_reader_cannot_settle_fails_the_read(error: FakeError) -> None:
     consumer = FakeConsumer([[Msg("t", 0, 3, error)]])
-    with pytest.raises(ReadFallback, match=r"t/0: ") as raised:
+    with pytest.raises(ReadFailed, match=r"t/0: ") as raised:
         reader(consumer).read({("t", 0): (0, 5)}, Sink())
     assert consumer.unassigned == 1
-    # Records removed before they were read are told apart: drkit, not Spark, decides about lost records.
+    # Records removed before they were read are told apart: drkit decides about lost records.
     assert isinstance(raised.value, RecordsRemoved) == (error.code() == KafkaError._AUTO_OFFSET_RESET)
 
 
@@ -361,3 +361,43 @@ def test_a_partition_ending_before_the_planned_end_is_never_committed_as_copied(
     else:
         _, after = copy()
         assert after.held == {("u", 0): 1, ("t", 0): 3}
+
+
+class SeekingConsumer(FakeConsumer):
+    """A fake whose partition's first record is ``low`` (records below it were removed); a seek is recorded."""
+
+    def __init__(self, polls: Iterable[list[Msg]], low: int) -> None:
+        super().__init__(polls)
+        self.low = low
+        self.seeks: list[tuple[str, int, int]] = []
+
+    def get_watermark_offsets(self, tp: Any, timeout: float = -1) -> tuple[int, int]:
+        return self.low, 100
+
+    def seek(self, tp: Any) -> None:
+        self.seeks.append((tp.topic, tp.partition, tp.offset))
+
+
+def test_removed_records_are_skipped_from_the_first_record_left_when_the_loss_is_accepted() -> None:
+    removed = FakeError(KafkaError._AUTO_OFFSET_RESET)
+    consumer = SeekingConsumer(
+        [
+            [Msg("t", 0, 0), Msg("t", 0, 1), Msg("t", 1, 0)],
+            [Msg("t", 0, 2, removed)],  # 2..5 removed after the read began
+            [Msg("t", 0, 1), Msg("t", 0, 6), Msg("t", 0, 7), Msg("t", 1, 1)],  # 1 fetched again: not handed on twice
+        ],
+        low=6,
+    )
+    sink = Sink()
+    result = BatchReader(lambda: consumer, 5.0, skip_removed=True).read({("t", 0): (0, 8), ("t", 1): (0, 2)}, sink)
+    assert sink.offsets() == {("t", 0): [0, 1, 6, 7], ("t", 1): [0, 1]}
+    assert consumer.seeks == [("t", 0, 6)]
+    assert dict(result.removed) == {("t", 0): (2, 6)}
+    assert result.reached[("t", 0)] == 8 and result.records == 6
+
+
+def test_a_range_removed_whole_ends_its_read_without_a_shortfall() -> None:
+    consumer = SeekingConsumer([[Msg("t", 0, 3, FakeError(KafkaError._AUTO_OFFSET_RESET))]], low=20)
+    sink = Sink()
+    result = BatchReader(lambda: consumer, 5.0, skip_removed=True).read({("t", 0): (3, 10)}, sink)
+    assert sink.calls == [] and dict(result.removed) == {("t", 0): (3, 20)} and result.reached[("t", 0)] == 20

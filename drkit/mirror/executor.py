@@ -1,0 +1,162 @@
+"""The copy task of a micro-batch, run by Spark on an executor: whole partitions, read and produced there.
+
+The driver plans the batch's ranges (drkit.core.batch), splits its partitions into tasks
+(drkit.core.copying.copy_groups) and runs one Spark job, one task per group. Each task reads its
+partitions' ranges with its own librdkafka consumer (drkit.mirror.reader.BatchReader: no JVM rows, no
+Arrow for the record bytes) and produces them with the process's cached idempotent producer
+(drkit.mirror.deliver.Copier). It returns only a :class:`TaskResult`: the exact ranges the target
+acknowledged (the ``offset_syncs`` rows), where each partition's read ended, what it skipped, and where
+it ran (:class:`drkit.core.copying.CopySite`).
+
+A failure the reader or the copier detects (records removed, a permanent read error, a stalled source,
+a delivery failure) is returned, not raised: Spark would retry the task for nothing (the same records,
+the same refusal), and the driver raises the same error the driver's own copy raises. Anything else (a
+worker killed, an executor lost) fails the attempt and Spark runs the task again, up to
+``spark.task.maxFailures``: only the result of the attempt that succeeded reaches the driver, so the
+copies of a failed attempt are orphans (duplicates without syncs, whose origin header still names their
+source offset).
+
+Everything a task gets is pickled into the job's closure: settings only (no logger, no client), the
+task process makes its own. The client settings hold the clusters' secrets, as Spark's Kafka options
+do; they are never printed or logged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import pyarrow as pa
+
+from drkit.core.copying import CopySite, executor_id
+from drkit.core.offsets import BatchRanges
+from drkit.mirror.deliver import COPY_SCHEMA, Copier, DeliveryFailed
+from drkit.mirror.reader import BatchReader, ReadFailed, RecordsRemoved, SourceStalled
+
+#: Test only: a file path. The first copy task that finds no file there creates it and fails after
+#: copying its records (a retried attempt, whose first copies are orphans). Read by the driver.
+FAIL_ONCE_ENV = "DRKIT_TEST_FAIL_COPY_TASK_ONCE"
+
+
+class TaskFailure(StrEnum):
+    """A failure a copy task detected and returns to the driver (which raises it as the driver's copy would)."""
+
+    DELIVERY = "delivery"
+    RECORDS_REMOVED = "records_removed"
+    READ_FAILED = "read_failed"
+    STALLED = "stalled"
+
+
+_RAISED: dict[TaskFailure, type[Exception]] = {
+    TaskFailure.DELIVERY: DeliveryFailed,
+    TaskFailure.RECORDS_REMOVED: RecordsRemoved,
+    TaskFailure.READ_FAILED: ReadFailed,
+    TaskFailure.STALLED: SourceStalled,
+}
+
+
+@dataclass(frozen=True)
+class CopyTask:
+    """What every copy task of one batch gets: picklable settings, never a live client or a logger."""
+
+    consumer_conf: dict[str, Any]
+    producer_conf: dict[str, Any]
+    topic_map: dict[str, str]
+    source_alias: str
+    target_alias: str
+    stall_seconds: float
+    skip_removed: bool
+    local: bool
+    fail_once: str = ""  # FAIL_ONCE_ENV's file, tests only
+
+    def __repr__(self) -> str:  # a task's settings hold secrets: never in a trace or a log line
+        return f"CopyTask({self.source_alias} -> {self.target_alias}, {len(self.topic_map)} topics)"
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    """What a copy task hands back to the driver: compact, never a record."""
+
+    site: CopySite
+    rows: list[dict[str, Any]]  # COPY_SCHEMA rows: the exact ranges the target acknowledged
+    reached: dict[tuple[str, int], int]
+    removed: dict[tuple[str, int], tuple[int, int]] = field(default_factory=dict)
+    skipped: int = 0
+    failure: TaskFailure | None = None
+    message: str = ""
+
+    def table(self) -> pa.Table:
+        return pa.Table.from_pylist(self.rows, schema=COPY_SCHEMA)
+
+    def error(self) -> Exception:
+        """The failure as the driver's own copy raises it."""
+        assert self.failure is not None
+        return _RAISED[self.failure](self.message)
+
+
+#: One source reader per process and source settings: Spark reuses its Python workers, so a running
+#: mirror keeps warm connections to the source between batches (as it keeps its producers).
+_READERS: dict[str, BatchReader] = {}
+
+
+def _reader(task: CopyTask) -> BatchReader:
+    key = json.dumps(task.consumer_conf, sort_keys=True, default=str)
+    reader = _READERS.get(key)
+    if reader is None:
+        conf, alias = task.consumer_conf, task.source_alias
+
+        def new_consumer() -> Any:
+            from confluent_kafka import Consumer
+
+            from drkit.kafka.clients import kafka_logger
+
+            return Consumer({**conf, "logger": kafka_logger(alias, conf)})
+
+        reader = _READERS[key] = BatchReader(new_consumer, task.stall_seconds)
+    reader.skip_removed = task.skip_removed
+    return reader
+
+
+def _attempt() -> int:
+    from pyspark import TaskContext
+
+    context = TaskContext.get()
+    return int(context.attemptNumber()) if context is not None else 0
+
+
+def copy_partitions(task: CopyTask) -> Callable[[Iterable[BatchRanges]], Iterator[TaskResult]]:
+    """The ``mapPartitions`` function of a batch's copy job: each element is one task's partitions."""
+
+    def run(groups: Iterable[BatchRanges]) -> Iterator[TaskResult]:
+        for ranges in groups:
+            yield copy_ranges(task, ranges, _attempt())
+
+    return run
+
+
+def copy_ranges(task: CopyTask, ranges: BatchRanges, attempt: int) -> TaskResult:
+    """Read ``ranges`` whole and copy them; the result, or the failure detected."""
+    site = CopySite(executor_id(os.environ, os.getcwd(), task.local), socket.gethostname(), os.getpid(), attempt, 0, 0)
+    copier = Copier(task.producer_conf, task.topic_map, task.source_alias, task.target_alias)
+    try:
+        read = _reader(task).read(ranges, copier.copy)
+        copied = copier.finish()
+    except (DeliveryFailed, RecordsRemoved, ReadFailed, SourceStalled) as exc:
+        copier.abort()
+        kind = next(k for k, cls in _RAISED.items() if type(exc) is cls)
+        return TaskResult(site, [], {}, failure=kind, message=str(exc))
+    except BaseException:
+        copier.abort()
+        raise
+    if task.fail_once and not os.path.exists(task.fail_once):
+        with open(task.fail_once, "w") as marker:
+            marker.write(f"{site.pid} attempt {attempt}\n")
+        raise RuntimeError(f"{FAIL_ONCE_ENV}: copy task failed on purpose after copying (attempt {attempt})")
+    records = sum(int(r["record_count"]) for r in copied.to_pylist())
+    site = CopySite(site.executor_id, site.host, site.pid, attempt, len(ranges), records)
+    return TaskResult(site, copied.to_pylist(), dict(read.reached), dict(read.removed), copier.skipped)
