@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -73,24 +74,44 @@ def test_executors_import_the_drkit_the_driver_ships(spark_cluster: LocalSpark, 
     assert used == workers, "eight tasks, two executors: both used"
 
 
-def test_drkit_mirror_runs_against_the_standalone_master(
+#: The must-show's backlog: twelve partitions, 60k records, copied in batches of at most 20k offsets.
+PARTITIONS, RECORDS, PER_BATCH = 12, 60_000, 20_000
+#: The batch log's line for one batch (drkit.mirror.job), and where its records were copied.
+BATCH_LINE = re.compile(r"batch (\d+) mirrored (\d+) records in \d+ ranges \([^)]*, (copied by .*|nothing to copy)\)$")
+TASK_SITE = re.compile(r"executor (\S+)@")
+
+
+def test_a_multi_partition_topic_is_mirrored_exactly_by_the_executors(
     spark_cluster: LocalSpark, cluster_config: Callable[..., Path], clusters: dict[str, str]
 ) -> None:
     topic = unique("standalone")
-    create_topic(clusters["A"], topic, partitions=4)
-    produce(
-        clusters["A"],
-        topic,
-        [{"value": f"v{i}".encode(), "key": f"k{i}".encode(), "partition": i % 4} for i in range(2_000)],
-    )
-    path = cluster_config(topic)
-    done = run("-m", "drkit.cli.app", "mirror", "-c", str(path), "--once")
+    create_topic(clusters["A"], topic, partitions=PARTITIONS)
+    records = [
+        {"value": f"v{i}".encode() * 8, "key": f"k{i}".encode(), "partition": i % PARTITIONS} for i in range(RECORDS)
+    ]
+    produce(clusters["A"], topic, records)
+    path = cluster_config(topic, mirror={"max_offsets_per_trigger": PER_BATCH})
+    # --verbose: the batch log (one line per batch, where it was copied) on stderr.
+    done = run("-m", "drkit.cli.app", "--verbose", "mirror", "-c", str(path), "--once", "-o", "json")
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+
+    # Every record, counted one by one on the target, in order per partition, naming its origin.
     source = read_all(clusters["A"], topic)
     target = read_all(clusters["B"], f"A.{topic}")
-    assert len(source) == 2_000
+    assert len(source) == RECORDS
     assert_exact_copy(source, target)
-    config = load_config(path)
-    ranges = SyncTable(Drkit(config).layout).ranges("A->B", [topic])
+    ranges = SyncTable(Drkit(load_config(path)).layout).ranges("A->B", [topic])
     audit = audit_syncs({p: rs for (t, p), rs in ranges.items() if t == topic}, source, target)
-    assert audit.described == 2_000 and audit.orphans == 0 and audit.duplicates == 0
+    assert (audit.described, audit.orphans, audit.duplicates) == (RECORDS, 0, 0)
+
+    # Every batch was copied by Spark tasks in the workers' executors; none by the driver.
+    [summary] = json.loads(done.stdout)
+    assert summary["records"] == RECORDS and summary["batches"] >= RECORDS // PER_BATCH
+    assert summary["driver_batches"] == 0
+    assert summary["copy_executors"] and "driver" not in summary["copy_executors"], summary
+    batches = [m for m in map(BATCH_LINE.search, done.stderr.splitlines()) if m and int(m[2])]
+    assert sum(int(m[2]) for m in batches) == RECORDS, done.stderr[-3000:]
+    for m in batches:
+        assert m[3].startswith("copied by ") and "task(s)" in m[3], m[0]
+        assert set(TASK_SITE.findall(m[3])) <= set(summary["copy_executors"]), m[0]
+    print(json.dumps({"batches": [m[0] for m in batches], "summary": summary}, indent=1))
