@@ -9,8 +9,8 @@ checked before any signal: drkit.localdev.broker_process), its log, its PID file
 (``PYSPARK_PYTHON``: the venv's), and get the driver's jars from the driver (``spark.jars``).
 
 Invariant: a cluster is ready only when its master, asked on its JSON endpoint, lists every one of its
-workers ALIVE; a worker's process group is the worker and the executors it launched, so killing a worker
-(a lost machine) kills its executors with it, and ``down`` leaves no JVM behind.
+workers ALIVE; killing a worker (a lost machine) kills the executors it launched and their Python
+workers with it (its process group and every descendant), and ``down`` leaves no JVM behind.
 """
 
 from __future__ import annotations
@@ -250,8 +250,13 @@ class LocalSpark:
         it was running."""
         pid = self._pid(name)
         if pid is not None:
+            # Python workers put themselves in groups of their own: a lost machine takes them too.
+            tree = descendants(pid) if kill else []
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL if kill else signal.SIGTERM)
+            for child in tree:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(child, signal.SIGKILL)
             deadline = time.monotonic() + timeout
             while _group_alive(pid) and time.monotonic() < deadline:
                 _reap(pid)
@@ -305,6 +310,22 @@ def _wait_for_java(pid: int, timeout: float = 10.0) -> Any:
         time.sleep(0.05)
         facts = process_facts(pid)
     return facts
+
+
+def descendants(pid: int) -> list[int]:
+    """The live descendants of ``pid`` (children first), from ``/proc``: none where there is no ``/proc``."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(entry.name))
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        kids = children.get(todo.pop(), [])
+        found.extend(kids)
+        todo.extend(kids)
+    return found
 
 
 def _group_alive(pgid: int) -> bool:
