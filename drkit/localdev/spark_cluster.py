@@ -19,6 +19,7 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -107,6 +108,18 @@ class LocalSpark:
         offset = 0 if name == MASTER else 10 * int(name.removeprefix("worker-"))
         return self.base_port + offset, self.base_port + offset + 1
 
+    def _bound_port(self, name: str) -> int:
+        """The port the worker runs on: Spark moves to the next port when its own is taken (a connection of
+        the previous worker in TIME_WAIT), and says so in its log; the recorded port otherwise."""
+        found = None
+        with contextlib.suppress(OSError):
+            with (self._home(name) / "daemon.log").open(errors="replace") as log:
+                for line in log:
+                    match = _WORKER_STARTED.search(line)
+                    if match:
+                        found = int(match[1])
+        return found if found is not None else self._ports(name)[0]
+
     def master_url(self) -> str:
         return f"spark://127.0.0.1:{self._ports(MASTER)[0]}"
 
@@ -142,6 +155,7 @@ class LocalSpark:
 
     def describe(self, name: str) -> Daemon:
         port, webui = self._ports(name)
+        port = port if name == MASTER else self._bound_port(name)
         pid = self._pid(name)
         return Daemon(name, port, webui, pid, pid is not None, str(self._home(name)))
 
@@ -177,8 +191,8 @@ class LocalSpark:
             if self._pid(name) is None:
                 self._start(name)
         deadline = time.monotonic() + timeout
-        wanted = {self._ports(n)[0] for n in names[1:]}
         while True:
+            wanted = {self._bound_port(n) for n in names[1:]}
             for name in names:
                 if self._pid(name) is None:
                     raise ClusterError(f"local Spark {name} exited; log tail:\n{self._log_tail(name)}")
@@ -224,6 +238,8 @@ class LocalSpark:
         for p in (port, webui):
             _ensure_free(name, p)
         (home / "daemon.json").write_text(json.dumps({"port": port, "webui_port": webui}) + "\n")
+        with contextlib.suppress(FileNotFoundError):  # the log holds this start's lines only (its bound port)
+            (home / "daemon.log").replace(home / "daemon.log.1")
         (home / "daemon.properties").write_text(_PROPERTIES)
         log = (home / "daemon.log").open("ab")
         # spark-class execs java: the PID is the JVM's. Its own session: a worker's executors share its
@@ -290,6 +306,9 @@ class LocalSpark:
         return path.read_text(errors="replace")[-800:] if path.exists() else "(no log)"
 
 
+#: A worker's log line naming the port it bound.
+_WORKER_STARTED = re.compile(r"Starting Spark worker [^\s:]+:(\d+) ")
+
 #: Daemon settings: no REST submission server, executors' folders cleaned when their application ends.
 _PROPERTIES = """\
 spark.master.rest.enabled=false
@@ -344,15 +363,16 @@ def _reap(pid: int) -> None:
 
 
 def _ensure_free(name: str, port: int) -> None:
+    """Refuse a port another process listens on (the daemon would fail to bind it, and readiness would ask
+    the other process). A port that only has connections in TIME_WAIT (a daemon just stopped) is free: the
+    JVM binds with SO_REUSEADDR."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
+        sock.settimeout(1.0)
+        if sock.connect_ex(("127.0.0.1", port)) == 0:
             raise ClusterError(
                 f"local Spark {name}: port 127.0.0.1:{port} is already in use by another process; "
                 "pick other ports with --base-port"
-            ) from None
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
