@@ -112,12 +112,11 @@ class LocalSpark:
         """The port the worker runs on: Spark moves to the next port when its own is taken (a connection of
         the previous worker in TIME_WAIT), and says so in its log; the recorded port otherwise."""
         found = None
-        with contextlib.suppress(OSError):
-            with (self._home(name) / "daemon.log").open(errors="replace") as log:
-                for line in log:
-                    match = _WORKER_STARTED.search(line)
-                    if match:
-                        found = int(match[1])
+        with contextlib.suppress(OSError), (self._home(name) / "daemon.log").open(errors="replace") as log:
+            for line in log:
+                match = _WORKER_STARTED.search(line)
+                if match:
+                    found = int(match[1])
         return found if found is not None else self._ports(name)[0]
 
     def master_url(self) -> str:
