@@ -31,6 +31,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from drkit.config import SparkConfig, is_secret_key, mask_text, secret_values
 from drkit.config.verbosity import current_plan
+from drkit.core.copying import is_local_master
 from drkit.core.verbosity import spark_logging
 from drkit.layout import LOG_ROTATE_BYTES, StateLayout
 from drkit.runtime.artifacts import in_jvm_working_dir, spark_extra_jars
@@ -85,11 +86,6 @@ def runs_on_this_machine(master: str) -> bool:
     """Whether every executor of ``master`` runs on the driver's machine: ``local[...]`` (in the driver's JVM)
     and ``local-cluster[...]`` (executor JVMs on this host)."""
     return master == "local" or master.startswith(("local[", "local-cluster["))
-
-
-def has_executor_processes(master: str) -> bool:
-    """Whether tasks run outside the driver's process (every master but ``local[...]``): they need drkit."""
-    return not (master == "local" or master.startswith("local["))
 
 
 def driver_network(config: SparkConfig) -> dict[str, str]:
@@ -188,7 +184,8 @@ def build_session(config: SparkConfig, app_name: str = "drkit", log_file: Path |
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(how.level)
-    if config.ship_drkit and has_executor_processes(config.master):
+    # Tasks outside the driver's process (every master but local[...]) import drkit from the zip.
+    if config.ship_drkit and not is_local_master(config.master):
         from drkit.runtime.shipping import ship_drkit
 
         ship_drkit(session)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from drkit.config import SparkConfig
-from drkit.runtime.spark import driver_network, has_executor_processes, local_ip, session_settings
+from drkit.core.copying import is_local_master
+from drkit.runtime.spark import driver_network, local_ip, session_settings
 
 HOST, BIND = "spark.driver.host", "spark.driver.bindAddress"
 PORT, BLOCKS = "spark.driver.port", "spark.driver.blockManager.port"
@@ -66,4 +67,4 @@ def test_a_cluster_master_on_loopback_is_reached_with_a_named_host() -> None:
     ],
 )
 def test_drkit_is_shipped_only_where_tasks_run_in_other_processes(master: str, ships: bool) -> None:
-    assert has_executor_processes(master) is ships
+    assert (not is_local_master(master)) is ships  # build_session ships drkit exactly then
