@@ -49,9 +49,18 @@ Definitions of the reported numbers:
 * ``missing``: sequence numbers produced but not found on the target; ``duplicates``: extra copies
   of found ones. ``mb`` is 10**6 bytes of record values.
 
+With ``--compare-paths``, the same backlog is mirrored by each copy path in turn, on the same clusters:
+``driver`` (the driver reads and produces every batch itself: ``driver_copy_max_records`` at its default)
+and ``executors`` (one Spark job per batch whose copy tasks read and produce whole partitions:
+``driver_copy_max_records = 0``), each on a fresh topic, alternating which goes first in every round
+(``--rounds``). It prints one JSON document: every run, the median copy rate of each path and the ratio
+executors / driver of the copy rates (``copy_records_per_s``: the batches' own time, so Spark's start-up
+is not in it) and of the wall-time rates, with the host's load average around every run.
+
 Example::
 
     .venv/bin/python scripts/bench_mirror.py --records 20000 --size 200 --partitions 3
+    .venv/bin/python scripts/bench_mirror.py --compare-paths --records 200000 --size 1000 --partitions 12 --rounds 3
 """
 
 from __future__ import annotations
@@ -64,6 +73,7 @@ import os
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -82,7 +92,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 SOURCE_ALIAS, TARGET_ALIAS = "A", "B"
 _SEQ_BYTES = 8
-_BATCH_LINE = re.compile(r"flow \S+: batch (\d+) mirrored (\d+) records in (\d+) ranges \(([\d.]+)s\)")
+_BATCH_LINE = re.compile(r"flow \S+: batch (\d+) mirrored (\d+) records in (\d+) ranges \(([\d.]+)s[,)]")
 _PHASE_LINE = re.compile(r"DRKIT-BENCH-PHASE (\S+) ([\d.]+)")
 #: Runs the CLI as ``python -m drkit.cli.app`` would, with two additions that only observe: the
 #: mirror's INFO lines (per-batch timing) go to stderr, and a few steps of the job are timed
@@ -139,6 +149,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument("--sample-interval", type=float, default=0.25, help="memory sampling period, seconds")
     p.add_argument("--timeout", type=float, default=1800.0, help="give up on the mirror after this long")
+    p.add_argument("--compare-paths", action="store_true", help="driver copy path against executor copy path")
+    p.add_argument("--rounds", type=int, default=3, help="rounds of --compare-paths (each path once per round)")
     args = p.parse_args(argv)
     if args.size < _SEQ_BYTES:
         p.error(f"--size must be at least {_SEQ_BYTES} (the sequence number is in the value)")
@@ -228,7 +240,15 @@ def _toml(value: str) -> str:
     return json.dumps(value)  # a JSON string of ASCII text is a valid TOML basic string
 
 
-def write_config(path: Path, state_root: Path, source: str, target: str, topic: str, max_offsets: int | None) -> None:
+def write_config(
+    path: Path,
+    state_root: Path,
+    source: str,
+    target: str,
+    topic: str,
+    max_offsets: int | None,
+    driver_copy_max_records: int | None = None,
+) -> None:
     lines = [
         "[state]",
         f"root = {_toml(str(state_root))}",
@@ -249,6 +269,8 @@ def write_config(path: Path, state_root: Path, source: str, target: str, topic: 
     ]
     if max_offsets:
         lines.append(f"mirror.max_offsets_per_trigger = {max_offsets}")
+    if driver_copy_max_records is not None:
+        lines.append(f"mirror.driver_copy_max_records = {driver_copy_max_records}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     from drkit.config import parse_config  # validate with drkit's own rules before starting Spark
 
@@ -531,6 +553,8 @@ def bench(args: argparse.Namespace, state: Path) -> dict[str, Any]:
     else:
         source, target = args.bootstrap_source, args.bootstrap_target
     try:
+        if args.compare_paths:
+            return _compare(args, state, source, target, local)
         return _measure(args, state, source, target, local)
     finally:
         if kafka is not None and not args.keep_clusters:
@@ -538,7 +562,76 @@ def bench(args: argparse.Namespace, state: Path) -> dict[str, Any]:
             kafka.down()
 
 
-def _measure(args: argparse.Namespace, state: Path, source: str, target: str, local: bool) -> dict[str, Any]:
+#: The copy paths --compare-paths alternates: ``driver_copy_max_records`` for each (None: drkit's default).
+PATHS: dict[str, int | None] = {"driver": None, "executors": 0}
+
+
+def _compare(args: argparse.Namespace, state: Path, source: str, target: str, local: bool) -> dict[str, Any]:
+    """Each path once per round on its own fresh topic, the first path alternating; ratios from medians."""
+    runs: list[dict[str, Any]] = []
+    names = list(PATHS)
+    for round_ in range(args.rounds):
+        order = names if round_ % 2 == 0 else names[::-1]
+        for name in order:
+            log(f"round {round_ + 1}/{args.rounds}: the {name} path")
+            result = _measure(args, state, source, target, local, PATHS[name])
+            if result["missing"] or result["unexpected"] or result["wrong_partition"]:
+                raise RuntimeError(f"the {name} path's copy is not exact: {result['missing']} missing")
+            runs.append({"path": name, "round": round_ + 1, **result})
+
+    def median(name: str, key: str) -> float | None:
+        values = [r[key] for r in runs if r["path"] == name and r[key] is not None]
+        return statistics.median(values) if values else None
+
+    figures = {
+        name: {
+            key: median(name, key)
+            for key in ("copy_records_per_s", "copy_mb_per_s", "records_per_s", "mirror_copy_seconds", "peak_rss_mb")
+        }
+        for name in names
+    }
+
+    def ratio(key: str) -> float | None:
+        driver, executors = figures["driver"][key], figures["executors"][key]
+        return round(executors / driver, 3) if driver and executors else None
+
+    per_round = [
+        round(e["copy_records_per_s"] / d["copy_records_per_s"], 3)
+        for d, e in (
+            (
+                next(r for r in runs if r["round"] == n and r["path"] == "driver"),
+                next(r for r in runs if r["round"] == n and r["path"] == "executors"),
+            )
+            for n in range(1, args.rounds + 1)
+        )
+        if d["copy_records_per_s"] and e["copy_records_per_s"]
+    ]
+    return {
+        "comparison": "executor copy path against driver copy path, drkit mirror --once on local[2]",
+        "records": args.records,
+        "record_size": args.size,
+        "partitions": args.partitions,
+        "rounds": args.rounds,
+        "median": figures,
+        "ratio_executors_to_driver": {
+            "copy_records_per_s": ratio("copy_records_per_s"),
+            "records_per_s": ratio("records_per_s"),
+            "copy_records_per_s_per_round": per_round,
+        },
+        "host_cpus": os.cpu_count(),
+        "runs": [{k: v for k, v in r.items() if k not in ("memory", "definitions", "versions")} for r in runs],
+        "versions": versions(local),
+    }
+
+
+def _measure(
+    args: argparse.Namespace,
+    state: Path,
+    source: str,
+    target: str,
+    local: bool,
+    driver_copy_max_records: int | None = None,
+) -> dict[str, Any]:
     n, size, partitions = args.records, args.size, args.partitions
     topic = f"bench-mirror-{uuid.uuid4().hex[:8]}"
     target_topic = f"{SOURCE_ALIAS}.{topic}"  # the default prefix replication policy
@@ -551,7 +644,9 @@ def _measure(args: argparse.Namespace, state: Path, source: str, target: str, lo
     log(f"produced in {produce_seconds:.2f}s")
 
     config = run_dir / "drkit.toml"
-    write_config(config, run_dir / "drkit-state", source, target, topic, args.max_offsets_per_trigger)
+    write_config(
+        config, run_dir / "drkit-state", source, target, topic, args.max_offsets_per_trigger, driver_copy_max_records
+    )
     log(f"running the mirror: drkit mirror -c {config} --once --output json")
     load_before = os.getloadavg()[0]
     run = run_mirror(config, run_dir, args.sample_interval, args.timeout)
@@ -599,6 +694,9 @@ def _measure(args: argparse.Namespace, state: Path, source: str, target: str, lo
             "skipped_batches": flow.get("skipped_batches"),
             "created_topics": flow.get("created_topics"),
             "max_offsets_per_trigger": args.max_offsets_per_trigger or "drkit default",
+            "driver_copy_max_records": "drkit default" if driver_copy_max_records is None else driver_copy_max_records,
+            "copy_executors": flow.get("copy_executors"),
+            "driver_batches": flow.get("driver_batches"),
             "spark_master": "local[2]",
         },
         "topic": topic,

@@ -117,10 +117,10 @@ class MirrorSettings(_Model):
 
     trigger_interval_seconds: float = 1.0
     max_offsets_per_trigger: int | None = Field(default=100_000, gt=0)
-    #: A batch of at most this many offsets is read by the driver's own consumer and copied by the driver
-    #: (a streaming read: memory does not grow with the batch), instead of by Spark Python tasks, whose
-    #: fixed cost is most of a small batch's time. Larger batches, and those whose start Spark's
-    #: checkpoint does not give (a new topic or partition), get one task per core. 0: always tasks.
+    #: In local mode, a batch of at most this many planned offsets is read and copied by the driver itself
+    #: (a streaming read: memory does not grow with the batch), without the Spark job of the copy tasks,
+    #: whose fixed cost is most of a small batch's time; larger batches go to copy tasks. With a cluster
+    #: master every batch is copied by tasks on the executors (drkit.core.copying). 0: always tasks.
     driver_copy_max_records: int = Field(default=DRIVER_COPY_MAX_RECORDS, ge=0)
     #: Replication factor of target topics drkit creates; -1 is the target broker's default.
     target_replication_factor: int = Field(default=-1)

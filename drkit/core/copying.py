@@ -49,6 +49,15 @@ def copy_place(master: str, planned_records: int, driver_max_records: int) -> Co
     return CopyPlace.DRIVER if planned_records <= driver_max_records else CopyPlace.EXECUTORS
 
 
+def may_copy_on_executors(master: str, driver_max_records: int, max_offsets_per_trigger: int | None) -> bool:
+    """Whether a mirror's batches may go to copy tasks (so its Python workers are worth starting with the
+    query): always with a cluster master; in local mode when a batch may plan more offsets than the
+    driver copies itself (a new partition counts from offset 0, so even the default may, rarely)."""
+    if not is_local_master(master) or driver_max_records <= 0:
+        return True
+    return max_offsets_per_trigger is None or max_offsets_per_trigger > driver_max_records
+
+
 class ReadFailure(StrEnum):
     """Why a reader could not read a planned range as it is."""
 

@@ -127,11 +127,3 @@ def batch_ranges(start: SourceOffsets | None, end: SourceOffsets | None) -> Batc
             if until > since:
                 out[(topic, int(partition))] = (since, until)
     return out
-
-
-def copy_in_driver(ranges: BatchRanges | None, max_records: int) -> bool:
-    """Whether the mirror's driver reads and copies a micro-batch itself instead of Spark tasks: when each
-    partition's range is known and the batch spans at most ``max_records`` offsets. 0: never."""
-    if ranges is None or max_records <= 0:
-        return False
-    return sum(until - since for since, until in ranges.values()) <= max_records

@@ -160,3 +160,10 @@ def copy_ranges(task: CopyTask, ranges: BatchRanges, attempt: int) -> TaskResult
     records = sum(int(r["record_count"]) for r in copied.to_pylist())
     site = CopySite(site.executor_id, site.host, site.pid, attempt, len(ranges), records)
     return TaskResult(site, copied.to_pylist(), dict(read.reached), dict(read.removed), copier.skipped)
+
+
+def warm(parts: Iterable[int]) -> Iterator[int]:
+    """A task of the warm-up job a mirror runs as its query starts: Spark starts the Python workers, which
+    import this module (so drkit and its clients); the first batch's tasks find them ready."""
+    for _ in parts:
+        yield os.getpid()

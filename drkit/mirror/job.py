@@ -74,6 +74,7 @@ from drkit.core.copying import (
     copy_groups,
     copy_place,
     is_local_master,
+    may_copy_on_executors,
     read_failure_action,
     speculation_refusal,
 )
@@ -89,7 +90,7 @@ from drkit.kafka.topology import TopologyReconciler
 from drkit.layout import flow_dir_name
 from drkit.mirror.context import SOURCE_FETCH_MAX_WAIT_MS, SOURCE_ISOLATION, MirrorContext, source_consumer_settings
 from drkit.mirror.deliver import COPY_SCHEMA, Copier, totals
-from drkit.mirror.executor import FAIL_ONCE_ENV, CopyTask, TaskResult, copy_partitions
+from drkit.mirror.executor import FAIL_ONCE_ENV, CopyTask, TaskResult, copy_partitions, warm
 from drkit.mirror.failure import explain, failure_message, looks_like_outage, source_unreachable
 from drkit.mirror.heartbeat import HeartbeatWriter
 from drkit.mirror.observer import SourceObserver
@@ -308,6 +309,7 @@ class MirrorJob:
         if refusal is not None:
             raise RefusedError(f"flow {self.flow.name}: {refusal}")
         self._once = once
+        self._warm_copy_workers()
         self.syncs.ensure()
         self.observer.start()
         try:
@@ -329,6 +331,23 @@ class MirrorJob:
             writer = writer.trigger(processingTime=f"{self.flow.mirror.trigger_interval_seconds} seconds")
         self._query = writer.start()
         return self._query
+
+    def _warm_copy_workers(self) -> None:
+        """Start the executors' Python workers while the query starts, in the background, where batches may
+        go to copy tasks: a worker's start (a fork and drkit's imports) would otherwise be paid inside the
+        first batch. A failure here only costs that (the first batch reports what is wrong)."""
+        m = self.flow.mirror
+        if not may_copy_on_executors(self._master(), m.driver_copy_max_records, m.max_offsets_per_trigger):
+            return
+        sc, slots = self.spark.sparkContext, self._slots()
+
+        def run() -> None:
+            try:
+                sc.parallelize(range(slots), slots).mapPartitions(warm).collect()
+            except Exception as exc:
+                log.debug("flow %s: the copy workers' warm-up failed: %s", self.flow.name, failure_message(exc))
+
+        threading.Thread(target=run, name=f"drkit-warm-{flow_dir_name(self.flow.name)}", daemon=True).start()
 
     def _stopping(self) -> bool:
         """Whether a batch the driver is reading should be given up: the runner stopped waiting for it, or
@@ -472,6 +491,8 @@ class MirrorJob:
                     f"flow {self.flow.name}: batch {batch_id} cannot be read exactly ({exc}); it is not committed "
                     "and is copied again when the mirror restarts"
                 ) from None
+            except SourceStalled as exc:  # a copy task's read (the driver's own says so itself)
+                raise ClusterError(source_unreachable(self.flow, self.source.bootstrap_servers, str(exc))) from None
         except Exception as exc:
             raise explain(self.flow, self.source.bootstrap_servers, exc) from None
 
@@ -493,7 +514,13 @@ class MirrorJob:
         task = copy_partitions(self._copy_task(producer_conf, topic_map))
         sc = self.spark.sparkContext
         sc.setJobDescription(f"drkit mirror {self.flow.name}: copy of batch {batch_id}")
-        results: list[TaskResult] = sc.parallelize(list(groups), len(groups)).mapPartitions(task).collect()
+        try:
+            results: list[TaskResult] = sc.parallelize(list(groups), len(groups)).mapPartitions(task).collect()
+        except Exception:
+            # Stopping the query cancels its running jobs (the copy job runs in the query's thread).
+            if self._stopping():
+                raise BatchAbandoned(f"{ABANDONED_MARKER}the mirror is stopping") from None
+            raise
         failed = [r for r in results if r.failure is not None]
         if failed:
             raise failed[0].error()

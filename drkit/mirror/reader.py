@@ -178,6 +178,17 @@ class BatchReader:
                             if removed[key][1] >= pending[key]:  # nothing of the range is left
                                 reached[key] = removed[key][1]
                                 pending.pop(key)
+                            # librdkafka stops a partition after an offset reset error (a seek is refused):
+                            # the partitions left are assigned again, each where its read stands.
+                            consumer.assign(
+                                [
+                                    TopicPartition(
+                                        t, p, removed[(t, p)][1] if (t, p) == key else reached.get((t, p), since)
+                                    )
+                                    for (t, p), (since, _) in ranges.items()
+                                    if (t, p) in pending
+                                ]
+                            )
                             continue
                         if err.fatal() or (not err.retriable() and err.code() not in _TRANSIENT):
                             raise ReadFailed(f"{key[0]}/{key[1]}: {err.name()}: {err.str()}")
@@ -225,13 +236,12 @@ class BatchReader:
     def _skip_removed(
         self, consumer: Any, key: tuple[str, int], position: int, removed: dict[tuple[str, int], tuple[int, int]]
     ) -> None:
-        """Go on from the partition's first record still on the source; remember the offsets skipped."""
+        """Where the partition goes on: its first record still on the source; remember the offsets skipped."""
         from confluent_kafka import TopicPartition
 
         low, _ = consumer.get_watermark_offsets(TopicPartition(*key), timeout=self.stall_seconds)
         first = removed.get(key, (position, position))[0]
         removed[key] = (first, max(low, position))
-        consumer.seek(TopicPartition(key[0], key[1], max(low, position)))
 
 
 def _transient_codes() -> frozenset[int]:

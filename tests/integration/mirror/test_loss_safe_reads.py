@@ -91,10 +91,10 @@ def test_a_partition_ending_before_the_planned_end_is_never_committed(
     assert partition_syncs(spark, config, topic) == {}, "a short batch left offset-syncs"
 
 
-def test_a_partition_spark_tasks_read_short_of_the_planned_end_is_never_committed(
+def test_a_partition_copy_tasks_read_short_of_the_planned_end_is_never_committed(
     clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The same through Spark's tasks (failOnDataLoss off: Spark's reader ends the range where the partition
+    """The same through the copy tasks on the executors (their reader ends the range where the partition
     ends): the offset log as drkit reads it plans [0, 150), the source ends at 100; no commit, no sync."""
     topic = unique("short-tasks")
     create_topic(clusters["A"], topic, 1)
@@ -139,7 +139,7 @@ def test_a_start_that_moved_up_to_the_range_or_into_it_is_a_gap_not_a_failure(
 ) -> None:
     """Retention removing records already mirrored (the start moves up to the planned range's start) loses
     nothing: the batch is read whole. With fail_on_data_loss = false, records removed inside the range are
-    skipped (Spark's own rule) and the syncs describe exactly the records that survived, each once."""
+    skipped (Spark's own failOnDataLoss rule) and the syncs describe exactly the records that survived, each once."""
     topic = unique("retained")
     create_topic(clusters["A"], topic, 1)
     produce(clusters["A"], topic, [{"value": b"a%d" % i} for i in range(100)])

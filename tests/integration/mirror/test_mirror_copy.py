@@ -80,8 +80,8 @@ def test_selected_topics_are_copied_record_by_record(
 def test_a_batch_copied_by_the_driver_is_as_exact_as_one_copied_by_tasks(
     clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig], caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Batches of 150 records: first copied by Spark tasks (the driver's copy turned off), then, on the same
-    stream, by the driver's own reader; record by record, the copy and its syncs are the same."""
+    """Batches of 150 records: first copied by Spark tasks on the executors (the driver's copy turned off),
+    then, on the same stream, by the driver's own reader; record by record, the copy and its syncs are the same."""
     topic = unique("paths")
     create_topic(clusters["A"], topic, 3)
     records = varied_records(1_800, 3)
@@ -95,7 +95,7 @@ def test_a_batch_copied_by_the_driver_is_as_exact_as_one_copied_by_tasks(
         [second] = Drkit(by_driver, spark).mirror("A->B", once=True)
     lines = [r.getMessage() for r in caplog.records if "mirrored" in r.getMessage()]
     assert first.records == second.records == 900 and first.batches == second.batches == 6, lines
-    assert all("copied by tasks" in line for line in lines[:6]), lines
+    assert all("task(s): executor driver@" in line for line in lines[:6]), lines
     assert all("copied by the driver" in line for line in lines[6:]), lines
     source, target = read_all(clusters["A"], topic), read_all(clusters["B"], f"A.{topic}")
     assert_exact_copy(source, target)

@@ -18,6 +18,7 @@ from drkit.core.copying import (
     copy_place,
     executor_id,
     is_local_master,
+    may_copy_on_executors,
     planned_records,
     read_failure_action,
     speculation_refusal,
@@ -126,3 +127,10 @@ def test_speculation_is_refused_in_one_line() -> None:
     assert speculation_refusal(None) is None and speculation_refusal("false") is None
     refusal = speculation_refusal(" TRUE ")
     assert refusal is not None and "spark.speculation" in refusal and "\n" not in refusal
+
+
+def test_the_copy_workers_are_started_with_the_query_only_where_batches_may_go_to_tasks() -> None:
+    assert may_copy_on_executors("spark://m:7077", 1_000_000, 100_000)
+    assert may_copy_on_executors("local[2]", 0, 100_000)
+    assert may_copy_on_executors("local[2]", 1_000, 100_000) and may_copy_on_executors("local[2]", 1_000, None)
+    assert not may_copy_on_executors("local[2]", 1_000_000, 100_000)  # the defaults: the driver copies

@@ -1,5 +1,5 @@
-"""Which batches the driver reads and copies itself: those whose every partition's start Spark's
-checkpoint gives, up to a size; never one whose start is unknown."""
+"""The offsets of a batch as Spark's offset log gives them, and the driver's copy limit's default (where a
+batch is copied: tests/unit/core/test_copying.py)."""
 
 from __future__ import annotations
 
@@ -10,20 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from drkit.config import DRIVER_COPY_MAX_RECORDS, MirrorSettings
-from drkit.core.offsets import batch_ranges, copy_in_driver
+from drkit.core.offsets import batch_ranges
 from drkit.mirror.offset_log import batch_start_offsets, initial_offsets, logged_offsets
-
-
-def test_a_batch_of_known_ranges_up_to_the_limit_is_copied_by_the_driver() -> None:
-    assert copy_in_driver({("t", 0): (0, 2_000)}, 20_000)
-    assert copy_in_driver({("t", 0): (5, 10_005), ("t", 1): (0, 10_000)}, 20_000)
-    assert copy_in_driver({}, 20_000)  # nothing advanced: nothing to read
-
-
-def test_a_larger_batch_an_unknown_start_or_a_zero_limit_goes_to_tasks() -> None:
-    assert not copy_in_driver({("t", 0): (5, 10_006), ("t", 1): (0, 10_000)}, 20_000)
-    assert not copy_in_driver(None, 20_000)
-    assert not copy_in_driver({("t", 0): (0, 1)}, 0)
 
 
 def test_the_default() -> None:

@@ -234,3 +234,136 @@ def test_the_task_function_ships_without_live_clients_and_its_settings_never_pri
     assert b"Source" not in shipped and b"Target" not in shipped
     assert callable(cloudpickle.loads(shipped))
     assert "s3cret" not in repr(settings) and "s3cret" not in str(settings)
+
+
+class FakeRDD:
+    def __init__(self, slices: list[list[Any]]) -> None:
+        self.slices = slices
+
+    def mapPartitions(self, fn: Callable[[Any], Any]) -> FakeRDD:
+        return FakeRDD([list(fn(iter(s))) for s in self.slices])
+
+    def collect(self) -> list[Any]:
+        return [x for s in self.slices for x in s]
+
+
+class FakeContext:
+    """Runs a job's slices in this process, as Spark would on executors; records the jobs."""
+
+    def __init__(self, master: str, cores: int) -> None:
+        self.master, self.defaultParallelism = master, cores
+        self.jobs: list[int] = []
+
+    def parallelize(self, items: list[Any], slices: int) -> FakeRDD:
+        assert slices == len(items)  # one task per group
+        self.jobs.append(slices)
+        return FakeRDD([[item] for item in items])
+
+    def setJobDescription(self, text: str) -> None:
+        pass
+
+
+class FakeSpark:
+    def __init__(self, master: str, cores: int) -> None:
+        self.sparkContext = FakeContext(master, cores)
+
+
+def mirror_job(tmp_path: Path, master: str, cores: int, **mirror: Any) -> Any:
+    from support.fakes import mirror_context
+
+    from drkit.config import parse_config
+    from drkit.mirror.job import MirrorJob
+
+    cfg = parse_config(
+        {
+            "clusters": {"A": {"bootstrap_servers": "a:1"}, "B": {"bootstrap_servers": "b:1"}},
+            "flows": [{"source": "A", "target": "B", "mirror": mirror}],
+            "state": {"root": str(tmp_path / "state")},
+        }
+    )
+    made = MirrorJob(mirror_context(cfg), cfg.flows[0])
+    made.spark = FakeSpark(master, cores)
+    return made
+
+
+def test_with_a_cluster_master_every_batch_goes_to_copy_tasks_none_through_the_driver(
+    clients: Callable[[Source, Target], None], tmp_path: Path
+) -> None:
+    from drkit.core.batch import BatchPlan, MirrorState
+    from drkit.mirror.job import BatchReport
+
+    target = Target()
+    clients(Source({("t", p): 10 for p in range(6)}), target)
+    j = mirror_job(tmp_path, "spark://m:7077", cores=4)
+    j.reader.read = lambda *a, **k: pytest.fail("the driver read records")  # the driver's reader: never
+    plan = BatchPlan({("t", p): (0, 10) for p in range(6)}, {})
+    report = BatchReport(0)
+    copied, state = j._copy(0, plan, {"bootstrap.servers": "b:1"}, {"t": "A.t"}, report, MirrorState("s", 0))
+    assert j.spark.sparkContext.jobs == [4]  # one job, 6 partitions in 4 balanced tasks
+    assert not report.in_driver and len(report.sites) == 4 and sum(s.records for s in report.sites) == 60
+    assert sorted(s.partitions for s in report.sites) == [1, 1, 2, 2]
+    assert copied.num_rows == 6 and sum(copied.column("record_count").to_pylist()) == 60
+    assert state.held == {} and dict(target.next) == {("A.t", p): 10 for p in range(6)}
+    assert "copied by 4 task(s): executor " in report.where()
+
+
+def test_in_local_mode_a_small_batch_is_copied_by_the_driver_without_a_job(
+    clients: Callable[[Source, Target], None], tmp_path: Path
+) -> None:
+    from drkit.core.batch import BatchPlan, MirrorState
+    from drkit.mirror.job import BatchReport
+
+    clients(Source({("t", 0): 10}), Target())
+    j = mirror_job(tmp_path, "local[2]", cores=2)
+    j.reader = executor.BatchReader(lambda: confluent_kafka.Consumer({}), 1.0)
+    report = BatchReport(0)
+    plan = BatchPlan({("t", 0): (0, 10)}, {})
+    j._copy(0, plan, {"bootstrap.servers": "b:1"}, {"t": "A.t"}, report, MirrorState("s", 0))
+    assert report.in_driver and j.spark.sparkContext.jobs == []
+    assert [s.in_driver for s in report.sites] == [True] and report.where() == "copied by the driver"
+
+
+def test_a_failure_a_copy_task_returns_fails_the_batch_as_the_drivers_copy_would(
+    clients: Callable[[Source, Target], None], tmp_path: Path
+) -> None:
+    from drkit.core.batch import BatchPlan, MirrorState
+    from drkit.errors import MirrorError
+    from drkit.mirror.job import BatchReport
+
+    clients(Source({("t", 0): 5}, errors={("t", 0): KafkaError._AUTO_OFFSET_RESET}), Target())
+    j = mirror_job(tmp_path, "spark://m:7077", cores=2)
+    with pytest.raises(MirrorError, match=r"records were removed from the source before they were mirrored"):
+        j._copy(0, BatchPlan({("t", 0): (0, 5)}, {}), {}, {"t": "A.t"}, BatchReport(0), MirrorState("s", 0))
+    clients(Source({("t", 0): 5}), Target(refuse=frozenset({"A.t"})))
+    with pytest.raises(DeliveryFailed, match=FAILURE_MARKER):
+        j._copy(0, BatchPlan({("t", 0): (0, 5)}, {}), {}, {"t": "A.t"}, BatchReport(0), MirrorState("s", 0))
+
+
+def test_a_source_a_copy_task_could_not_read_is_a_cluster_error_naming_it(
+    clients: Callable[[Source, Target], None], tmp_path: Path
+) -> None:
+    from drkit.core.batch import BatchPlan, MirrorState
+    from drkit.errors import ClusterError
+    from drkit.mirror.job import BatchReport
+
+    clients(Source({}), Target())  # t/0 never answers
+    j = mirror_job(tmp_path, "spark://m:7077", cores=2, consumer={"default.api.timeout.ms": "300"})
+    with pytest.raises(ClusterError) as raised:
+        j._copy(0, BatchPlan({("t", 0): (0, 5)}, {}), {}, {"t": "A.t"}, BatchReport(0), MirrorState("s", 0))
+    assert str(raised.value).startswith("source cluster A (a:1) cannot be read: no record of 1 partition(s) arrived")
+
+
+def test_a_mirror_on_a_spark_with_speculation_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    from drkit.errors import RefusedError
+
+    j = mirror_job(tmp_path, "spark://m:7077", cores=2)
+
+    class Conf:
+        def get(self, key: str) -> str | None:
+            return "true" if key == "spark.speculation" else None
+
+    j.spark.sparkContext.getConf = Conf
+    with pytest.raises(RefusedError, match=r"^flow A->B: spark.speculation is true") as raised:
+        j.start(once=True)
+    assert "\n" not in str(raised.value)
+    assert not j.stream_checkpoint.parent.exists()  # nothing was started or written

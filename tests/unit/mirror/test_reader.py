@@ -369,13 +369,14 @@ class SeekingConsumer(FakeConsumer):
     def __init__(self, polls: Iterable[list[Msg]], low: int) -> None:
         super().__init__(polls)
         self.low = low
-        self.seeks: list[tuple[str, int, int]] = []
+        self.assignments: list[list[tuple[str, int, int]]] = []
 
     def get_watermark_offsets(self, tp: Any, timeout: float = -1) -> tuple[int, int]:
         return self.low, 100
 
-    def seek(self, tp: Any) -> None:
-        self.seeks.append((tp.topic, tp.partition, tp.offset))
+    def assign(self, tps: list[Any]) -> None:
+        super().assign(tps)
+        self.assignments.append(self.assigned)
 
 
 def test_removed_records_are_skipped_from_the_first_record_left_when_the_loss_is_accepted() -> None:
@@ -391,7 +392,8 @@ def test_removed_records_are_skipped_from_the_first_record_left_when_the_loss_is
     sink = Sink()
     result = BatchReader(lambda: consumer, 5.0, skip_removed=True).read({("t", 0): (0, 8), ("t", 1): (0, 2)}, sink)
     assert sink.offsets() == {("t", 0): [0, 1, 6, 7], ("t", 1): [0, 1]}
-    assert consumer.seeks == [("t", 0, 6)]
+    # Assigned again after the error, each partition where its read stands (t/1 read up to 0: from 1).
+    assert consumer.assignments == [[("t", 0, 0), ("t", 1, 0)], [("t", 0, 6), ("t", 1, 1)]]
     assert dict(result.removed) == {("t", 0): (2, 6)}
     assert result.reached[("t", 0)] == 8 and result.records == 6
 
