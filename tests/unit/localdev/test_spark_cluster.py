@@ -73,3 +73,19 @@ def test_up_needs_a_worker_and_kill_needs_a_running_one(tmp_path: Path) -> None:
     with pytest.raises(ClusterError, match="worker-3 is not running"):
         spark.kill_worker(3)
     assert spark.down() == [] and spark.status().daemons == ()
+
+
+def test_a_worker_is_found_on_the_port_it_bound(tmp_path: Path) -> None:
+    # Spark takes the next port when its own is held (a TIME_WAIT of the worker it replaces): readiness and
+    # status follow the worker's log, not the port it was asked for.
+    spark = sc.LocalSpark(tmp_path, base_port=40000)
+    home = tmp_path / "worker-1"
+    home.mkdir()
+    (home / "daemon.json").write_text('{"port": 40010, "webui_port": 40011}')
+    assert spark._bound_port("worker-1") == 40010  # no log yet: the port it was given
+    (home / "daemon.log").write_text(
+        "WARN Utils: Service 'sparkWorker' could not bind on port 40010. Attempting port 40011.\n"
+        "INFO Worker: Starting Spark worker 127.0.0.1:40011 with 1 cores, 1024.0 MiB RAM\n"
+    )
+    assert spark._bound_port("worker-1") == 40011
+    assert spark.describe("worker-1").port == 40011
