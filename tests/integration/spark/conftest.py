@@ -39,7 +39,8 @@ CLUSTER_CONF = {"spark.executor.memory": "512m", "spark.driver.memory": "1g"}
 def cluster_config(spark_cluster: LocalSpark, clusters: dict[str, str], tmp_path: Path) -> Callable[..., Path]:
     """Write a drkit config (TOML) whose Spark master is the standalone cluster; returns its path.
 
-    ``flow``: keys of the one flow A->B (topics, mirror...); ``spark_conf``: extra Spark settings.
+    ``topic``: the one topic of the flow A->B; ``mirror``: its [flows.mirror] keys; ``spark_conf``: extra Spark
+    settings.
     """
 
     def write(topic: str, mirror: dict[str, object] | None = None, spark_conf: dict[str, str] | None = None) -> Path:
