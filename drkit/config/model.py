@@ -26,6 +26,7 @@ from drkit.config.sanity import (
     MAX_ALIAS_LENGTH,
     MIN_INTERVAL_SECONDS,
     MIN_REFRESH_INTERVAL_SECONDS,
+    address_problem,
     duplicate_alias,
     flow_problem,
     home_problem,
@@ -344,10 +345,42 @@ class StateConfig(_Model):
         return self
 
 
+#: Spark properties of the driver's network that have a key of their own in ``[spark]`` (checked there).
+_DRIVER_NETWORK = {
+    "spark.driver.host": "driver_host",
+    "spark.driver.bindAddress": "driver_bind_address",
+    "spark.driver.port": "driver_port",
+    "spark.driver.blockManager.port": "block_manager_port",
+}
+
+
 class SparkConfig(_Model):
+    """The Spark master and how its executors reach the driver (drkit.runtime.spark, docs/deploy.md)."""
+
     master: str = "local[2]"
+    #: The address executors connect to the driver at (``spark.driver.host``). Unset: 127.0.0.1 with a
+    #: local master; with a cluster master, Spark's own choice (the address of this machine's host name).
+    driver_host: str | None = None
+    #: The address the driver listens on (``spark.driver.bindAddress``); unset as for ``driver_host``.
+    driver_bind_address: str | None = None
+    #: The driver's RPC port (``spark.driver.port``); unset: a free port. Fixed behind a firewall or for a
+    #: Kubernetes headless Service.
+    driver_port: int | None = Field(default=None, ge=1, le=65535)
+    #: The driver's block manager port (``spark.driver.blockManager.port``); unset: a free port.
+    block_manager_port: int | None = Field(default=None, ge=1, le=65535)
+    #: With a cluster master, ship the driver's drkit to the executors (a zip through addPyFile).
+    #: Off only when the executors' image holds the very same drkit version.
+    ship_drkit: bool = True
     #: Extra Spark properties, applied last.
     conf: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("driver_host", "driver_bind_address")
+    @classmethod
+    def _address(cls, value: str | None) -> str | None:
+        problem = None if value is None else address_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("master")
     @classmethod
@@ -369,6 +402,8 @@ class SparkConfig(_Model):
         for name in value:
             if name == "spark.master":
                 raise _PropertyError(name, "set the master as [spark] master, where it is checked")
+            if name in _DRIVER_NETWORK:
+                raise _PropertyError(name, f"set it as [spark] {_DRIVER_NETWORK[name]}, where it is checked")
             if not name.startswith("spark."):
                 # spark-submit drops these with a warning nobody sees; Hadoop settings are spark.hadoop.*.
                 raise _PropertyError(name, "Spark ignores properties that do not start with 'spark.'")

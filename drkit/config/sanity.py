@@ -18,6 +18,8 @@ What is refused and why:
 - a flow between two aliases of one cluster (the same bootstrap servers): it would copy into itself;
 - intervals below a floor (:data:`MIN_INTERVAL_SECONDS`, :data:`MIN_REFRESH_INTERVAL_SECONDS`) or above
   :data:`MAX_INTERVAL_SECONDS`;
+- a driver address (``[spark] driver_host``, ``driver_bind_address``) that is a URL, holds a port or is not
+  a host name: Spark would fail at session start with a Java trace;
 - shell syntax in paths (``$HOME/x``, ``~nobody``): drkit runs no shell. ``~`` and ``~user`` (a user of
   this machine) in ``[state] root`` are expanded deliberately, as a shell would; librdkafka expands
   neither, so a ``*.location`` property holding them is refused too.
@@ -25,6 +27,8 @@ What is refused and why:
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import os
 import re
 from collections.abc import Sequence
@@ -50,6 +54,9 @@ MAX_ALIAS_LENGTH = 60
 
 #: Exclude patterns that match every name.
 _EVERYTHING = frozenset({".*", ".+", ".*?", ".+?", "(.*)", "(.+)", "^.*$", "^.+$", "(?s:.*)", "(?s).*"})
+#: A DNS host name (RFC 1123 labels; a trailing dot allowed).
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+_HOST_NAME = re.compile(rf"(?=.{{1,253}}$){_LABEL}(?:\.{_LABEL})*\.?")
 _SHELL_VARIABLE = re.compile(r"\$(\{[^}]*\}?|[A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -83,6 +90,24 @@ def home_problem(value: str) -> str | None:
     user = value[1:].split("/", 1)[0]
     if os.path.expanduser(value) == value:
         return f"'~{user}' is not a user of this machine, so the path cannot be expanded; write the path itself"
+    return None
+
+
+def address_problem(value: str) -> str | None:
+    """Why ``value`` is not a host name or an IP address the Spark driver could use, or None.
+
+    The driver's addresses (``[spark] driver_host``, ``driver_bind_address``) are handed to Spark, which
+    would fail at session start with a Java trace for a URL, a host:port or a blank.
+    """
+    if "://" in value:
+        return "expected a host name or an IP address, not a URL"
+    with contextlib.suppress(ValueError):
+        ipaddress.ip_address(value)
+        return None
+    if ":" in value:
+        return "expected a host name or an IP address without a port (the port is [spark] driver_port)"
+    if not _HOST_NAME.fullmatch(value):
+        return "expected a host name (letters, digits, '-' and '.') or an IP address"
     return None
 
 

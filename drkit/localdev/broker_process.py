@@ -57,18 +57,21 @@ class Verdict(StrEnum):
     FOREIGN = "foreign"  # a live process that is not this cluster's broker, or cannot be shown to be
 
 
-def verdict(record: PidRecord | None, facts: ProcessFacts | None, properties: Path) -> Verdict:
+def verdict(
+    record: PidRecord | None, facts: ProcessFacts | None, properties: Path, main_class: str = BROKER_MAIN_CLASS
+) -> Verdict:
     """Whether the process ``record`` names is the broker started with ``properties``.
 
     ``facts`` is None when no process has that PID. A PID file that cannot be parsed but names no PID
     is GONE; one that names a live process passes only if that process's command line runs the broker's
-    main class with this very ``server.properties`` and it started at the recorded time (a PID reused by
+    main class (``main_class``: a local Spark daemon's too) with this very ``server.properties`` (or the
+    daemon's own properties file) and it started at the recorded time (a PID reused by
     a later broker of the same cluster is another process: its start time differs)."""
     if record is None or facts is None:
         return Verdict.GONE
     if record.start_ticks is None or record.start_ticks != facts.start_ticks:
         return Verdict.FOREIGN
-    if BROKER_MAIN_CLASS not in facts.cmdline or str(properties) not in facts.cmdline:
+    if main_class not in facts.cmdline or str(properties) not in facts.cmdline:
         return Verdict.FOREIGN
     return Verdict.OURS
 

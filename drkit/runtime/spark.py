@@ -1,4 +1,10 @@
-"""The Spark session factory: Delta and the Kafka connector on the classpath, loopback only.
+"""The Spark session factory: Delta and the Kafka connector on the classpath, the driver where it is told.
+
+With a master on this machine (``local``, ``local-cluster``) the driver binds to and advertises 127.0.0.1
+unless ``[spark]`` names other addresses; with a cluster master (``spark://``, ``k8s://``, ``yarn``) drkit
+sets only what ``[spark]`` names and leaves the rest to Spark (:func:`driver_network`). With a cluster
+master the session also ships the driver's drkit to the executors (drkit.runtime.shipping), so that a
+task imports the code the driver planned with.
 
 Defaults suit a 2-core machine (few shuffle partitions, UI and console progress off, small Delta
 snapshot partitioning); ``[spark] conf`` in the config overrides any of them. The jars come from
@@ -25,6 +31,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from drkit.config import SparkConfig, is_secret_key, mask_text, secret_values
 from drkit.config.verbosity import current_plan
+from drkit.core.copying import is_local_master
 from drkit.core.verbosity import spark_logging
 from drkit.layout import LOG_ROTATE_BYTES, StateLayout
 from drkit.runtime.artifacts import in_jvm_working_dir, spark_extra_jars
@@ -41,9 +48,10 @@ LEVEL_PROPERTY = "drkit.spark.level"
 #: The operator's Spark log level (log4j's names: ERROR, WARN, INFO...), wherever the log goes.
 LEVEL_ENV = "DRKIT_SPARK_LOG_LEVEL"
 
+#: Where the driver binds and what it advertises when the master runs on this machine.
+LOOPBACK = "127.0.0.1"
+
 DEFAULTS: dict[str, str] = {
-    "spark.driver.host": "127.0.0.1",
-    "spark.driver.bindAddress": "127.0.0.1",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "2",
@@ -74,6 +82,37 @@ DEFAULTS: dict[str, str] = {
 }
 
 
+def runs_on_this_machine(master: str) -> bool:
+    """Whether every executor of ``master`` runs on the driver's machine: ``local[...]`` (in the driver's JVM)
+    and ``local-cluster[...]`` (executor JVMs on this host)."""
+    return master == "local" or master.startswith(("local[", "local-cluster["))
+
+
+def driver_network(config: SparkConfig) -> dict[str, str]:
+    """The driver's network settings: what ``[spark]`` names, else loopback for a master on this machine.
+
+    A cluster master with nothing named gets Spark's own defaults (the address of this machine's host
+    name, free ports): what an operator of a Spark cluster expects; a driver in a pod or behind a firewall
+    names its Service's host and fixed ports (docs/deploy.md).
+    """
+    local = runs_on_this_machine(config.master)
+    host = config.driver_host or (LOOPBACK if local else None)
+    bind = config.driver_bind_address or (LOOPBACK if local and config.driver_host is None else None)
+    named = {
+        "spark.driver.host": host,
+        "spark.driver.bindAddress": bind,
+        "spark.driver.port": None if config.driver_port is None else str(config.driver_port),
+        "spark.driver.blockManager.port": None if config.block_manager_port is None else str(config.block_manager_port),
+    }
+    return {k: v for k, v in named.items() if v is not None}
+
+
+def local_ip(config: SparkConfig) -> str | None:
+    """``SPARK_LOCAL_IP`` for the driver's JVM (the address its other services bind to): the bind address,
+    else the driver's host on this machine; None (Spark's choice) for a cluster master with none named."""
+    return driver_network(config).get("spark.driver.bindAddress")
+
+
 def session_settings(
     config: SparkConfig, app_name: str, jars: list[str], quiet: bool = False, level: str = "error"
 ) -> tuple[dict[str, str], dict[str, str]]:
@@ -86,7 +125,13 @@ def session_settings(
     the command line, which any local user can read (``ps``). Secrets (by key, inside a value such as
     JVM options, or equal to a secret found elsewhere) are kept for after the start, through py4j.
     """
-    settings = {"spark.master": config.master, "spark.app.name": app_name, **DEFAULTS, "spark.jars": ",".join(jars)}
+    settings = {
+        "spark.master": config.master,
+        "spark.app.name": app_name,
+        **DEFAULTS,
+        **driver_network(config),
+        "spark.jars": ",".join(jars),
+    }
     settings.update(config.conf)
     if quiet:
         options = settings.get(_DRIVER_JAVA_OPTIONS, "")
@@ -114,7 +159,9 @@ def build_session(
 
         store_conf, store_jars = spark_settings(state)
         config = config.model_copy(update={"conf": {**store_conf, **config.conf}})
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    address = local_ip(config)
+    if address is not None:
+        os.environ.setdefault("SPARK_LOCAL_IP", address)
     os.environ.setdefault("PYSPARK_PYTHON", _python())
     from pyspark import SparkConf, SparkContext
     from pyspark.sql import SparkSession
@@ -148,6 +195,11 @@ def build_session(
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(how.level)
+    # Tasks outside the driver's process (every master but local[...]) import drkit from the zip.
+    if config.ship_drkit and not is_local_master(config.master):
+        from drkit.runtime.shipping import ship_drkit
+
+        ship_drkit(session)
     if how.silence_query_errors:
         _quiet_query_errors(session)
     return session

@@ -15,3 +15,5 @@ DISASTER_BASE_PORT = TEST_BASE_PORT + 100
 SECURE_BASE_PORT = TEST_BASE_PORT + 600
 #: The S3-compatible server (moto's) of tests/integration/store/test_object_store_root.py.
 OBJECT_STORE_PORT = TEST_BASE_PORT + 50
+#: The local Spark standalone cluster of tests/integration/spark: master here, workers +10 and +20.
+SPARK_BASE_PORT = TEST_BASE_PORT + 900

@@ -250,6 +250,36 @@ CONFIG_CASES: list[Any] = [
         id="spark-conf-master",
     ),
     pytest.param(
+        BASE + '[spark]\ndriver_host = "spark://10.0.0.5"\n',
+        "spark.driver_host: expected a host name or an IP address, not a URL",
+        id="spark-driver-host-url",
+    ),
+    pytest.param(
+        BASE + '[spark]\ndriver_host = "drkit-driver:7078"\n',
+        "spark.driver_host: expected a host name or an IP address without a port",
+        id="spark-driver-host-port",
+    ),
+    pytest.param(
+        BASE + '[spark]\ndriver_bind_address = "0.0.0.0 "\n',
+        "spark.driver_bind_address: expected a host name",
+        id="spark-bind-address-blank",
+    ),
+    pytest.param(
+        BASE + "[spark]\ndriver_port = 70000\n",
+        "spark.driver_port: input should be less than or equal to 65535",
+        id="spark-driver-port-high",
+    ),
+    pytest.param(
+        BASE + "[spark]\nblock_manager_port = 0\n",
+        "spark.block_manager_port: input should be greater than or equal to 1",
+        id="spark-block-manager-port-zero",
+    ),
+    pytest.param(
+        BASE + '[spark]\nconf = { "spark.driver.host" = "10.0.0.5" }\n',
+        "spark.conf.spark.driver.host: set it as [spark] driver_host",
+        id="spark-conf-driver-host",
+    ),
+    pytest.param(
         BASE + '[spark]\nconf = { "hadoop.fs" = "x" }\n',
         "spark.conf.hadoop.fs: Spark ignores properties",
         id="spark-conf-not-spark",
