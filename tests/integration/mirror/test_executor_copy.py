@@ -39,7 +39,7 @@ def partition_syncs(spark: Any, config: DrkitConfig, topic: str) -> dict[int, li
 
 
 def committed_batches(config: DrkitConfig) -> list[str]:
-    commits = StateLayout(config.state_root()).stream_checkpoint(config.flows[0].name) / "commits"
+    commits = Path(StateLayout(config.state_root()).stream_checkpoint(config.flows[0].name) / "commits")
     return sorted(p.name for p in commits.iterdir() if not p.name.startswith(".")) if commits.exists() else []
 
 
