@@ -28,11 +28,20 @@ SOURCE_FETCH_MAX_WAIT_MS = 20
 SOURCE_ISOLATION = "read_committed"
 
 
+def reader_group_id(flow: FlowConfig) -> str:
+    """The group id of the mirror's source readers (the driver's and the copy tasks'): librdkafka requires
+    one; the readers only assign partitions, so the group is never joined and nothing is committed to it."""
+    return f"drkit-mirror-reader-{flow_dir_name(flow.name)}"
+
+
 def source_consumer_settings() -> dict[str, Any]:
-    """The driver's reader's consumer settings: it reads exactly what Spark planned, never commits."""
+    """The source readers' consumer settings (the driver's and the copy tasks'): they read exactly the
+    ranges the driver planned, never commit."""
     return {
         "enable.auto.offset.store": False,
-        "auto.offset.reset": "error",  # deleted records: Spark's reader and failOnDataLoss decide
+        # Removed records are an error the reader settles: fail the batch, or go on past them when the flow
+        # accepts the loss (drkit.core.copying.read_failure_action).
+        "auto.offset.reset": "error",
         "enable.partition.eof": True,
         "isolation.level": SOURCE_ISOLATION,
         "fetch.wait.max.ms": SOURCE_FETCH_MAX_WAIT_MS,
@@ -78,7 +87,7 @@ class KafkaMirrorClusters:
         return clients.consumer(
             self._config.clusters[flow.source],
             flow.source,
-            f"drkit-mirror-reader-{flow_dir_name(flow.name)}",  # required by librdkafka; never joined
+            reader_group_id(flow),
             **source_consumer_settings(),
         )
 

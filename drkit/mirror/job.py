@@ -88,7 +88,13 @@ from drkit.errors import ClusterError, DrkitError, MirrorError, RefusedError
 from drkit.kafka import clients
 from drkit.kafka.topology import TopologyReconciler
 from drkit.layout import StatePath, flow_dir_name
-from drkit.mirror.context import SOURCE_FETCH_MAX_WAIT_MS, SOURCE_ISOLATION, MirrorContext, source_consumer_settings
+from drkit.mirror.context import (
+    SOURCE_FETCH_MAX_WAIT_MS,
+    SOURCE_ISOLATION,
+    MirrorContext,
+    reader_group_id,
+    source_consumer_settings,
+)
 from drkit.mirror.deliver import COPY_SCHEMA, Copier, totals
 from drkit.mirror.executor import FAIL_ONCE_ENV, CopyTask, TaskResult, copy_partitions, warm
 from drkit.mirror.failure import explain, failure_message, looks_like_outage, source_unreachable
@@ -545,7 +551,7 @@ class MirrorJob:
             self.source,
             self.flow.source,
             **{
-                "group.id": f"drkit-mirror-reader-{flow_dir_name(self.flow.name)}",  # required; never joined
+                "group.id": reader_group_id(self.flow),
                 "enable.auto.commit": False,
                 **source_consumer_settings(),
             },
