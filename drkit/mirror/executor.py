@@ -23,6 +23,7 @@ do; they are never printed or logged.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -165,14 +166,17 @@ def copy_ranges(task: CopyTask, ranges: BatchRanges, attempt: int) -> TaskResult
 def warm(task: CopyTask) -> Callable[[Iterable[int]], Iterator[int]]:
     """The tasks of the warm-up job a mirror runs as its query starts: Spark starts the Python workers,
     which import this module (so drkit and its clients) and make the cached source consumer and target
-    producer the first batch's tasks use (connected, the producer's idempotence id acquired)."""
+    producer the first batch's tasks use (connected, the producer's idempotence id acquired, both holding
+    the metadata of the flow's topics: a client learning a topic at its first use waits for it)."""
 
     def run(parts: Iterable[int]) -> Iterator[int]:
         from drkit.mirror.deliver import _producer
 
         for _ in parts:
-            _producer(task.producer_conf, task.target_alias)
-            _reader(task).connect()
+            _, producer = _producer(task.producer_conf, task.target_alias)
+            _reader(task).connect(task.topic_map)
+            with contextlib.suppress(Exception):  # best effort: the first batch reports a target that is down
+                producer.list_topics(timeout=5.0)
             yield os.getpid()
 
     return run

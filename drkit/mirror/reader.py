@@ -29,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -42,6 +42,14 @@ CHUNK_BYTES = 16 * 1024 * 1024
 
 #: How often a read asks whether the mirror is stopping (a call into the JVM: not per chunk).
 STOP_CHECK_SECONDS = 0.25
+
+#: How long one ``consume`` call waits. librdkafka returns a call only when its chunk is full or this time
+#: is up, and a batch's last chunk is seldom full: the wait is a floor under every read (0.1 s made a
+#: read of a few records take 0.1 s), so it is short; the stall timeout still bounds a silent source.
+POLL_SECONDS = 0.01
+
+#: How long a read waits for the metadata of topics its consumer never read (see ``BatchReader._learn``).
+METADATA_SECONDS = 5.0
 
 #: Marker of a batch given up on request (``MirrorRunner`` stopping after its grace): not a failure.
 ABANDONED_MARKER = "DRKIT-BATCH-ABANDONED: "
@@ -107,12 +115,34 @@ class BatchReader:
         self._consumer: Any = None
         self._lock = threading.Lock()  # a read and a close never overlap
         self.stall_seconds = stall_seconds
+        self._known: set[str] = set()  # topics whose metadata the consumer holds
 
-    def connect(self) -> None:
-        """Make the consumer now (it connects to the source in the background), not at the first read."""
+    def connect(self, topics: Iterable[str] = ()) -> None:
+        """Make the consumer now (it connects to the source in the background), not at the first read,
+        and fetch the metadata of ``topics``."""
         with self._lock:
             if self._consumer is None:
                 self._consumer = self._new_consumer()
+            self._learn(self._consumer, set(topics))
+
+    def _learn(self, consumer: Any, topics: set[str]) -> None:
+        """Make sure the consumer holds the metadata of ``topics`` before they are assigned. Assigned a topic
+        it does not know, librdkafka asks for its metadata and starts fetching only when its next metadata
+        refresh came back: about 0.5 s on a local cluster, paid by every copy task whose partitions changed
+        topics. One request beforehand (the one topic, or all) makes the fetch start at once. Best effort: a
+        source that does not answer is reported by the read itself."""
+        new = topics - self._known
+        if not new:
+            return
+        try:
+            timeout = min(METADATA_SECONDS, self.stall_seconds)
+            if len(new) == 1:
+                consumer.list_topics(next(iter(new)), timeout=timeout)
+            else:
+                consumer.list_topics(timeout=timeout)
+        except Exception:
+            return
+        self._known |= new
 
     def close(self, timeout: float = 1.0) -> None:
         """Close the consumer, unless a read still holds it after ``timeout`` (an abandoned batch)."""
@@ -126,6 +156,7 @@ class BatchReader:
     def _close(self) -> None:
         if self._consumer is not None:
             consumer, self._consumer = self._consumer, None
+            self._known = set()
             with contextlib.suppress(Exception):  # a consumer of a dead source: nothing to hand back
                 consumer.close()
 
@@ -146,6 +177,7 @@ class BatchReader:
         if self._consumer is None:
             self._consumer = self._new_consumer()
         consumer = self._consumer
+        self._learn(consumer, {topic for topic, _ in ranges})
         consumer.assign([TopicPartition(t, p, since) for (t, p), (since, _) in ranges.items()])
         pending = {key: until for key, (_, until) in ranges.items()}
         reached: dict[tuple[str, int], int] = {}
@@ -159,7 +191,7 @@ class BatchReader:
                     checked = time.monotonic()
                     if stopping():
                         raise BatchAbandoned(f"{ABANDONED_MARKER}the mirror is stopping")
-                messages = consumer.consume(take, 0.1)
+                messages = consumer.consume(take, POLL_SECONDS)
                 if not messages:
                     if time.monotonic() - last_progress > self.stall_seconds:
                         raise SourceStalled(

@@ -15,6 +15,7 @@ from drkit.mirror.reader import (
     ABANDONED_MARKER,
     CHUNK,
     CHUNK_BYTES,
+    POLL_SECONDS,
     BatchAbandoned,
     BatchReader,
     ReadFailed,
@@ -89,12 +90,22 @@ class FakeConsumer:
         self.assigned: list[tuple[str, int, int]] = []
         self.unassigned = 0
         self.asked: list[int] = []
+        self.waits: list[float] = []
+        self.events: list[str] = []  # metadata requests and assignments, in order
+        self.metadata_fails = False
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> None:
+        self.events.append(f"metadata {topic or '*'}")
+        if self.metadata_fails:
+            raise RuntimeError("no answer")
 
     def assign(self, tps: list[Any]) -> None:
         self.assigned = [(tp.topic, tp.partition, tp.offset) for tp in tps]
+        self.events.append("assign " + ",".join(sorted({tp.topic for tp in tps})))
 
     def consume(self, num_messages: int, timeout: float) -> list[Msg]:
         self.asked.append(num_messages)
+        self.waits.append(timeout)
         return self.polls.pop(0) if self.polls else []
 
     def unassign(self) -> None:
@@ -403,3 +414,45 @@ def test_a_range_removed_whole_ends_its_read_without_a_shortfall() -> None:
     sink = Sink()
     result = BatchReader(lambda: consumer, 5.0, skip_removed=True).read({("t", 0): (3, 10)}, sink)
     assert sink.calls == [] and dict(result.removed) == {("t", 0): (3, 20)} and result.reached[("t", 0)] == 20
+
+
+def test_topics_new_to_the_consumer_have_their_metadata_fetched_once_before_they_are_assigned() -> None:
+    """Assigned a topic it never read, librdkafka starts fetching only after its own metadata round (about
+    0.5 s on a local cluster): the reader asks first, once per topic, one topic alone or all at once."""
+    consumer = FakeConsumer(
+        [[Msg("t", 0, 0), Msg("u", 0, 0)], [Msg("t", 0, 1), Msg("u", 0, 1)], [Msg("v", 0, 0)], [Msg("t", 0, 2)]]
+    )
+    r = reader(consumer)
+    r.read({("t", 0): (0, 1), ("u", 0): (0, 1)}, Sink())
+    r.read({("t", 0): (1, 2), ("u", 0): (1, 2)}, Sink())
+    r.read({("v", 0): (0, 1)}, Sink())
+    r.read({("t", 0): (2, 3)}, Sink())
+    assert consumer.events == ["metadata *", "assign t,u", "assign t,u", "metadata v", "assign v", "assign t"]
+
+
+def test_a_metadata_request_that_fails_is_asked_again_and_never_stops_the_read() -> None:
+    consumer = FakeConsumer([[Msg("t", 0, 0)], [Msg("t", 0, 1)]])
+    consumer.metadata_fails = True
+    r = reader(consumer)
+    assert r.read({("t", 0): (0, 1)}, Sink()).records == 1
+    consumer.metadata_fails = False
+    assert r.read({("t", 0): (1, 2)}, Sink()).records == 1
+    assert consumer.events == ["metadata t", "assign t", "metadata t", "assign t"]
+
+
+def test_a_connected_reader_already_holds_the_flows_topics_and_a_new_consumer_asks_again() -> None:
+    consumer = FakeConsumer([[Msg("t", 0, 0)], [Msg("t", 0, 1)]])
+    r = reader(consumer)
+    r.connect(["t", "u"])
+    r.read({("t", 0): (0, 1)}, Sink())
+    r.close()
+    r.read({("t", 0): (1, 2)}, Sink())
+    assert consumer.events == ["metadata *", "assign t", "metadata t", "assign t"]
+
+
+def test_the_consumer_is_never_asked_to_wait_long_for_a_chunk() -> None:
+    """librdkafka returns ``consume`` only with a full chunk or at its timeout: a read of a few records
+    would wait the whole timeout (0.1 s made that the floor of every batch)."""
+    consumer = FakeConsumer([[Msg("t", 0, 0)], [], [Msg("t", 0, 1)]])
+    reader(consumer).read({("t", 0): (0, 2)}, Sink())
+    assert consumer.waits and set(consumer.waits) == {POLL_SECONDS} and POLL_SECONDS <= 0.02
