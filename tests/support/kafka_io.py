@@ -190,3 +190,10 @@ def committed_on(bootstrap: str, group: str, topic: str, client: dict[str, str] 
         return {tp.partition: tp.offset for tp in tps if tp.offset >= 0}
     finally:
         consumer.close()
+
+
+def delete_records(bootstrap: str, topic: str, before: int, partition: int = 0) -> None:
+    """delete-records on the source: the partition's records below ``before`` are gone."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    [future] = admin.delete_records([TopicPartition(topic, partition, before)]).values()
+    assert future.result(30).low_watermark == before

@@ -4,9 +4,27 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+from drkit.config import DrkitConfig
 from drkit.core.offsets import SyncRange
+from drkit.layout import StateLayout
+from drkit.service import Drkit
+from drkit.store.offset_syncs import SyncTable
 from support.kafka_io import Rec
+
+
+def partition_syncs(spark: Any, config: DrkitConfig, topic: str, flow: str = "A->B") -> dict[int, list[SyncRange]]:
+    """The flow's offset-syncs of one source topic, by partition."""
+    ranges = SyncTable(Drkit(config, spark).layout).ranges(flow, [topic])
+    return {p: rs for (t, p), rs in ranges.items() if t == topic}
+
+
+def committed_batches(config: DrkitConfig) -> list[str]:
+    """The batches Spark committed for the config's first flow (its streaming checkpoint's ``commits``)."""
+    commits = Path(StateLayout(config.state_root()).stream_checkpoint(config.flows[0].name) / "commits")
+    return sorted(p.name for p in commits.iterdir() if not p.name.startswith(".")) if commits.exists() else []
 
 
 def by_partition(records: list[Rec]) -> dict[int, list[Rec]]:

@@ -17,30 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import TopicPartition
-from confluent_kafka.admin import AdminClient
-from support.kafka_io import create_topic, produce, read_all, unique
-from support.mirror_checks import assert_exact_copy, audit_syncs
+from support.kafka_io import create_topic, delete_records, produce, read_all, unique
+from support.mirror_checks import assert_exact_copy, audit_syncs, committed_batches, partition_syncs
 
 from drkit.config import DrkitConfig
 from drkit.core.batch import BatchPlan, plan_batch
 from drkit.errors import MirrorError
-from drkit.layout import StateLayout
 from drkit.mirror.executor import FAIL_ONCE_ENV
 from drkit.service import Drkit
-from drkit.store.offset_syncs import SyncTable
 
 EXECUTORS = {"driver_copy_max_records": 0}
-
-
-def partition_syncs(spark: Any, config: DrkitConfig, topic: str) -> dict[int, list[Any]]:
-    ranges = SyncTable(Drkit(config, spark).layout).ranges("A->B", [topic])
-    return {p: rs for (t, p), rs in ranges.items() if t == topic}
-
-
-def committed_batches(config: DrkitConfig) -> list[str]:
-    commits = Path(StateLayout(config.state_root()).stream_checkpoint(config.flows[0].name) / "commits")
-    return sorted(p.name for p in commits.iterdir() if not p.name.startswith(".")) if commits.exists() else []
 
 
 def records(n: int, partitions: int) -> list[dict[str, Any]]:
@@ -121,9 +107,7 @@ def deleting_after_planning(monkeypatch: pytest.MonkeyPatch, bootstrap: str, top
 
     def plan(*args: Any, **kwargs: Any) -> BatchPlan:
         out = real(*args, **kwargs)
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        [future] = admin.delete_records([TopicPartition(topic, 0, before)]).values()
-        future.result(30)
+        delete_records(bootstrap, topic, before)
         return replace(out)
 
     monkeypatch.setattr("drkit.mirror.job.plan_batch", plan)

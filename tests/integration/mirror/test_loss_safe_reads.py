@@ -7,38 +7,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import TopicPartition
-from confluent_kafka.admin import AdminClient
-from support.kafka_io import create_topic, produce, read_all, unique
+from support.kafka_io import create_topic, delete_records, produce, read_all, unique
+from support.mirror_checks import committed_batches, partition_syncs
 
 from drkit.config import DrkitConfig
 from drkit.core.batch import BatchPlan, plan_batch
 from drkit.errors import MirrorError
-from drkit.layout import StateLayout
 from drkit.mirror.offset_log import logged_offsets as real_logged
 from drkit.mirror.reader import BatchReader
 from drkit.service import Drkit
-from drkit.store.offset_syncs import SyncTable
-
-
-def committed_batches(config: DrkitConfig) -> list[str]:
-    commits = Path(StateLayout(config.state_root()).stream_checkpoint(config.flows[0].name) / "commits")
-    return sorted(p.name for p in commits.iterdir()) if commits.exists() else []
-
-
-def partition_syncs(spark: Any, config: DrkitConfig, topic: str) -> dict[int, list[Any]]:
-    ranges = SyncTable(Drkit(config, spark).layout).ranges("A->B", [topic])
-    return {p: rs for (t, p), rs in ranges.items() if t == topic}
-
-
-def delete_records(bootstrap: str, topic: str, before: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    [future] = admin.delete_records([TopicPartition(topic, 0, before)]).values()
-    future.result(30)
 
 
 def deleting(bootstrap: str, topic: str, before: int) -> Callable[[dict[Any, Any]], dict[Any, Any]]:

@@ -17,24 +17,12 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from support.kafka_io import Rec, create_topic, end_offsets, produce, read_all, unique
-from support.mirror_checks import audit_syncs, by_partition
+from support.mirror_checks import audit_syncs, by_partition, committed_batches, partition_syncs
 
 from drkit.config import DrkitConfig
 from drkit.core.translate import SyncIndex
 from drkit.errors import MirrorError
-from drkit.layout import StateLayout
 from drkit.service import Drkit
-from drkit.store.offset_syncs import SyncTable
-
-
-def partition_syncs(spark: Any, config: DrkitConfig, topic: str) -> dict[int, list[Any]]:
-    ranges = SyncTable(Drkit(config, spark).layout).ranges("A->B", [topic])
-    return {p: rs for (t, p), rs in ranges.items() if t == topic}
-
-
-def committed_batches(config: DrkitConfig) -> list[str]:
-    commits = Path(StateLayout(config.state_root()).stream_checkpoint(config.flows[0].name) / "commits")
-    return sorted(p.name for p in commits.iterdir()) if commits.exists() else []
 
 
 def test_record_too_large_for_target_stops_before_the_checkpoint(

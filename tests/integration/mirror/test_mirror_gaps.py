@@ -9,17 +9,11 @@ from typing import Any
 
 from confluent_kafka import Producer
 from support.kafka_io import create_topic, produce, read_all, unique
-from support.mirror_checks import assert_exact_copy, audit_syncs
+from support.mirror_checks import assert_exact_copy, audit_syncs, partition_syncs
 
 from drkit.config import DrkitConfig
 from drkit.core.translate import SyncIndex
 from drkit.service import Drkit
-from drkit.store.offset_syncs import SyncTable
-
-
-def partition_syncs(spark: Any, config: DrkitConfig, topic: str) -> dict[int, list[Any]]:
-    ranges = SyncTable(Drkit(config, spark).layout).ranges("A->B", [topic])
-    return {p: rs for (t, p), rs in ranges.items() if t == topic}
 
 
 def test_compacted_topic_with_gaps(

@@ -13,9 +13,17 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from confluent_kafka import TopicPartition
-from confluent_kafka.admin import AdminClient
-from support.kafka_io import Rec, commit, committed_on, consume_as_group, create_topic, produce, read_all, unique
+from support.kafka_io import (
+    Rec,
+    commit,
+    committed_on,
+    consume_as_group,
+    create_topic,
+    delete_records,
+    produce,
+    read_all,
+    unique,
+)
 
 from drkit.config import DrkitConfig
 from drkit.service import Drkit
@@ -29,19 +37,13 @@ def content(records: list[Rec]) -> dict[int, list[tuple[object, ...]]]:
     return out
 
 
-def delete_records(bootstrap: str, topic: str, partition: int, before: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    [future] = admin.delete_records([TopicPartition(topic, partition, before)]).values()
-    assert future.result(30).low_watermark == before
-
-
 def test_partitions_with_nothing_to_mirror_fail_over_exactly(
     clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig]
 ) -> None:
     topic, group, blocked = unique("events"), unique("g"), unique("blocked")
     create_topic(clusters["A"], topic, 4)
     produce(clusters["A"], topic, [{"partition": 0, "key": f"gone{i}".encode(), "value": b"x"} for i in range(50)])
-    delete_records(clusters["A"], topic, 0, 50)
+    delete_records(clusters["A"], topic, 50)
     produce(
         clusters["A"], topic, [{"partition": 2, "key": f"k{i}".encode(), "value": f"v{i}".encode()} for i in range(30)]
     )
@@ -105,7 +107,7 @@ def test_start_offsets_follow_delete_records_and_leave_absent_partitions_out(clu
     topic = unique("starts")
     create_topic(clusters["A"], topic, 2)
     produce(clusters["A"], topic, [{"partition": 0, "value": b"x"} for _ in range(10)])
-    delete_records(clusters["A"], topic, 0, 7)
+    delete_records(clusters["A"], topic, 7)
     admin = KafkaAdmin(ClusterConfig(bootstrap_servers=clusters["A"]), "A")
     wanted = [(topic, 0), (topic, 1), (topic, 2), (unique("no-such-topic"), 0)]
     assert admin.start_offsets(wanted) == {(topic, 0): 7, (topic, 1): 0}
