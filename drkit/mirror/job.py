@@ -353,8 +353,15 @@ class MirrorJob:
         tasks = warm(self._copy_task(self._producer_conf(), topic_map))
 
         def run() -> None:
+            started = time.monotonic()
             try:
-                sc.parallelize(range(slots), slots).mapPartitions(tasks).collect()
+                pids = sc.parallelize(range(slots), slots).mapPartitions(tasks).collect()
+                log.info(
+                    "flow %s: copy workers ready in %.2fs (%d process(es))",
+                    self.flow.name,
+                    time.monotonic() - started,
+                    len(set(pids)),
+                )
             except Exception as exc:
                 log.debug("flow %s: the copy workers' warm-up failed: %s", self.flow.name, failure_message(exc))
 
