@@ -51,7 +51,7 @@ from bench_mirror import SOURCE_ALIAS, TARGET_ALIAS, _rate, _toml, create_topics
 from drkit.localdev.clusters import LocalKafka
 from drkit.localdev.spark_cluster import LocalSpark
 
-_BATCH = re.compile(r"batch (\d+) mirrored (\d+) records in \d+ ranges \(([\d.]+)s, syncs [\d.]+s, (.*)\)$")
+_BATCH = re.compile(r"batch (\d+) mirrored (\d+) records in \d+ ranges \(([\d.]+)s, (?:[a-z]+ [\d.]+s, )*(.*)\)$")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:

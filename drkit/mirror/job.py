@@ -152,6 +152,8 @@ class BatchReport:
     ranges: int = 0
     skipped: bool = False
     seconds: float = 0.0
+    plan_seconds: float = 0.0  # the batch's ranges from Spark's offset log, its topics prepared, the plan
+    copy_seconds: float = 0.0  # read and produced, every attempt (outages waited out included)
     syncs_seconds: float = 0.0
     in_driver: bool = False
     #: where the batch's records were copied: one site per task (the attempt that succeeded), or the driver
@@ -410,10 +412,13 @@ class MirrorJob:
             )
         plan, state = self._through_outages(batch_id, lambda: self._plan(stream_id, batch_id, start, end))
         topic_map = {t: target for t, target in self.topology.routes.items() if t not in self.topology.refused}
+        copy_started = time.monotonic()
+        report.plan_seconds = copy_started - started
         # Every attempt starts from the state the plan left (a retried copy starts the batch over).
         copied, state = self._through_outages(
             batch_id, functools.partial(self._copy, batch_id, plan, producer_conf, topic_map, report, state)
         )
+        report.copy_seconds = time.monotonic() - copy_started
         # What the mirror knows after this batch, recorded before its syncs: a batch replayed after a crash
         # decides again from the state before it (drkit.core.batch.state_before).
         self.files.record_state(self.flow.name, state)
@@ -433,12 +438,14 @@ class MirrorJob:
         self.observer.after_batch(topic_map, copy.next_offsets, copy.newest_ms, report.records)
         self.reports.append(report)
         log.info(
-            "flow %s: batch %d mirrored %d records in %d ranges (%.2fs, syncs %.2fs, %s)",
+            "flow %s: batch %d mirrored %d records in %d ranges (%.2fs, plan %.2fs, copy %.2fs, syncs %.2fs, %s)",
             self.flow.name,
             batch_id,
             report.records,
             report.ranges,
             report.seconds,
+            report.plan_seconds,
+            report.copy_seconds,
             report.syncs_seconds,
             report.where(),
         )

@@ -17,6 +17,7 @@ from drkit import metrics
 from drkit.config import FlowConfig
 from drkit.core.reports import MirrorSummary
 from drkit.errors import ClusterError, MirrorError
+from drkit.mirror import progress
 from drkit.mirror.context import MirrorContext
 from drkit.mirror.failure import describe_failure, source_lost
 from drkit.mirror.job import MirrorJob
@@ -41,11 +42,16 @@ class MirrorRunner:
         self, once: bool, poll_seconds: float = 0.2, on_progress: Callable[[list[MirrorSummary]], None] | None = None
     ) -> list[MirrorSummary]:
         queries: list[StreamingQuery] = []
+        unwatch = (
+            progress.watch(self.jobs[0].spark, {j.query_name: j.flow.name for j in self.jobs}) if self.jobs else None
+        )
         with stop_on_signals(self._stop):
             try:
                 self._run(queries, once, poll_seconds, on_progress)
             finally:
                 self._close(queries)
+                if unwatch is not None:
+                    unwatch()
         return [job.summary() for job in self.jobs]
 
     def _run(

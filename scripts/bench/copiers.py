@@ -28,6 +28,7 @@ import functools, logging, sys, time
 logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                     format="%(asctime)s %(name)s %(levelname)s %(message)s")
 logging.getLogger("drkit.mirror.job").setLevel(logging.INFO)
+logging.getLogger("drkit.mirror.progress").setLevel(logging.DEBUG)
 import drkit.runtime.spark
 from drkit.mirror.job import MirrorJob
 from drkit.store.offset_syncs import SyncTable
@@ -279,8 +280,16 @@ def start_plain(
     return _spawn("plain", cmd, workdir)
 
 
-#: The mirror's batch log line: "batch 7 mirrored 2000 records in 12 ranges (0.31s, syncs 0.02s, ...)".
-_BATCH_LINE = re.compile(r"batch \d+ mirrored \d+ records in \d+ ranges \((\d+(?:\.\d+)?)s")
+#: The mirror's batch log line: "batch 7 mirrored 2000 records in 12 ranges (0.31s, plan 0.01s, copy 0.2s, ...)".
+_BATCH_LINE = re.compile(r"batch \d+ mirrored \d+ records in \d+ ranges \((\d+(?:\.\d+)?)s, (.*)\)$")
+_BATCH_PHASE = re.compile(r"([a-z]+) (\d+(?:\.\d+)?)s")
+#: Spark's share of a batch (drkit.mirror.progress): "batch 7 in Spark: 60 ms outside ... (latestOffset 25, ...)".
+_SPARK_LINE = re.compile(r"batch \d+ in Spark: (\d+) ms outside drkit's callback \((.*) ms\)$")
+_SPARK_PHASE = re.compile(r"([A-Za-z]+) (\d+)")
+
+
+def _p50(values: list[float]) -> float | None:
+    return round(sorted(values)[len(values) // 2], 3) if values else None
 
 
 def drkit_phases(log: Path) -> dict[str, Any]:
@@ -288,6 +297,8 @@ def drkit_phases(log: Path) -> dict[str, Any]:
     first: dict[str, float] = {}
     total: dict[str, float] = {}
     batches: list[float] = []
+    drkit_parts: dict[str, list[float]] = {}
+    spark_parts: dict[str, list[float]] = {}
     for line in log.read_text(errors="replace").splitlines():
         if "DRKIT-BENCH-PHASE " in line:
             phase, seconds = line.split("DRKIT-BENCH-PHASE ", 1)[1].split()
@@ -295,10 +306,20 @@ def drkit_phases(log: Path) -> dict[str, Any]:
             total[phase] = round(total.get(phase, 0.0) + float(seconds), 3)
         elif match := _BATCH_LINE.search(line):
             batches.append(float(match.group(1)))
+            for name, seconds in _BATCH_PHASE.findall(match.group(2)):
+                drkit_parts.setdefault(name, []).append(float(seconds) * 1000)
+        elif match := _SPARK_LINE.search(line):
+            spark_parts.setdefault("outside_callback", []).append(float(match.group(1)))
+            for name, ms in _SPARK_PHASE.findall(match.group(2)):
+                spark_parts.setdefault(name, []).append(float(ms))
     return {
         "first": first,
         "total": total,
         "batches": len(batches),
         "batch_seconds_total": round(sum(batches), 3),
-        "batch_seconds_p50": round(sorted(batches)[len(batches) // 2], 3) if batches else None,
+        "batch_seconds_p50": _p50(batches),
+        # Where a batch's time goes, medians over the run's batches (milliseconds): drkit's callback
+        # (plan, copy, syncs) and Spark's own phases around it.
+        "batch_ms_p50": {name: _p50(values) for name, values in sorted(drkit_parts.items())},
+        "spark_ms_p50": {name: _p50(values) for name, values in sorted(spark_parts.items())},
     }
