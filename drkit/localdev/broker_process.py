@@ -12,6 +12,8 @@ the PID file says (:class:`PidRecord`) and what the system says about that PID (
 
 from __future__ import annotations
 
+import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -107,6 +109,19 @@ def process_facts(pid: int) -> ProcessFacts | None:
         return None
     start_ticks = int(fields[19])  # field 22 of the whole line: fields 3.. start at index 0 here
     return ProcessFacts(tuple(a.decode(errors="replace") for a in cmdline.split(b"\0") if a), start_ticks)
+
+
+def wait_for_exec(pid: int, main_classes: Collection[str], timeout: float = 10.0) -> ProcessFacts | None:
+    """The facts of a process just started, once its command line names one of ``main_classes``: until the
+    child has exec'd its program it is a copy of its parent (Python's command line), and a reader of its
+    PID file in between would take it for a foreign process. The start time stays the process's through
+    the exec. Returns what is there at the deadline, or None once the process is gone."""
+    deadline = time.monotonic() + timeout
+    while True:
+        facts = process_facts(pid)
+        if facts is None or not set(main_classes).isdisjoint(facts.cmdline) or time.monotonic() >= deadline:
+            return facts
+        time.sleep(0.02)
 
 
 def _ps_facts(pid: int) -> ProcessFacts | None:

@@ -33,7 +33,15 @@ from pathlib import Path
 
 from drkit.errors import ClusterError, RefusedError
 from drkit.localdev import security as sec
-from drkit.localdev.broker_process import PidRecord, Verdict, process_facts, refusal, verdict
+from drkit.localdev.broker_process import (
+    BROKER_MAIN_CLASS,
+    PidRecord,
+    Verdict,
+    process_facts,
+    refusal,
+    verdict,
+    wait_for_exec,
+)
 from drkit.runtime.artifacts import kafka_broker_libs
 
 DEFAULT_STATE = Path(".drkit/local-kafka")
@@ -303,8 +311,9 @@ class LocalKafka:
         proc = subprocess.Popen(
             cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, cwd=home
         )
-        # The start time identifies the process: a PID alone may name another process after a crash.
-        facts = process_facts(proc.pid)
+        # The start time identifies the process: a PID alone may name another process after a crash. Once
+        # java runs: a reader of the PID file before the exec would find no broker (and wait_ready give up).
+        facts = wait_for_exec(proc.pid, [BROKER_MAIN_CLASS])
         (home / "kafka.pid").write_text(PidRecord(proc.pid, facts.start_ticks if facts else None).render())
 
     def wait_ready(self, alias: str, deadline: float) -> None:

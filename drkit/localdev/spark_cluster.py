@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from drkit.errors import ClusterError, DrkitError, RefusedError
-from drkit.localdev.broker_process import PidRecord, Verdict, process_facts, verdict
+from drkit.localdev.broker_process import PidRecord, Verdict, process_facts, verdict, wait_for_exec
 
 DEFAULT_STATE = Path(".drkit/local-spark")
 DEFAULT_BASE_PORT = 17077
@@ -254,7 +254,7 @@ class LocalSpark:
         )
         log.close()
         try:
-            facts = _wait_for_java(proc.pid)
+            facts = wait_for_exec(proc.pid, MAIN_CLASSES)  # spark-class execs java
         except BaseException:
             proc.kill()  # no PID file yet: nothing else would ever stop it
             raise
@@ -315,19 +315,6 @@ spark.worker.cleanup.enabled=true
 spark.worker.cleanup.appDataTtl=3600
 spark.ui.showConsoleProgress=false
 """
-
-
-def _wait_for_java(pid: int, timeout: float = 10.0) -> Any:
-    """The process's facts once spark-class has exec'd java (its command line names the daemon's main class;
-    the start time stays the process's through the exec), or whatever is there at the deadline."""
-    deadline = time.monotonic() + timeout
-    facts = process_facts(pid)
-    while time.monotonic() < deadline and (
-        facts is None or not facts.cmdline or MAIN_CLASSES.isdisjoint(facts.cmdline)
-    ):
-        time.sleep(0.05)
-        facts = process_facts(pid)
-    return facts
 
 
 def descendants(pid: int) -> list[int]:

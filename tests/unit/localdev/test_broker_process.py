@@ -20,6 +20,7 @@ from drkit.localdev.broker_process import (
     process_facts,
     refusal,
     verdict,
+    wait_for_exec,
 )
 from drkit.localdev.clusters import LocalKafka
 
@@ -138,3 +139,20 @@ def test_without_proc_the_facts_come_from_ps() -> None:
     assert facts.start_ticks == 1795606822  # the start second: another start of the same PID differs
     assert parse_ps("Z    Wed Nov 25 11:40:22 2026 java\n") is None  # a zombie has ended
     assert parse_ps("") is None and parse_ps("S not a date at all here ok") is None
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_started_process_is_waited_for_until_it_runs_its_program_and_keeps_its_start_time() -> None:
+    """Before its exec a child is a copy of its parent: its PID file, read then, names no broker (CI once saw
+    wait_ready give up on a broker that was starting). The child here sleeps before it execs."""
+    code = "import os, time; time.sleep(0.3); os.execvp('sleep', ['sleep', '30'])"
+    child = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        before = process_facts(child.pid)
+        assert before is not None and "sleep" not in before.cmdline
+        facts = wait_for_exec(child.pid, ["sleep"])
+        assert facts is not None and facts.cmdline[0] == "sleep" and facts.start_ticks == before.start_ticks
+    finally:
+        child.kill()
+        child.wait()
+    assert wait_for_exec(child.pid, ["sleep"]) is None  # gone: no wait
