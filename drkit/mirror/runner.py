@@ -35,6 +35,7 @@ class MirrorRunner:
 
     def __init__(self, context: MirrorContext, flows: list[FlowConfig]) -> None:
         self.jobs = [MirrorJob(context, f) for f in flows]
+        self._spark = context.spark
         self._stop = threading.Event()
         self._unreachable: set[str] = set()
 
@@ -42,16 +43,13 @@ class MirrorRunner:
         self, once: bool, poll_seconds: float = 0.2, on_progress: Callable[[list[MirrorSummary]], None] | None = None
     ) -> list[MirrorSummary]:
         queries: list[StreamingQuery] = []
-        unwatch = (
-            progress.watch(self.jobs[0].spark, {j.query_name: j.flow.name for j in self.jobs}) if self.jobs else None
-        )
+        unwatch = progress.watch(self._spark, {job.query_name: job.flow.name for job in self.jobs})
         with stop_on_signals(self._stop):
             try:
                 self._run(queries, once, poll_seconds, on_progress)
             finally:
                 self._close(queries)
-                if unwatch is not None:
-                    unwatch()
+                unwatch()
         return [job.summary() for job in self.jobs]
 
     def _run(
