@@ -132,6 +132,11 @@ class MirrorSettings(_Model):
     #: whose fixed cost is most of a small batch's time; larger batches go to copy tasks. With a cluster
     #: master every batch is copied by tasks on the executors (drkit.core.copying). 0: always tasks.
     driver_copy_max_records: int = Field(default=DRIVER_COPY_MAX_RECORDS, ge=0)
+    #: In local mode, the driver copies records as they arrive, ahead of the micro-batches, which record
+    #: what the target acknowledged (drkit.mirror.continuous): tens of milliseconds from source to target
+    #: instead of a trigger and a batch. false: each batch copies its own records. A one-shot run
+    #: (``--once``) and a cluster master always copy per batch.
+    continuous_copy: bool = True
     #: Replication factor of target topics drkit creates; -1 is the target broker's default.
     target_replication_factor: int = Field(default=-1)
     #: Stop when records were removed from the source before they were mirrored (retention).

@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,16 +76,21 @@ _PRODUCERS: dict[str, Any] = {}
 def _producer(conf: dict[str, Any], alias: str) -> tuple[str, Any]:
     import json
 
+    key = json.dumps(conf, sort_keys=True, default=str)
+    producer = _PRODUCERS.get(key)
+    if producer is None:
+        producer = _PRODUCERS[key] = new_producer(conf, alias)
+    return key, producer
+
+
+def new_producer(conf: dict[str, Any], alias: str) -> Any:
+    """A producer of ``conf`` (without a logger) whose librdkafka log goes through Python logging, masked.
+    The logger is made here, in the process that produces: it does not travel to Spark's workers."""
     from confluent_kafka import Producer
 
     from drkit.kafka.clients import kafka_logger
 
-    key = json.dumps(conf, sort_keys=True, default=str)
-    producer = _PRODUCERS.get(key)
-    if producer is None:
-        # The logger is made here, in the process that produces: it does not travel to Spark's workers.
-        producer = _PRODUCERS[key] = Producer({**conf, "logger": kafka_logger(alias or "target", conf)})
-    return key, producer
+    return Producer({**conf, "logger": kafka_logger(alias or "target", conf)})
 
 
 def _drop(key: str) -> None:
@@ -242,10 +248,6 @@ class Copier:
 
     def finish(self, flush_timeout: float = 300.0) -> pa.Table:
         """Wait for every delivery report; the batch's exact ranges, or ``DeliveryFailed``."""
-        import numpy as np
-
-        from drkit.core.offsets import SyncRange
-
         flush_started = time.monotonic()
         remaining = self._producer.flush(flush_timeout)
         if TIMING:
@@ -268,36 +270,66 @@ class Copier:
                 continue
             target = self._topic_map[topic]
             downs = self._downstream.get((target, partition), [])
-            u, d = np.asarray(ups, dtype=np.int64), np.asarray(downs, dtype=np.int64)
-            if len(d) != len(u) or (len(d) > 1 and bool(np.any(np.diff(d) <= 0))):
+            try:
+                rows.extend(
+                    fold_ranges(
+                        topic,
+                        target,
+                        partition,
+                        ups,
+                        downs,
+                        self._sizes.get((topic, partition), 0),
+                        self._newest.get((topic, partition), 0),
+                    )
+                )
+            except DeliveryFailed:
                 _drop(self._cache_key)
-                raise DeliveryFailed(
-                    f"{FAILURE_MARKER}delivery reports of {target}/{partition} do not match the records produced "
-                    f"({len(u)} produced, {len(d)} reported in order): the batch is retried"
-                )
-            if len(u) > 1 and bool(np.any(np.diff(u) <= 0)):  # offset order is expected; never trusted blindly
-                order = np.argsort(u, kind="stable")
-                u, d = u[order], d[order]
-            breaks = np.flatnonzero((np.diff(u) != 1) | (np.diff(d) != 1)) + 1
-            starts = [0, *breaks.tolist()]
-            ends = [*(breaks - 1).tolist(), len(u) - 1]
-            for n, (s, e) in enumerate(zip(starts, ends, strict=True)):
-                r = SyncRange(int(u[s]), int(u[e]), int(d[s]), int(d[e]))
-                rows.append(
-                    {
-                        "source_topic": topic,
-                        "target_topic": target,
-                        "partition": partition,
-                        "upstream_first": r.upstream_first,
-                        "upstream_last": r.upstream_last,
-                        "downstream_first": r.downstream_first,
-                        "downstream_last": r.downstream_last,
-                        "record_count": r.record_count,
-                        "bytes": self._sizes.get((topic, partition), 0) if n == 0 else 0,
-                        "max_timestamp": self._newest.get((topic, partition), 0) if n == 0 else 0,
-                    }
-                )
+                raise
         return pa.Table.from_pylist(rows, schema=COPY_SCHEMA)
+
+
+def fold_ranges(
+    topic: str, target: str, partition: int, ups: Sequence[int], downs: Sequence[int], nbytes: int, newest: int
+) -> list[dict[str, Any]]:
+    """The :data:`COPY_SCHEMA` rows of one partition's copies: upstream offsets in produce order paired by
+    position with the downstream offsets in report order, folded into contiguous ranges. The pairing is
+    checked: as many reports as records, strictly increasing downstream offsets; else ``DeliveryFailed``."""
+    import numpy as np
+
+    from drkit.core.offsets import SyncRange
+
+    u, d = np.asarray(ups, dtype=np.int64), np.asarray(downs, dtype=np.int64)
+    if len(d) != len(u) or (len(d) > 1 and bool(np.any(np.diff(d) <= 0))) or (len(d) and int(d.min()) < 0):
+        raise DeliveryFailed(
+            f"{FAILURE_MARKER}delivery reports of {target}/{partition} do not match the records produced "
+            f"({len(u)} produced, {len(d)} reported in order): the batch is retried"
+        )
+    if not len(u):
+        return []
+    if len(u) > 1 and bool(np.any(np.diff(u) <= 0)):  # offset order is expected; never trusted blindly
+        order = np.argsort(u, kind="stable")
+        u, d = u[order], d[order]
+    breaks = np.flatnonzero((np.diff(u) != 1) | (np.diff(d) != 1)) + 1
+    starts = [0, *breaks.tolist()]
+    ends = [*(breaks - 1).tolist(), len(u) - 1]
+    rows: list[dict[str, Any]] = []
+    for n, (s, e) in enumerate(zip(starts, ends, strict=True)):
+        r = SyncRange(int(u[s]), int(u[e]), int(d[s]), int(d[e]))
+        rows.append(
+            {
+                "source_topic": topic,
+                "target_topic": target,
+                "partition": partition,
+                "upstream_first": r.upstream_first,
+                "upstream_last": r.upstream_last,
+                "downstream_first": r.downstream_first,
+                "downstream_last": r.downstream_last,
+                "record_count": r.record_count,
+                "bytes": nbytes if n == 0 else 0,
+                "max_timestamp": newest if n == 0 else 0,
+            }
+        )
+    return rows
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ import hashlib
 import json
 import logging
 import os
+import signal
 import socket
 import threading
 import time
@@ -65,6 +66,7 @@ from drkit.core.batch import (
     state_before,
 )
 from drkit.core.consistency import divergence_message, synced_partitions, target_divergences, topics_to_read
+from drkit.core.continuous import CopyMode, copy_mode
 from drkit.core.copying import (
     DRIVER_ID,
     CopyPlace,
@@ -95,6 +97,7 @@ from drkit.mirror.context import (
     reader_group_id,
     source_consumer_settings,
 )
+from drkit.mirror.continuous import KILL_AT_ENV, ContinuousCopier, KillPoint, kill_point
 from drkit.mirror.deliver import COPY_SCHEMA, Copier, totals
 from drkit.mirror.executor import FAIL_ONCE_ENV, CopyTask, TaskResult, copy_partitions, warm
 from drkit.mirror.failure import explain, failure_message, looks_like_outage, source_unreachable
@@ -156,11 +159,15 @@ class BatchReport:
     copy_seconds: float = 0.0  # read and produced, every attempt (outages waited out included)
     syncs_seconds: float = 0.0
     in_driver: bool = False
+    #: taken from the continuous copier (drkit.mirror.continuous): copied as the records arrived
+    ahead: bool = False
     #: where the batch's records were copied: one site per task (the attempt that succeeded), or the driver
     sites: tuple[CopySite, ...] = ()
 
     def where(self) -> str:
         """The batch log's words for where it was copied."""
+        if self.ahead:
+            return "copied by the driver as the records arrived"
         if self.in_driver:
             return "copied by the driver"
         if not self.sites:
@@ -227,6 +234,9 @@ class MirrorJob:
             is ReadFailureAction.SKIP_REMOVED
         )
         self.reader = BatchReader(self._new_source_consumer, self._read_stall_seconds(), self.skip_removed)
+        #: the copier ahead of the batches (drkit.core.continuous.copy_mode): made by ``start``
+        self.copier: ContinuousCopier | None = None
+        self._kill_at = kill_point(os.environ.get(KILL_AT_ENV, ""))
         self.reports: list[BatchReport] = []
         self.source_watch = ClusterWatch(flow.name, "source", flow.source)
         self.target_watch = ClusterWatch(flow.name, "target", flow.target)
@@ -320,6 +330,13 @@ class MirrorJob:
         if refusal is not None:
             raise RefusedError(f"flow {self.flow.name}: {refusal}")
         self._once = once
+        m = self.flow.mirror
+        mode = copy_mode(is_local_master(self._master()), m.continuous_copy, once, m.driver_copy_max_records)
+        if mode is CopyMode.CONTINUOUS:
+            self.copier = ContinuousCopier(
+                self.flow.name, self._new_source_consumer, self.flow.source, self.flow.target
+            )
+        log.info("flow %s: copy mode %s", self.flow.name, mode)
         self.syncs.ensure()
         self.observer.start()
         try:
@@ -414,11 +431,16 @@ class MirrorJob:
         topic_map = {t: target for t, target in self.topology.routes.items() if t not in self.topology.refused}
         copy_started = time.monotonic()
         report.plan_seconds = copy_started - started
-        # Every attempt starts from the state the plan left (a retried copy starts the batch over).
-        copied, state = self._through_outages(
-            batch_id, functools.partial(self._copy, batch_id, plan, producer_conf, topic_map, report, state)
-        )
+        ahead = self._take(batch_id, plan, end, topic_map, producer_conf, report)
+        if ahead is not None:
+            copied = ahead
+        else:
+            # Every attempt starts from the state the plan left (a retried copy starts the batch over).
+            copied, state = self._through_outages(
+                batch_id, functools.partial(self._copy, batch_id, plan, producer_conf, topic_map, report, state)
+            )
         report.copy_seconds = time.monotonic() - copy_started
+        self._kill_here(KillPoint.COPIED, batch_id)
         # What the mirror knows after this batch, recorded before its syncs: a batch replayed after a crash
         # decides again from the state before it (drkit.core.batch.state_before).
         self.files.record_state(self.flow.name, state)
@@ -427,6 +449,7 @@ class MirrorJob:
         write_started = time.monotonic()
         report.ranges = self.syncs.write(self.flow.name, stream_id, batch_id, copied.select(RANGE_SCHEMA.names))
         report.syncs_seconds = time.monotonic() - write_started
+        self._kill_here(KillPoint.SYNCED, batch_id)
         metrics.SYNC_WRITE_SECONDS.labels(self.flow.name).observe(report.syncs_seconds)
         report.seconds = time.monotonic() - started
         metrics.MIRROR_RECORDS.labels(self.flow.name).inc(report.records)
@@ -449,6 +472,51 @@ class MirrorJob:
             report.syncs_seconds,
             report.where(),
         )
+
+    def _take(
+        self,
+        batch_id: int,
+        plan: BatchPlan,
+        end: SourceOffsets,
+        topic_map: dict[str, str],
+        producer_conf: dict[str, Any],
+        report: BatchReport,
+    ) -> pa.Table | None:
+        """The batch's copies from the continuous copier, or None: the batch copies its own records (no
+        copier, or it could not give them: drkit.mirror.continuous)."""
+        if self.copier is None:
+            return None
+        ends = {(t, int(p)): offset for t, parts in end.items() for p, offset in parts.items()}
+        taken = self.copier.take(plan.ranges, ends, topic_map, producer_conf, self._stopping)
+        if taken.rows is None:
+            log.warning(
+                "flow %s: batch %d copies its own records (%s: %s); the copies made ahead of it are orphans on "
+                "the target (duplicates with no sync)",
+                self.flow.name,
+                batch_id,
+                taken.failure,
+                taken.reason[:300],
+            )
+            return None
+        self._log_skipped(taken.skipped)
+        report.in_driver = report.ahead = True
+        copied = totals(taken.rows).records
+        report.sites = (CopySite(DRIVER_ID, socket.gethostname(), os.getpid(), -1, len(plan.ranges), copied),)
+        return taken.rows
+
+    def _kill_here(self, point: KillPoint, batch_id: int) -> None:
+        """Tests only (``KILL_AT_ENV``): die by SIGKILL at ``point`` of the chosen batch."""
+        if self._kill_at is not None and self._kill_at[0] is point and batch_id >= self._kill_at[1]:
+            log.warning("flow %s: killed at %s of batch %d (%s)", self.flow.name, point, batch_id, KILL_AT_ENV)
+            for handler in logging.getLogger().handlers:
+                handler.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    def close_copy(self) -> None:
+        """Close the driver's reader and the continuous copier (their copies no batch took are orphans)."""
+        if self.copier is not None:
+            self.copier.close()
+        self.reader.close()
 
     def _through_outages(self, batch_id: int, attempt: Callable[[], T]) -> T:
         """``attempt`` until it succeeds; after a failure, wait for a cluster that does not answer and try

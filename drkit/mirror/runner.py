@@ -97,7 +97,7 @@ class MirrorRunner:
             job.observer.close(0.0 if job.flow.name in self._unreachable else 5.0)
             job.topology.close()
             job.heartbeats.close()
-            job.reader.close()
+            job.close_copy()
 
     def stop(self) -> None:
         self._stop.set()

@@ -1,0 +1,319 @@
+"""ContinuousCopier against a scripted source log and target (no broker): what a batch takes is exactly
+its planned range, whatever the copier copied ahead; a lane that fails or stalls hands the batch back.
+The copier on real brokers: tests/integration/mirror/test_continuous_copy.py."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError
+
+from drkit.core.batch import EARLIEST
+from drkit.core.continuous import TakeFailure
+from drkit.core.origin import ORIGIN_HEADER
+from drkit.mirror.continuous import ContinuousCopier, KillPoint, kill_point
+from drkit.mirror.reader import BatchAbandoned
+
+TOPICS = {"t": "A.t", "r": "A.r"}
+
+
+class Err:
+    def __init__(self, code: int) -> None:
+        self._code = code
+
+    def code(self) -> int:
+        return self._code
+
+    def fatal(self) -> bool:
+        return False
+
+    def retriable(self) -> bool:
+        return False
+
+    def name(self) -> str:
+        return "E"
+
+    def str(self) -> str:
+        return "scripted"
+
+
+class Msg:
+    def __init__(self, topic: str, partition: int, offset: int, err: Err | None = None, headers: Any = None) -> None:
+        self._t, self._p, self._o, self._e, self._h = topic, partition, offset, err, headers
+
+    def error(self) -> Err | None:
+        return self._e
+
+    def topic(self) -> str:
+        return self._t
+
+    def partition(self) -> int:
+        return self._p
+
+    def offset(self) -> int:
+        return self._o
+
+    def key(self) -> bytes:
+        return b"k"
+
+    def value(self) -> bytes:
+        return b"v%d" % self._o
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, 1000 + self._o)
+
+    def headers(self) -> Any:
+        return self._h
+
+
+class Source:
+    """Partitions as lists of offsets (holes allowed); a consumer reads them from its assigned positions and
+    reports each partition's end once per arrival there, as librdkafka does."""
+
+    def __init__(self) -> None:
+        self.logs: dict[tuple[str, int], list[int]] = {}
+        self.headers: dict[tuple[str, int, int], Any] = {}
+        self.lock = threading.Lock()
+        self.assigned: list[list[tuple[str, int, int]]] = []
+
+    def append(self, topic: str, partition: int, offsets: range | list[int]) -> None:
+        with self.lock:
+            self.logs.setdefault((topic, partition), []).extend(offsets)
+
+    def end(self, key: tuple[str, int]) -> int:
+        log = self.logs.get(key, [])
+        return log[-1] + 1 if log else 0
+
+    def consumer(self) -> Consumer:
+        return Consumer(self)
+
+
+class Consumer:
+    def __init__(self, source: Source) -> None:
+        self.source = source
+        self.positions: dict[tuple[str, int], int] = {}
+        self.at_end: set[tuple[str, int]] = set()
+
+    def list_topics(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def assign(self, tps: list[Any]) -> None:
+        self.source.assigned.append([(tp.topic, tp.partition, tp.offset) for tp in tps])
+        self.positions = {(tp.topic, tp.partition): max(tp.offset, 0) for tp in tps}
+        self.at_end = set()
+
+    def unassign(self) -> None:
+        self.positions = {}
+
+    def close(self) -> None:
+        self.positions = {}
+
+    def consume(self, n: int, timeout: float) -> list[Msg]:
+        out: list[Msg] = []
+        with self.source.lock:
+            for key, position in list(self.positions.items()):
+                log = [o for o in self.source.logs.get(key, []) if o >= position][: max(1, n - len(out))]
+                for offset in log:
+                    out.append(Msg(*key, offset, headers=self.source.headers.get((*key, offset))))
+                    self.positions[key] = offset + 1
+                end = self.source.end(key)
+                if log:
+                    self.at_end.discard(key)
+                if self.positions[key] >= end and key not in self.at_end and self.positions[key] > 0:
+                    out.append(Msg(*key, max(end, self.positions[key]), Err(KafkaError._PARTITION_EOF)))
+                    self.at_end.add(key)
+        if not out:
+            time.sleep(timeout)
+        return out
+
+
+class Target:
+    """Appends each produced record at the next offset of its partition; reports on poll/flush, in order."""
+
+    def __init__(self, refuse: set[tuple[str, int]] | None = None, first: int = 100) -> None:
+        self.logs: dict[tuple[str, int], list[tuple[int, bytes, Any]]] = {}
+        self.pending: list[tuple[Any, Any, Any]] = []
+        self.refuse = refuse or set()
+        self.first = first
+        self.hold = False  # no reports while set: a target that does not answer
+        self.made = 0
+
+    def producer(self, conf: dict[str, Any], alias: str) -> Target:
+        self.made += 1
+        return self
+
+    def produce(self, topic: str, value: bytes, key: bytes, partition: int, cb: Any, **kw: Any) -> None:
+        log = self.logs.setdefault((topic, partition), [])
+        offset = self.first + len(log)
+        if (topic, partition) in self.refuse:
+            self.pending.append((cb, Err(KafkaError.MSG_SIZE_TOO_LARGE), _Report(topic, partition, -1)))
+            return
+        log.append((offset, value, kw["headers"]))
+        self.pending.append((cb, None, _Report(topic, partition, offset)))
+
+    def poll(self, timeout: float = 0) -> int:
+        if self.hold:
+            return 0
+        done, self.pending = self.pending, []
+        for cb, err, report in done:
+            cb(err, report)
+        return len(done)
+
+    def flush(self, timeout: float = 0) -> int:
+        self.poll()
+        return len(self.pending)
+
+    def list_topics(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+class _Report:
+    def __init__(self, topic: str, partition: int, offset: int) -> None:
+        self._t, self._p, self._o = topic, partition, offset
+
+    def topic(self) -> str:
+        return self._t
+
+    def partition(self) -> int:
+        return self._p
+
+    def offset(self) -> int:
+        return self._o
+
+
+@pytest.fixture
+def parts() -> Iterator[tuple[Source, Target, ContinuousCopier]]:
+    source, target = Source(), Target()
+    copier = ContinuousCopier("A->B", source.consumer, "A", "B", target.producer, stall_seconds=0.5)
+    yield source, target, copier
+    copier.close()
+
+
+def never() -> bool:
+    return False
+
+
+def rows(table: Any) -> list[tuple[int, int, int, int]]:
+    return [(r["partition"], r["upstream_first"], r["upstream_last"], r["downstream_first"]) for r in table.to_pylist()]
+
+
+def test_a_batch_takes_exactly_its_range_and_the_copies_ahead_wait_for_the_next(
+    parts: tuple[Source, Target, ContinuousCopier],
+) -> None:
+    source, target, copier = parts
+    source.append("t", 0, range(0, 10))
+    first = copier.take({("t", 0): (EARLIEST, 10)}, {("t", 0): 10}, TOPICS, {}, never)
+    assert first.rows is not None and rows(first.rows) == [(0, 0, 9, 100)]
+    source.append("t", 0, range(10, 30))  # copied as they arrive, before any batch plans them
+    deadline = time.monotonic() + 5
+    while len(target.logs[("A.t", 0)]) < 30 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(target.logs[("A.t", 0)]) == 30 and copier.held() == 20
+    second = copier.take({("t", 0): (10, 18)}, {("t", 0): 18}, TOPICS, {}, never)
+    assert second.rows is not None and rows(second.rows) == [(0, 10, 17, 110)]
+    third = copier.take({("t", 0): (18, 30)}, {("t", 0): 30}, TOPICS, {}, never)
+    assert third.rows is not None and rows(third.rows) == [(0, 18, 29, 118)]
+    assert copier.held() == 0
+    # Each source record is on the target once, with its origin, in order.
+    copies = target.logs[("A.t", 0)]
+    assert [v for _, v, _ in copies] == [b"v%d" % i for i in range(30)]
+    assert copies[5][2][-1] == (ORIGIN_HEADER, b"A:5")
+
+
+def test_holes_fold_into_separate_ranges_and_a_range_ending_in_a_hole_is_covered_by_the_end(
+    parts: tuple[Source, Target, ContinuousCopier],
+) -> None:
+    source, _, copier = parts
+    source.append("t", 0, [0, 1, 2, 5, 6])  # 3 and 4 compacted away; 7 a transaction marker: the end is 8
+    source.logs[("t", 0)].append(7)
+    taken = copier.take({("t", 0): (0, 8)}, {("t", 0): 8}, TOPICS, {}, never)
+    assert taken.rows is not None
+    assert rows(taken.rows) == [(0, 0, 2, 100), (0, 5, 7, 103)]
+
+
+def test_a_partition_the_plan_restarts_elsewhere_is_copied_from_there(
+    parts: tuple[Source, Target, ContinuousCopier],
+) -> None:
+    source, _, copier = parts
+    source.append("t", 0, range(0, 20))
+    assert copier.take({("t", 0): (0, 10)}, {("t", 0): 10}, TOPICS, {}, never).rows is not None
+    # A hold: the next batch owes the partition from 4 (records written again there), not from 10.
+    taken = copier.take({("t", 0): (4, 20)}, {("t", 0): 20}, TOPICS, {}, never)
+    assert taken.rows is not None and rows(taken.rows)[0][:3] == (0, 4, 19)
+    assert source.assigned[-1] == [("t", 0, 4)]
+
+
+def test_topics_no_plan_gave_it_are_never_copied(parts: tuple[Source, Target, ContinuousCopier]) -> None:
+    source, target, copier = parts
+    source.append("t", 0, range(5))
+    source.append("r", 0, range(5))  # refused by the plan: in no range, not in the topic map
+    taken = copier.take({("t", 0): (0, 5)}, {("t", 0): 5, ("r", 0): 5}, {"t": "A.t"}, {}, never)
+    assert taken.rows is not None and rows(taken.rows) == [(0, 0, 4, 100)]
+    assert ("A.r", 0) not in target.logs
+    assert all(t != "r" for assigned in source.assigned for t, _, _ in assigned)
+
+
+def test_records_that_came_from_the_target_are_skipped_and_counted(
+    parts: tuple[Source, Target, ContinuousCopier],
+) -> None:
+    source, target, copier = parts
+    source.append("t", 0, range(4))
+    source.headers[("t", 0, 2)] = [(ORIGIN_HEADER, b"B:77")]
+    taken = copier.take({("t", 0): (0, 4)}, {("t", 0): 4}, TOPICS, {}, never)
+    assert taken.rows is not None and taken.skipped == 1
+    assert rows(taken.rows) == [(0, 0, 1, 100), (0, 3, 3, 102)]
+    assert len(target.logs[("A.t", 0)]) == 3
+
+
+def test_a_refused_delivery_hands_the_batch_back_and_drops_every_copy(
+    parts: tuple[Source, Target, ContinuousCopier],
+) -> None:
+    source, target, copier = parts
+    target.refuse.add(("A.t", 1))
+    source.append("t", 0, range(5))
+    source.append("t", 1, range(5))
+    taken = copier.take({("t", 0): (0, 5), ("t", 1): (0, 5)}, {("t", 0): 5, ("t", 1): 5}, TOPICS, {}, never)
+    assert taken.rows is None and taken.failure is TakeFailure.LANE_FAILED
+    assert "could not be delivered to A.t/1" in taken.reason
+    assert copier.held() == 0  # t/0's copies are orphans now: the batch copies its own records
+
+
+def test_a_lane_that_does_not_progress_hands_the_batch_back(parts: tuple[Source, Target, ContinuousCopier]) -> None:
+    source, target, copier = parts
+    source.append("t", 0, range(5))
+    target.hold = True  # the target does not acknowledge
+    started = time.monotonic()
+    taken = copier.take({("t", 0): (0, 5)}, {("t", 0): 5}, TOPICS, {}, never)
+    assert taken.rows is None and taken.failure is TakeFailure.NO_PROGRESS
+    assert "t/0 at offset 0, planned up to 5" in taken.reason
+    assert 0.5 <= time.monotonic() - started < 5
+
+
+def test_a_stopping_mirror_gives_the_wait_up(parts: tuple[Source, Target, ContinuousCopier]) -> None:
+    _, _, copier = parts
+    copier.stall_seconds = 60
+    with pytest.raises(BatchAbandoned):
+        copier.take({("t", 0): (0, 5)}, {("t", 0): 5}, TOPICS, {}, lambda: True)
+
+
+def test_new_producer_settings_start_the_lanes_over_with_a_new_producer(
+    parts: tuple[Source, Target, ContinuousCopier],
+) -> None:
+    source, target, copier = parts
+    source.append("t", 0, range(10))
+    assert copier.take({("t", 0): (0, 5)}, {("t", 0): 5}, TOPICS, {"linger.ms": 5}, never).rows is not None
+    # Topic limits changed: the copies ahead (5..9) are dropped and made again by the new producer.
+    taken = copier.take({("t", 0): (5, 10)}, {("t", 0): 10}, TOPICS, {"linger.ms": 5, "batch.size": 1}, never)
+    assert taken.rows is not None and rows(taken.rows) == [(0, 5, 9, 110)]
+    assert target.made == 2
+
+
+def test_the_test_kill_point_is_parsed() -> None:
+    assert kill_point("") is None
+    assert kill_point("synced:3") == (KillPoint.SYNCED, 3)
+    with pytest.raises(ValueError):
+        kill_point("nowhere:1")
