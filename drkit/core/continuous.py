@@ -91,6 +91,27 @@ def frontier(reached: int, first_unacknowledged: int | None) -> int:
     return reached if first_unacknowledged is None else min(reached, first_unacknowledged)
 
 
+@dataclass(frozen=True)
+class Split:
+    """What a copier that stopped reading (the mirror is stopping) gives a batch of one planned partition."""
+
+    #: the lane's copies below this offset are the batch's (None: none of them)
+    taken_below: int | None
+    #: what the batch copies itself, ``(since, until)`` (None: nothing)
+    rest: tuple[int, int] | None
+
+
+def split_stopped(base: int | None, frontier_: int, since: int, until: int) -> Split:
+    """A stopping mirror's copier reads no more, so a batch planned past its lanes cannot wait for them: it
+    takes what a lane acknowledged from ``since`` on and copies the rest itself, from the lane's frontier
+    (``base``: the lane's, None without one). A lane that does not start at ``since`` gives nothing."""
+    if base != since or frontier_ < 0:
+        return Split(None, (since, until))
+    if frontier_ >= until:
+        return Split(until, None)
+    return Split(frontier_, (frontier_, until))
+
+
 class TakeFailure(StrEnum):
     """Why a batch cannot take its copies from the copier (and copies its own records)."""
 

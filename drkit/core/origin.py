@@ -116,6 +116,16 @@ def tail_spans(
     return {key: (start, ends[key]) for key, start in starts.items() if ends.get(key, start) > start}
 
 
+def copied_through(tail: TargetTail) -> int | None:
+    """One past the greatest source offset a tail's records copy (None: none names the flow's source).
+
+    The mirror copies a partition in offset order, so nothing past that offset is on the target: the
+    source's offsets from there on are unmirrored, whatever the syncs say. (A copy made ahead of its
+    batch's syncs, by the continuous copy or a batch that failed, is on the target: not a loss.)"""
+    upstream = [r.upstream for r in tail.records if r.upstream is not None]
+    return max(upstream) + 1 if upstream else None
+
+
 def resolve_tail(committed: int, translation: Translation, tail: TargetTail | None) -> Translation:
     """The syncs' answer, made exact by the unsynced tail where it was past their end."""
     if translation.position is not Position.PAST_END or tail is None or tail.start != translation.offset:

@@ -289,8 +289,12 @@ def rpo_report(
     observation: EndsObservation | None,
     previous: EndsObservation | None,
     now_ms: float,
+    copied: Mapping[TopicPartition, int] | None = None,
 ) -> RpoReport:
-    """The RPO from live source ends (``live``), else from the freshest observation of them."""
+    """The RPO from live source ends (``live``), else from the freshest observation of them.
+
+    ``copied``: per partition, one past the greatest source offset whose copy is on the target past the
+    synced end (drkit.core.origin.copied_through): copies made ahead of their syncs are not lost."""
     if live is not None:
         ends: Mapping[TopicPartition, int] | None = live
         source, at_ms = EndsSource.LIVE, int(now_ms)
@@ -302,7 +306,7 @@ def rpo_report(
     # Heartbeats are not the operator's data: losing some says nothing of the RPO (their age says how live).
     for key in sorted(k for k in set(progress) | set(ends or {}) if k[0] != HEARTBEAT_TOPIC):
         p = progress.get(key)
-        next_offset = p.next_upstream if p is not None else 0
+        next_offset = max(p.next_upstream if p is not None else 0, (copied or {}).get(key, 0))
         end = None if ends is None else ends.get(key)
         partitions.append(
             RpoPartition(

@@ -33,14 +33,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 import pyarrow as pa
 
 from drkit.core.batch import EARLIEST, Partition
-from drkit.core.continuous import LaneChanges, TakeFailure, covered, frontier, lane_changes
+from drkit.core.continuous import LaneChanges, TakeFailure, covered, frontier, lane_changes, split_stopped
 from drkit.core.offsets import BatchRanges
 from drkit.core.origin import ORIGIN_HEADER, has_been_on, origin_prefix
 from drkit.mirror.deliver import COPY_SCHEMA, DeliveryFailed, _describe, fold_ranges, new_producer
@@ -52,9 +52,18 @@ log = logging.getLogger(__name__)
 STALL_SECONDS = 5.0
 
 #: The copier stops reading while this many acknowledged or in-flight copies wait for a batch to take them
-#: (memory: about 40 bytes each). Spark plans at most ``max_offsets_per_trigger`` per batch; the copier may
-#: be at most this far ahead of the batches.
+#: (memory: about 40 bytes each), or twice ``max_offsets_per_trigger`` when the flow sets one: that setting
+#: keeps its meaning, the most a batch (so a trigger interval) moves the mirror on, and it bounds what a crash
+#: makes the restart copy again.
 AHEAD_MAX_RECORDS = 1_000_000
+
+
+def ahead_limit(max_offsets_per_trigger: int | None) -> int:
+    """How many copies the copier may hold ahead of the batches."""
+    if max_offsets_per_trigger is None:
+        return AHEAD_MAX_RECORDS
+    return min(AHEAD_MAX_RECORDS, 2 * max_offsets_per_trigger)
+
 
 #: How long changing the lanes waits for the copies in flight (their reports pair with the old lanes).
 FLUSH_SECONDS = 10.0
@@ -92,6 +101,21 @@ class Taken:
     failure: TakeFailure | None = None
     reason: str = ""
     skipped: int = 0  # records not copied because they came from the target (their origin header)
+    #: what the batch copies itself, after the copier stopped reading (the mirror is stopping)
+    rest: BatchRanges = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class _Request:
+    """Lane changes for the copying thread to apply between two reads."""
+
+    changes: LaneChanges
+    drop_all: bool = False  # everything held is dropped (orphans), the producer too
+    new_producer: bool = False  # its settings changed: the copies in flight are waited for, the lanes kept
+    flush: bool = False  # wait for every copy in flight (a stopping mirror's last batches)
+
+
+_NO_CHANGES = LaneChanges({}, frozenset())
 
 
 class ContinuousCopier:
@@ -109,8 +133,10 @@ class ContinuousCopier:
         target_alias: str,
         new_producer_: Callable[[dict[str, Any], str], Any] = new_producer,
         stall_seconds: float = STALL_SECONDS,
+        ahead: int = AHEAD_MAX_RECORDS,
     ) -> None:
         self.flow = flow
+        self.ahead = ahead
         self._new_consumer = new_consumer
         self._new_producer = new_producer_
         self._target_alias = target_alias
@@ -127,8 +153,10 @@ class ContinuousCopier:
         self._skipped = 0
         self._closed = False
         self._thread: threading.Thread | None = None
-        #: lanes to apply by the copying thread: (reset first, changes); None when nothing is pending
-        self._request: tuple[bool, LaneChanges] | None = None
+        #: what the copying thread applies next; None when nothing is pending
+        self._request: _Request | None = None
+        #: the mirror is stopping: no more reading, batches take what was copied and copy the rest
+        self._stopped_reading = False
 
     # -- the batch's side --------------------------------------------------------------------
 
@@ -144,30 +172,74 @@ class ContinuousCopier:
         its own records (the copier then holds nothing: what it had copied is orphaned)."""
         with self._cond:
             self._ensure_thread()
-            reset = producer_conf != self._conf or dict(topic_map) != self._topic_map
-            if reset:
+            new_producer = producer_conf != self._conf or dict(topic_map) != self._topic_map
+            if new_producer:
                 self._conf, self._topic_map = dict(producer_conf), dict(topic_map)
-            bases = {} if reset else {key: lane.base for key, lane in self._lanes.items()}
+            if self._stopped_reading:
+                return self._take_stopped(ranges, stopping)
+            bases = {key: lane.base for key, lane in self._lanes.items()}
             changes = lane_changes(bases, ranges, end, frozenset(self._topic_map))
-            if reset or changes:
-                self._apply(reset, changes, stopping)
+            if new_producer or changes:
+                self._apply(_Request(changes, new_producer=new_producer), stopping)
             failure = self._wait(ranges, stopping)
+            if failure is None and self._stopped_reading:
+                return self._take_stopped(ranges, stopping)
             if failure is not None:
-                self._apply(True, LaneChanges({}, frozenset()), stopping)
+                self._apply(_Request(_NO_CHANGES, drop_all=True), stopping)
                 return Taken(None, *failure)
             rows: list[dict[str, Any]] = []
             try:
                 for key, (_, until) in sorted(ranges.items()):
                     rows.extend(self._cut(key, until))
             except DeliveryFailed as exc:
-                self._apply(True, LaneChanges({}, frozenset()), stopping)
+                self._apply(_Request(_NO_CHANGES, drop_all=True), stopping)
                 return Taken(None, TakeFailure.LANE_FAILED, str(exc))
             skipped, self._skipped = self._skipped, 0
             return Taken(pa.Table.from_pylist(rows, schema=COPY_SCHEMA), skipped=skipped)
 
-    def _apply(self, reset: bool, changes: LaneChanges, stopping: Callable[[], bool]) -> None:
-        """Have the copying thread apply lane changes, and wait until it did (lock held)."""
-        self._request = (reset, changes)
+    def _take_stopped(self, ranges: BatchRanges, stopping: Callable[[], bool]) -> Taken:
+        """A batch of a stopping mirror: the lanes' acknowledged copies of its ranges, and the rest for the
+        batch to copy itself (drkit.core.continuous.split_stopped). Lanes no batch takes past stay empty."""
+        self._apply(_Request(_NO_CHANGES, flush=True), stopping)
+        rows: list[dict[str, Any]] = []
+        rest: dict[Partition, tuple[int, int]] = {}
+        try:
+            for key, (since, until) in sorted(ranges.items()):
+                lane = self._lanes.get(key)
+                if lane is not None and lane.failure is not None:
+                    self._forget(key)  # its copies are orphans: the batch copies the range itself
+                    lane = None
+                base, at = (None, -1) if lane is None else (lane.base, lane.frontier())
+                split = split_stopped(base, at, since, until)
+                if lane is not None and split.taken_below is None:
+                    self._forget(key)
+                elif lane is not None and split.taken_below is not None:
+                    rows.extend(self._cut(key, split.taken_below))
+                    if split.rest is not None:  # the batch copies the rest: the lane holds nothing now
+                        lane.base = lane.reached = until
+                if split.rest is not None:
+                    rest[key] = split.rest
+        except DeliveryFailed as exc:
+            self._apply(_Request(_NO_CHANGES, drop_all=True), stopping)
+            return Taken(None, TakeFailure.LANE_FAILED, str(exc))
+        skipped, self._skipped = self._skipped, 0
+        return Taken(pa.Table.from_pylist(rows, schema=COPY_SCHEMA), skipped=skipped, rest=rest)
+
+    def stop_reading(self) -> None:
+        """The mirror is stopping: read no more, so that the next batches take every copy made (none is left
+        an orphan) and copy what the copier did not read themselves."""
+        with self._cond:
+            self._stopped_reading = True
+            self._cond.notify_all()
+
+    def _forget(self, key: Partition) -> None:
+        lane = self._lanes.pop(key, None)
+        if lane is not None:
+            self._by_target.pop((lane.target, key[1]), None)
+
+    def _apply(self, request: _Request, stopping: Callable[[], bool]) -> None:
+        """Have the copying thread apply ``request``, and wait until it did (lock held)."""
+        self._request = request
         self._cond.notify_all()
         checked = time.monotonic()
         while self._request is not None:
@@ -204,7 +276,7 @@ class ContinuousCopier:
                     progress[key], moved = at, time.monotonic()
                 if not covered(lane.base, at, since, until):
                     waiting = True
-            if not waiting:
+            if not waiting or self._stopped_reading:
                 return None
             now = time.monotonic()
             if now - moved > self.stall_seconds:
@@ -272,14 +344,18 @@ class ContinuousCopier:
                     return
                 if self._request is not None:
                     try:
-                        self._change(*self._request)
+                        self._change(self._request)
                     except Exception as exc:  # the lanes fail: the batch copies its own records
                         for lane in self._lanes.values():
                             lane.failure = lane.failure or f"the copier could not follow the plan: {_describe(exc)}"
                     self._request = None
                     self._cond.notify_all()
                 consumer = self._consumer
-                reading = bool(self._lanes) and sum(lane.held() for lane in self._lanes.values()) < AHEAD_MAX_RECORDS
+                reading = (
+                    bool(self._lanes)
+                    and not self._stopped_reading
+                    and sum(lane.held() for lane in self._lanes.values()) < self.ahead
+                )
                 if not self._lanes or consumer is None:
                     self._cond.wait(0.05)
                     continue
@@ -303,20 +379,22 @@ class ContinuousCopier:
                         lane.failure = lane.failure or reason
                 self._cond.notify_all()
 
-    def _change(self, reset: bool, changes: LaneChanges) -> None:
-        """Apply a batch's lane changes (drkit.core.continuous.lane_changes), after a reset if asked."""
-        if reset:
+    def _change(self, request: _Request) -> None:
+        """Apply a batch's request: lane changes (drkit.core.continuous.lane_changes), a new producer, a flush."""
+        if request.drop_all:
             self._drop_all()
+        changes = request.changes
         touched = [k for k in (*changes.drop, *changes.start) if k in self._lanes]
         in_flight = any(self._lanes[k].held() > len(self._lanes[k].reported) for k in touched)
-        # Reports of copies in flight pair with their lane by position: wait for them before it goes; late
-        # reports must never pair with a new lane.
-        if in_flight and self._producer is not None and self._producer.flush(FLUSH_SECONDS):
-            self._drop_all()
+        # Reports of copies in flight pair with their lane by position: wait for them before a lane goes or
+        # the producer changes; late reports must never pair with a new lane.
+        if (in_flight or request.new_producer or request.flush) and self._producer is not None:
+            if self._producer.flush(FLUSH_SECONDS):
+                self._drop_all()
+            elif request.new_producer:
+                self._producer = None  # every report served: the lanes keep their copies; _assign makes the new one
         for key in touched:
-            lane = self._lanes.pop(key, None)
-            if lane is not None:
-                self._by_target.pop((lane.target, key[1]), None)
+            self._forget(key)
         for key, since in changes.start.items():
             lane = _Lane(since, self._topic_map[key[0]])
             self._lanes[key] = lane

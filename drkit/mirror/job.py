@@ -97,7 +97,7 @@ from drkit.mirror.context import (
     reader_group_id,
     source_consumer_settings,
 )
-from drkit.mirror.continuous import KILL_AT_ENV, ContinuousCopier, KillPoint, kill_point
+from drkit.mirror.continuous import KILL_AT_ENV, ContinuousCopier, KillPoint, Taken, ahead_limit, kill_point
 from drkit.mirror.deliver import COPY_SCHEMA, Copier, totals
 from drkit.mirror.executor import FAIL_ONCE_ENV, CopyTask, TaskResult, copy_partitions, warm
 from drkit.mirror.failure import explain, failure_message, looks_like_outage, source_unreachable
@@ -334,7 +334,11 @@ class MirrorJob:
         mode = copy_mode(is_local_master(self._master()), m.continuous_copy, once, m.driver_copy_max_records)
         if mode is CopyMode.CONTINUOUS:
             self.copier = ContinuousCopier(
-                self.flow.name, self._new_source_consumer, self.flow.source, self.flow.target
+                self.flow.name,
+                self._new_source_consumer,
+                self.flow.source,
+                self.flow.target,
+                ahead=ahead_limit(m.max_offsets_per_trigger),
             )
         log.info("flow %s: copy mode %s", self.flow.name, mode)
         self.syncs.ensure()
@@ -431,14 +435,19 @@ class MirrorJob:
         topic_map = {t: target for t, target in self.topology.routes.items() if t not in self.topology.refused}
         copy_started = time.monotonic()
         report.plan_seconds = copy_started - started
-        ahead = self._take(batch_id, plan, end, topic_map, producer_conf, report)
-        if ahead is not None:
-            copied = ahead
+        taken = self._take(batch_id, plan, end, topic_map, producer_conf, report)
+        if taken is not None and taken.rows is not None and not taken.rest:
+            copied = taken.rows
         else:
+            # What the batch copies itself: all of it, or what a stopping mirror's copier did not read.
+            own = plan if taken is None else replace(plan, ranges=taken.rest)
             # Every attempt starts from the state the plan left (a retried copy starts the batch over).
             copied, state = self._through_outages(
-                batch_id, functools.partial(self._copy, batch_id, plan, producer_conf, topic_map, report, state)
+                batch_id, functools.partial(self._copy, batch_id, own, producer_conf, topic_map, report, state)
             )
+            if taken is not None and taken.rows is not None:
+                copied = pa.concat_tables([taken.rows, copied])
+                report.ahead = True
         report.copy_seconds = time.monotonic() - copy_started
         self._kill_here(KillPoint.COPIED, batch_id)
         # What the mirror knows after this batch, recorded before its syncs: a batch replayed after a crash
@@ -481,9 +490,10 @@ class MirrorJob:
         topic_map: dict[str, str],
         producer_conf: dict[str, Any],
         report: BatchReport,
-    ) -> pa.Table | None:
-        """The batch's copies from the continuous copier, or None: the batch copies its own records (no
-        copier, or it could not give them: drkit.mirror.continuous)."""
+    ) -> Taken | None:
+        """The batch's copies from the continuous copier (and, when the mirror stops, what the batch copies
+        itself), or None: the batch copies its own records (no copier, or it could not give them:
+        drkit.mirror.continuous)."""
         if self.copier is None:
             return None
         ends = {(t, int(p)): offset for t, parts in end.items() for p, offset in parts.items()}
@@ -502,7 +512,7 @@ class MirrorJob:
         report.in_driver = report.ahead = True
         copied = totals(taken.rows).records
         report.sites = (CopySite(DRIVER_ID, socket.gethostname(), os.getpid(), -1, len(plan.ranges), copied),)
-        return taken.rows
+        return taken
 
     def _kill_here(self, point: KillPoint, batch_id: int) -> None:
         """Tests only (``KILL_AT_ENV``): die by SIGKILL at ``point`` of the chosen batch."""
@@ -511,6 +521,15 @@ class MirrorJob:
             for handler in logging.getLogger().handlers:
                 handler.flush()
             os.kill(os.getpid(), signal.SIGKILL)
+
+    def stop_reading(self) -> None:
+        """The mirror is stopping: the copier reads no more, so the next batches take every copy it made."""
+        if self.copier is not None:
+            self.copier.stop_reading()
+
+    def holds_copies(self) -> bool:
+        """Whether the copier holds copies no batch took yet (orphans if the mirror stopped now)."""
+        return self.copier is not None and self.copier.held() > 0
 
     def close_copy(self) -> None:
         """Close the driver's reader and the continuous copier (their copies no batch took are orphans)."""

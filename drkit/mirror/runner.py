@@ -105,13 +105,21 @@ class MirrorRunner:
     def _stop_queries(self, queries: list[StreamingQuery]) -> None:
         """Let the running batches finish within their flow's grace, then stop every query.
 
+        A continuous copier stops reading first, and the wait lasts until the batches took every copy it
+        made (the next trigger's batch does), so a graceful stop leaves no orphan on the target.
+
         A batch stopped half way is produced again after a restart (duplicates, never a loss: Spark did
         not commit it and its syncs were not written). A source that cannot be read makes the batch wait
         for Kafka's timeouts, so it is not waited for at all.
         """
+        for job in self.jobs:
+            job.stop_reading()
         for q, job in zip(queries, self.jobs, strict=False):
             deadline = time.monotonic() + job.flow.mirror.stop_grace_seconds
-            while q.isActive and q.status.get("isTriggerActive") and time.monotonic() < deadline:
+            # The batches after the copier stopped reading take every copy it made (none left an orphan).
+            while (
+                q.isActive and (q.status.get("isTriggerActive") or job.holds_copies()) and time.monotonic() < deadline
+            ):
                 if not job.source_reachable():
                     self._unreachable.add(job.flow.name)
                     log.warning(

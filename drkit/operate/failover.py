@@ -28,7 +28,7 @@ from drkit.core.checkpoints import CommittedOffset
 from drkit.core.consistency import TargetDivergence
 from drkit.core.incarnation import era_indexes
 from drkit.core.lease import decide_lease, open_intents
-from drkit.core.origin import TargetTail, tail_reads, tail_spans
+from drkit.core.origin import TargetTail, copied_through, tail_reads, tail_spans
 from drkit.core.outcome import OperationResult, decide_apply, decide_status, drifted
 from drkit.core.plan import (
     CheckpointFact,
@@ -39,11 +39,11 @@ from drkit.core.plan import (
     failback_routes,
     failover_plan,
 )
-from drkit.core.ports import ClusterAdmin, TopicPartition
+from drkit.core.ports import ClusterAdmin, SyncProgress, TopicPartition
 from drkit.core.reach import Command, Reach
 from drkit.core.status import RpoReport, rpo_report
 from drkit.core.translate import SyncIndex
-from drkit.errors import RefusedError, StoreError
+from drkit.errors import DrkitError, RefusedError, StoreError
 from drkit.layout import JobKind
 from drkit.operate.context import OperateContext
 from drkit.operate.lag import source_ends
@@ -227,7 +227,34 @@ def measure_rpo(ctx: OperateContext, flow: FlowConfig, reaches: Future[dict[str,
     observations = sorted((o for o in seen if o is not None), key=lambda o: o.at_ms, reverse=True)
     latest = observations[0] if observations else None
     previous = next((o for o in observations if latest is not None and o.at_ms < latest.at_ms), None)
-    return rpo_report(progress, live, latest, previous, ctx.now_ms())
+    return rpo_report(progress, live, latest, previous, ctx.now_ms(), _copied_past_syncs(ctx, flow, progress))
+
+
+def _copied_past_syncs(
+    ctx: OperateContext, flow: FlowConfig, progress: Mapping[TopicPartition, SyncProgress]
+) -> dict[TopicPartition, int]:
+    """Per source partition whose target holds records past the synced end, one past the greatest source
+    offset they copy (their origin headers): the continuous copy puts records there before a batch syncs
+    them. A target that does not answer gives nothing (the RPO then counts from the syncs)."""
+    try:
+        admin = ctx.clusters.admin(flow.target)
+        targets = ctx.syncs.target_topics(flow.name)
+        starts = {key: p.last_downstream + 1 for key, p in progress.items() if key[0] in targets}
+        if not starts:
+            return {}
+        counts = admin.partition_counts()
+        ends = admin.end_offsets({t: counts[t] for t in {targets[k[0]] for k in starts} if t in counts})
+        spans = tail_spans(
+            starts, {key: ends[(targets[key[0]], key[1])] for key in starts if (targets[key[0]], key[1]) in ends}
+        )
+        out: dict[TopicPartition, int] = {}
+        for key, (start, end) in sorted(spans.items()):
+            through = copied_through(admin.read_tail(targets[key[0]], key[1], start, end, flow.source))
+            if through is not None:
+                out[key] = through
+        return out
+    except DrkitError:
+        return {}
 
 
 def failback(ctx: OperateContext, request: FailbackRequest, confirm: Confirm | None = None) -> OperationResult:

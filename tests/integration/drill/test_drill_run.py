@@ -147,8 +147,10 @@ def test_a_drill_whose_mirror_lags_beyond_the_budget_fails_on_the_rpo(
     report = Drkit(load_config(toml)).drill_run(str(spec))
     a = report.accounting
     print(report.markdown())
-    # 4 s at 80 records/s went unmirrored: the RPO budget of 40 is exceeded, and nothing else is wrong.
-    assert a.not_mirrored > 40 and report.measured()["rpo_seconds"] >= 4
+    # 4 s at 80 records/s went unmirrored: the RPO budget of 40 is exceeded, and nothing else is wrong. The
+    # mirror copied until it was killed (tens of milliseconds behind): the oldest unmirrored record is
+    # about 4 s old at the disaster.
+    assert a.not_mirrored > 40 and report.measured()["rpo_seconds"] >= 3.5
     assert [r for r, _ in report.judgement.reasons] == [FailReason.RPO_BUDGET], report.judgement.reasons
     assert f"{a.not_mirrored} records were not mirrored" in dict(report.judgement.reasons)[FailReason.RPO_BUDGET]
     assert a.lost == 0 and a.redelivered == 0 and a.read_on_target > 0

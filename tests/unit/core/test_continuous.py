@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from drkit.core.batch import EARLIEST
-from drkit.core.continuous import CopyMode, copy_mode, covered, frontier, lane_changes
+from drkit.core.continuous import CopyMode, Split, copy_mode, covered, frontier, lane_changes, split_stopped
 
 
 def test_continuous_only_where_the_driver_copies_a_running_mirror() -> None:
@@ -81,3 +81,20 @@ def test_after_the_changes_the_lanes_are_exactly_what_the_plan_allows(
         assert key[0] in topics  # never a topic the flow does not copy
         assert key in ranges or end.get(key) == base  # an unplanned lane owes nothing
     assert not (changes.drop & set(changes.start))
+
+
+def test_a_stopping_copier_gives_what_it_acknowledged_and_the_batch_copies_the_rest() -> None:
+    assert split_stopped(10, 30, 10, 20) == Split(20, None)  # all of it, and more for the next batch
+    assert split_stopped(10, 15, 10, 20) == Split(15, (15, 20))
+    assert split_stopped(None, -1, 10, 20) == Split(None, (10, 20))  # no lane
+    assert split_stopped(12, 30, 10, 20) == Split(None, (10, 20))  # a lane that does not start at since
+    assert split_stopped(EARLIEST, EARLIEST, EARLIEST, 5) == Split(None, (EARLIEST, 5))  # read nothing yet
+
+
+@given(st.integers(0, 100), st.integers(0, 200), st.integers(1, 100))
+def test_a_stopping_split_covers_the_range_once(since: int, ahead: int, length: int) -> None:
+    until = since + length
+    split = split_stopped(since, since + ahead, since, until)
+    taken = range(since, split.taken_below or since)
+    rest = range(*split.rest) if split.rest else range(0)
+    assert set(taken) | set(rest) == set(range(since, until)) and not set(taken) & set(rest)

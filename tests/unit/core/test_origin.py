@@ -10,6 +10,7 @@ from drkit.core.origin import (
     ORIGIN_HEADER,
     TailRecord,
     TargetTail,
+    copied_through,
     has_been_on,
     origin_of,
     origin_prefix,
@@ -114,3 +115,13 @@ def test_a_record_has_been_on_a_cluster_exactly_when_an_origin_header_names_it(
 ) -> None:
     headers = [(key, f"{a}:{o}".encode()) for key, a, o in hops]
     assert has_been_on(headers, alias) == any(key == "drkit.origin" and a == alias for key, a, _ in hops)
+
+
+def test_what_a_tail_copies_reaches_one_past_its_greatest_origin() -> None:
+    # Copies made ahead of their batch, then dropped and made again from 100: the greatest counts.
+    tail = TargetTail(
+        50, 58, tuple(TailRecord(50 + i, u) for i, u in enumerate([100, 101, 102, 103, None, 100, 101, 102]))
+    )
+    assert copied_through(tail) == 104
+    assert copied_through(TargetTail(50, 51, (TailRecord(50, None),))) is None
+    assert copied_through(TargetTail(50, 50, ())) is None

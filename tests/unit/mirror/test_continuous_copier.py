@@ -15,7 +15,7 @@ from confluent_kafka import KafkaError
 from drkit.core.batch import EARLIEST
 from drkit.core.continuous import TakeFailure
 from drkit.core.origin import ORIGIN_HEADER
-from drkit.mirror.continuous import ContinuousCopier, KillPoint, kill_point
+from drkit.mirror.continuous import AHEAD_MAX_RECORDS, ContinuousCopier, KillPoint, ahead_limit, kill_point
 from drkit.mirror.reader import BatchAbandoned
 
 TOPICS = {"t": "A.t", "r": "A.r"}
@@ -300,16 +300,52 @@ def test_a_stopping_mirror_gives_the_wait_up(parts: tuple[Source, Target, Contin
         copier.take({("t", 0): (0, 5)}, {("t", 0): 5}, TOPICS, {}, lambda: True)
 
 
-def test_new_producer_settings_start_the_lanes_over_with_a_new_producer(
+def test_new_producer_settings_keep_the_copies_made_and_go_on_with_a_new_producer(
     parts: tuple[Source, Target, ContinuousCopier],
 ) -> None:
     source, target, copier = parts
     source.append("t", 0, range(10))
     assert copier.take({("t", 0): (0, 5)}, {("t", 0): 5}, TOPICS, {"linger.ms": 5}, never).rows is not None
-    # Topic limits changed: the copies ahead (5..9) are dropped and made again by the new producer.
-    taken = copier.take({("t", 0): (5, 10)}, {("t", 0): 10}, TOPICS, {"linger.ms": 5, "batch.size": 1}, never)
-    assert taken.rows is not None and rows(taken.rows) == [(0, 5, 9, 110)]
+    # A new topic's limits changed the producer's settings: every copy in flight is acknowledged first, so the
+    # copies made ahead (5..9) stay the next batch's, and no record is copied twice.
+    source.append("t", 0, range(10, 15))
+    taken = copier.take({("t", 0): (5, 15)}, {("t", 0): 15}, TOPICS, {"linger.ms": 5, "batch.size": 1}, never)
+    assert taken.rows is not None and rows(taken.rows) == [(0, 5, 14, 105)]
     assert target.made == 2
+    assert [v for _, v, _ in target.logs[("A.t", 0)]] == [b"v%d" % i for i in range(15)]
+
+
+def test_a_stopping_mirrors_batch_takes_what_was_copied_and_copies_the_rest_itself(
+    parts: tuple[Source, Target, ContinuousCopier],
+) -> None:
+    source, target, copier = parts
+    source.append("t", 0, range(10))
+    assert copier.take({("t", 0): (0, 4)}, {("t", 0): 4}, TOPICS, {}, never).rows is not None
+    deadline = time.monotonic() + 5
+    while copier.held() < 6 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    copier.stop_reading()
+    source.append("t", 0, range(10, 20))  # not read any more
+    source.append("t", 1, range(3))  # a partition new to the copier
+    time.sleep(0.1)
+    taken = copier.take({("t", 0): (4, 20), ("t", 1): (EARLIEST, 3)}, {("t", 0): 20, ("t", 1): 3}, TOPICS, {}, never)
+    assert taken.rows is not None and rows(taken.rows) == [(0, 4, 9, 104)]
+    assert taken.rest == {("t", 0): (10, 20), ("t", 1): (EARLIEST, 3)}
+    assert copier.held() == 0 and len(target.logs[("A.t", 0)]) == 10  # nothing left to orphan
+    # A batch planned after it finds the lane where the batch's own copy ended.
+    later = copier.take({("t", 0): (20, 25)}, {("t", 0): 25}, TOPICS, {}, never)
+    assert later.rows is not None and later.rows.num_rows == 0 and later.rest == {("t", 0): (20, 25)}
+
+
+def test_the_copier_stops_reading_when_it_holds_its_limit(parts: tuple[Source, Target, ContinuousCopier]) -> None:
+    source, _, copier = parts
+    copier.ahead = 3
+    source.append("t", 0, range(2))
+    assert copier.take({("t", 0): (0, 2)}, {("t", 0): 2}, TOPICS, {}, never).rows is not None
+    source.append("t", 0, range(2, 50))
+    time.sleep(0.3)
+    assert 3 <= copier.held() < 50  # a chunk may pass the limit; then it waits for a batch
+    assert ahead_limit(None) == AHEAD_MAX_RECORDS and ahead_limit(3000) == 6000
 
 
 def test_the_test_kill_point_is_parsed() -> None:

@@ -194,3 +194,8 @@ def test_heartbeats_are_not_counted_in_the_lag_total_nor_the_rpo(w: World) -> No
     seen = EndsObservation(NOW_MS - 1_000, {("orders", 0): 103, ("drkit-heartbeats", 0): 40})
     report = rpo_report(progress, None, seen, None, NOW_MS)
     assert report.unmirrored_offsets == 3 and [p.topic for p in report.partitions] == ["orders"]
+    # Records copied past the synced end (the continuous copy syncs them at the next batch) are not lost.
+    ahead = rpo_report(progress, None, seen, None, NOW_MS, {("orders", 0): 102})
+    assert ahead.unmirrored_offsets == 1 and ahead.partitions[0].mirrored_up_to == 102
+    live = rpo_report(progress, {("orders", 0): 103}, None, None, NOW_MS, {("orders", 0): 103})
+    assert live.unmirrored_offsets == 0
