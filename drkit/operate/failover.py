@@ -227,7 +227,9 @@ def measure_rpo(ctx: OperateContext, flow: FlowConfig, reaches: Future[dict[str,
     observations = sorted((o for o in seen if o is not None), key=lambda o: o.at_ms, reverse=True)
     latest = observations[0] if observations else None
     previous = next((o for o in observations if latest is not None and o.at_ms < latest.at_ms), None)
-    return rpo_report(progress, live, latest, previous, ctx.now_ms(), _copied_past_syncs(ctx, flow, progress))
+    target = reaches.result().get(flow.target)
+    copied = _copied_past_syncs(ctx, flow, progress) if target is not None and target.reachable else {}
+    return rpo_report(progress, live, latest, previous, ctx.now_ms(), copied)
 
 
 def _copied_past_syncs(
@@ -235,7 +237,8 @@ def _copied_past_syncs(
 ) -> dict[TopicPartition, int]:
     """Per source partition whose target holds records past the synced end, one past the greatest source
     offset they copy (their origin headers): the continuous copy puts records there before a batch syncs
-    them. A target that does not answer gives nothing (the RPO then counts from the syncs)."""
+    them. Asked only of a target the probe reached; one that fails meanwhile gives nothing (the RPO then
+    counts from the syncs, as without copies ahead)."""
     try:
         admin = ctx.clusters.admin(flow.target)
         targets = ctx.syncs.target_topics(flow.name)

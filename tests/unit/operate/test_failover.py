@@ -381,7 +381,10 @@ def test_a_checkpoint_past_the_synced_end_resumes_on_the_unsynced_copies_by_thei
     assert result.status is OperationStatus.APPLIED
     assert w.b.commits == [("billing", {("A.orders", 0): 130, ("A.orders", 1): 30})]
     assert [m.position for m in result.plan.moves] == [Position.UNSYNCED, Position.MIRRORED]
-    assert w.b.tail_reads == [("A.orders", 0, 100, 136)]  # only where the checkpoint is past the synced end
+    # Only that partition's tail: where the checkpoint is past the synced end (the translation) and where the
+    # target holds records past it (the RPO counts them as mirrored).
+    assert set(w.b.tail_reads) == {("A.orders", 0, 100, 136)}
+    assert result.rpo is not None and result.rpo.partitions[0].mirrored_up_to == 136
 
 
 def test_no_unsynced_records_reads_no_tail_and_keeps_the_synced_end(w: World) -> None:
