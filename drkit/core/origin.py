@@ -126,6 +126,25 @@ def copied_through(tail: TargetTail) -> int | None:
     return max(upstream) + 1 if upstream else None
 
 
+def copied_below(tail: TargetTail, committed: int) -> int | None:
+    """One past the greatest source offset copied by the tail's records below ``committed`` on the copy
+    (None: none names the flow's source). A group at ``committed`` on the copy processed those records, and
+    the mirror copies in offset order: every original below that offset reached the copy before them."""
+    upstream = [r.upstream for r in tail.records if r.upstream is not None and r.downstream < committed]
+    return max(upstream) + 1 if upstream else None
+
+
+def resolve_tail_back(translation: Translation, through: int | None) -> Translation:
+    """The inverse answer (failback) for a group past the synced end on the copy, made exact by the copies
+    it read there (``through``: :func:`copied_below`): it resumes on the original after the last of them,
+    not at the synced end, which would read them again."""
+    if translation.position is not Position.PAST_END or through is None:
+        return translation
+    if translation.offset is not None and through <= translation.offset:
+        return translation
+    return Translation(through, Position.UNSYNCED)
+
+
 def resolve_tail(committed: int, translation: Translation, tail: TargetTail | None) -> Translation:
     """The syncs' answer, made exact by the unsynced tail where it was past their end."""
     if translation.position is not Position.PAST_END or tail is None or tail.start != translation.offset:

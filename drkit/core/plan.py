@@ -24,7 +24,7 @@ from drkit.core.checkpoints import CommittedOffset
 from drkit.core.consistency import TargetDivergence
 from drkit.core.groups import GroupState
 from drkit.core.incarnation import EraIndexes
-from drkit.core.origin import TargetTail, resolve_tail
+from drkit.core.origin import TargetTail, resolve_tail, resolve_tail_back
 from drkit.core.policy import ReplicationPolicy
 from drkit.core.selection import NameSelector
 from drkit.core.translate import Position, SyncIndex, Translation
@@ -401,6 +401,7 @@ def failback_plan(
     leaving: str,
     reverse_flow: str | None,
     checkpoints: Mapping[tuple[str, str, int], int] | None = None,
+    copied_back: Mapping[tuple[str, str, int], int] | None = None,
 ) -> Plan:
     """Move ``groups`` back to the flow's source.
 
@@ -412,9 +413,12 @@ def failback_plan(
     on its own topics cannot come back. ``checkpoints`` holds the upstream offset of each group's
     last checkpoint of the forward flow, by (group, topic on the destination, partition): with the
     offsets the groups hold on the destination (``facts``), what they are known to have processed
-    there (see :func:`translate_back`).
+    there (see :func:`translate_back`). ``copied_back`` holds, by (group, topic on the cluster being left,
+    partition), one past the greatest original offset of the copies the group read past the synced end
+    (their origin headers, drkit.core.origin.copied_below): it resumes after them, not at the synced end.
     """
     checkpoints = checkpoints or {}
+    copied_back = copied_back or {}
     draft = _Draft(Action.FAILBACK, flow, destination)
     wanted = set(groups)
     rows = sorted(
@@ -437,6 +441,9 @@ def failback_plan(
             index = indexes.get((route.via, route.to_topic, o.partition))
             known = known_processed(checkpoints.get((o.group, route.to_topic, o.partition)), current)
             t, basis = translate_back(o.offset, index, known)
+            through = copied_back.get((o.group, o.topic, o.partition))
+            if through is not None and t.position is Position.PAST_END and (t.offset is None or through > t.offset):
+                t, basis = resolve_tail_back(t, through), Basis.TRANSLATION
         else:
             index = indexes.get((route.via, o.topic, o.partition))
             t = index.translate(o.offset) if index is not None else _unmirrored()

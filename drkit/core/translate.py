@@ -160,6 +160,11 @@ class SyncIndex:
         """Target committed offset -> source offset: the same rule with the sides swapped."""
         return self._inverse.translate(committed)
 
+    def next_downstream(self) -> int | None:
+        """One past the greatest target offset the syncs describe: where the unsynced tail starts (None: none)."""
+        tops = self._inverse.prefix_max_last
+        return tops[-1] + 1 if tops else None
+
 
 def translate(ranges: Sequence[SyncRange], committed: int) -> int | None:
     """Source committed offset -> target offset; None when nothing of the partition was mirrored."""

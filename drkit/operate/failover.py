@@ -28,13 +28,14 @@ from drkit.core.checkpoints import CommittedOffset
 from drkit.core.consistency import TargetDivergence
 from drkit.core.incarnation import era_indexes
 from drkit.core.lease import decide_lease, open_intents
-from drkit.core.origin import TargetTail, copied_through, tail_reads, tail_spans
+from drkit.core.origin import TargetTail, copied_below, copied_through, tail_reads, tail_spans
 from drkit.core.outcome import OperationResult, decide_apply, decide_status, drifted
 from drkit.core.plan import (
     CheckpointFact,
     GroupFacts,
     Plan,
     ReverseFlow,
+    Route,
     failback_plan,
     failback_routes,
     failover_plan,
@@ -302,6 +303,7 @@ def failback(ctx: OperateContext, request: FailbackRequest, confirm: Confirm | N
         for r in (ctx.checkpoints.latest(flow.name, names) if names else [])
     }
     admin_origin = ctx.clusters.admin(origin)
+    copied_back = _copied_back(admin_leaving, origin, offsets, routes, indexes, flow.name)
     plan = failback_plan(
         flow.name,
         origin,
@@ -314,8 +316,39 @@ def failback(ctx: OperateContext, request: FailbackRequest, confirm: Confirm | N
         leaving,
         reverse.name if reverse is not None else None,
         checkpointed,
+        copied_back,
     )
     return _finish(ctx, plan, names, None, request.apply, confirm, admin_origin, started, None)
+
+
+def _copied_back(
+    admin: ClusterAdmin,
+    origin: str,
+    offsets: list[CommittedOffset],
+    routes: Mapping[str, Route],
+    indexes: Mapping[tuple[str, str, int], SyncIndex],
+    flow: str,
+) -> dict[tuple[str, str, int], int]:
+    """Per (group, copy topic, partition) whose offset on the cluster being left is past the synced end:
+    one past the greatest original offset among the copies it read there (drkit.core.origin.copied_below).
+    One read per partition, up to the greatest such offset."""
+    past: dict[tuple[str, int], tuple[int, list[CommittedOffset]]] = {}
+    for o in offsets:
+        route = routes.get(o.topic)
+        index = indexes.get((flow, route.to_topic, o.partition)) if route is not None and route.inverse else None
+        start = index.next_downstream() if index is not None else None
+        if start is None or o.offset <= start:
+            continue
+        _, group_offsets = past.setdefault((o.topic, o.partition), (start, []))
+        group_offsets.append(o)
+    out: dict[tuple[str, str, int], int] = {}
+    for (topic, partition), (start, group_offsets) in sorted(past.items()):
+        tail = admin.read_tail(topic, partition, start, max(o.offset for o in group_offsets), origin)
+        for o in group_offsets:
+            through = copied_below(tail, o.offset)
+            if through is not None:
+                out[(o.group, o.topic, o.partition)] = through
+    return out
 
 
 def _finish(

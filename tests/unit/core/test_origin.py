@@ -10,11 +10,13 @@ from drkit.core.origin import (
     ORIGIN_HEADER,
     TailRecord,
     TargetTail,
+    copied_below,
     copied_through,
     has_been_on,
     origin_of,
     origin_prefix,
     resolve_tail,
+    resolve_tail_back,
     tail_reads,
     tail_spans,
 )
@@ -125,3 +127,24 @@ def test_what_a_tail_copies_reaches_one_past_its_greatest_origin() -> None:
     assert copied_through(tail) == 104
     assert copied_through(TargetTail(50, 51, (TailRecord(50, None),))) is None
     assert copied_through(TargetTail(50, 50, ())) is None
+
+
+def test_a_group_on_the_copy_processed_the_originals_of_the_copies_below_its_offset() -> None:
+    tail = TargetTail(50, 56, tuple(TailRecord(50 + i, u) for i, u in enumerate([100, 101, 102, 100, 101, None])))
+    assert copied_below(tail, 53) == 103  # read 100..102
+    assert copied_below(tail, 55) == 103  # and copies of 100, 101 made again: nothing more of the original
+    assert copied_below(tail, 50) is None
+
+
+def test_failback_past_the_synced_end_resumes_after_the_copies_the_group_read() -> None:
+    past = Translation(100, Position.PAST_END)
+    assert resolve_tail_back(past, 103) == Translation(103, Position.UNSYNCED)
+    assert resolve_tail_back(past, None) == past
+    assert resolve_tail_back(past, 100) == past
+    inside = Translation(40, Position.MIRRORED)
+    assert resolve_tail_back(inside, 103) == inside
+
+
+def test_the_index_knows_where_the_unsynced_tail_starts() -> None:
+    assert SyncIndex([SyncRange(0, 9, 100, 109), SyncRange(12, 14, 110, 112)]).next_downstream() == 113
+    assert SyncIndex([]).next_downstream() is None

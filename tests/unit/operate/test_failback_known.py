@@ -14,6 +14,7 @@ from support.fakes import NOW_MS, World, world
 from drkit.core.audit import OperationStatus
 from drkit.core.checkpoints import Checkpoint
 from drkit.core.offsets import SyncRange
+from drkit.core.origin import TailRecord
 from drkit.core.plan import Basis, RefusalReason
 from drkit.core.translate import Position
 from drkit.operate.failover import FailbackRequest, failback
@@ -105,3 +106,23 @@ def test_a_partition_with_nothing_mirrored_resumes_where_the_group_was(w: World)
     w.b.offsets["reports"] = {("A.orders", 2): 0}
     refused = failback(w.context, back(groups=["reports"]))
     assert [r.reason for r in refused.plan.refusals] == [RefusalReason.UNTRANSLATABLE]
+
+
+def test_copies_read_past_the_synced_end_are_not_read_again_on_the_origin(tmp_path: Path) -> None:
+    """The continuous copy put A's 1000..1029 on B (1000..1029) before a batch synced them; the source died,
+    the group failed over and read them on B (committed 1030), and nothing else. Failing back resumes after
+    them on A (1030), from their origin headers, not at the synced end (1000: 30 records read twice)."""
+    w = world(tmp_path)
+    w.syncs.add("A->B", "orders", "A.orders", 0, SyncRange(0, 999, 0, 999))
+    w.b.offsets["billing"] = {("A.orders", 0): 1030}
+    w.b.records[("A.orders", 0)] = [TailRecord(1000 + i, 1000 + i) for i in range(30)] + [TailRecord(1030, 1030)]
+    result = failback(w.context, back())
+    assert result.status is OperationStatus.APPLIED
+    assert w.a.commits == [("billing", {("orders", 0): 1030})]
+    assert w.b.tail_reads == [("A.orders", 0, 1000, 1030)]  # only below the group's offset
+    assert result.plan.moves[0].position is Position.UNSYNCED
+
+
+def test_a_group_inside_the_synced_range_reads_no_tail(w: World) -> None:
+    failback(w.context, back())
+    assert w.b.tail_reads == []
