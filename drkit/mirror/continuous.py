@@ -44,7 +44,7 @@ from drkit.core.continuous import LaneChanges, TakeFailure, covered, frontier, l
 from drkit.core.offsets import BatchRanges
 from drkit.core.origin import ORIGIN_HEADER, has_been_on, origin_prefix
 from drkit.mirror.deliver import COPY_SCHEMA, DeliveryFailed, _describe, fold_ranges, new_producer
-from drkit.mirror.reader import _TRANSIENT, ABANDONED_MARKER, CHUNK, POLL_SECONDS, STOP_CHECK_SECONDS, BatchAbandoned
+from drkit.mirror.reader import _TRANSIENT, ABANDONED_MARKER, CHUNK, STOP_CHECK_SECONDS, BatchAbandoned
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +64,11 @@ def ahead_limit(max_offsets_per_trigger: int | None) -> int:
         return AHEAD_MAX_RECORDS
     return min(AHEAD_MAX_RECORDS, 2 * max_offsets_per_trigger)
 
+
+#: How long one read waits for records. librdkafka returns a read when its chunk is full or this time is
+#: up, and a steady flow seldom fills a chunk: every record would wait up to this long (the reader's 10 ms
+#: was 5 ms of the p50). An idle copier loops at this pace, which costs little.
+READ_WAIT_SECONDS = 0.002
 
 #: How long changing the lanes waits for the copies in flight (their reports pair with the old lanes).
 FLUSH_SECONDS = 10.0
@@ -363,7 +368,7 @@ class ContinuousCopier:
             # Records read here belong to the lanes as they are: a change is applied only at the loop's top.
             error: Exception | None = None
             try:
-                messages = consumer.consume(CHUNK, POLL_SECONDS) if reading else []
+                messages = consumer.consume(CHUNK, READ_WAIT_SECONDS) if reading else []
             except Exception as exc:
                 messages, error = [], exc
             with self._cond:
