@@ -35,6 +35,8 @@ GROUP_CONNECTIONS = 4
 #: From this many groups on, the requests are spread (below, one connection answers quickly enough;
 #: failover commits in batches of ``drkit.operate.failover.COMMIT_BATCH_GROUPS``).
 SPREAD_FROM = 16
+#: How long one read of a target's unsynced tail waits for records (see ``read_tail``).
+TAIL_READ_WAIT_SECONDS = 0.05
 
 
 class KafkaAdmin:
@@ -166,7 +168,9 @@ class KafkaAdmin:
                         f"cluster {self._alias}: {topic}/{partition}: reading offsets {start}-{stop} did not "
                         f"reach {stop} within {max(self.timeout, 30.0):.0f}s (stopped at {reached})"
                     )
-                for message in consumer.consume(1000, timeout=1.0):
+                # A short wait: a call returns only with a full chunk or at its timeout, and a tail is
+                # mostly smaller than a chunk (1 s per partition made a failover's RTO seconds longer).
+                for message in consumer.consume(1000, timeout=TAIL_READ_WAIT_SECONDS):
                     error = message.error()
                     if error is not None:
                         if error.code() == KafkaError._PARTITION_EOF:
