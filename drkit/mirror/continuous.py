@@ -407,14 +407,21 @@ class ContinuousCopier:
         self._assign()
 
     def _drop_all(self) -> None:
+        """Forget every lane, with fresh clients for the next ones: after a failure (an outage, a refused
+        record) neither a producer's nor a consumer's state is trusted, as a failed batch's copy trusts
+        neither (drkit.mirror.deliver drops its producer)."""
         if self._producer is not None:
             producer, self._producer = self._producer, None
             with contextlib.suppress(Exception):
                 producer.flush(1.0)  # their reports find no lane: nothing of them is kept
+        if self._consumer is not None:
+            consumer, self._consumer = self._consumer, None
+            self._known_topics = set()
+            with contextlib.suppress(Exception):
+                consumer.close()
         self._lanes.clear()
         self._by_target.clear()
         self._skipped = 0
-        self._assign()
 
     def _assign(self) -> None:
         from confluent_kafka import TopicPartition
@@ -447,6 +454,7 @@ class ContinuousCopier:
 
         produce, poll = self._producer.produce, self._producer.poll
         lanes, back_to, origin = self._lanes, self._target_alias, self._origin
+        read_at = time.monotonic()
         for n, msg in enumerate(messages):
             key = (msg.topic(), msg.partition())
             lane = lanes.get(key)
@@ -482,7 +490,10 @@ class ContinuousCopier:
                         headers=[*headers, mark] if headers else [mark],
                     )
                     break
-                except BufferError:
+                except BufferError:  # the producer's queue is full: a target that does not acknowledge
+                    if time.monotonic() - read_at > self.stall_seconds:
+                        lane.failure = f"the producer's queue stayed full for {self.stall_seconds:.0f}s"
+                        break
                     poll(0.1)
                 except Exception as exc:
                     lane.failure = f"record {key[0]}/{key[1]}@{offset} could not be produced: {_describe(exc)}"

@@ -124,13 +124,20 @@ def _copied(bootstrap: str, topic: str) -> int:
         return 0
 
 
-def _caught_up(clusters: dict[str, str], topics: dict[str, str], seen: dict[str, int]) -> bool:
-    """Every record of both sources is on its target: the target ends reach the source ends (at least)."""
+def _caught_up(clusters: dict[str, str], topics: dict[str, str], seen: dict[str, int], state: Path) -> bool:
+    """Every record of both sources is on its target and synced: the syncs reach the source ends (the target's
+    ends alone would count the re-copies of failed batches, orphans, as progress)."""
+    syncs = SyncTable(StateLayout(state))
     for source, target in (("X", "Y"), ("Z", "X")):
-        src = sum(end_offsets(clusters[source], topics[source]).values())
-        if _copied(clusters[target], f"{source}.{topics[source]}") < src:
+        ends = end_offsets(clusters[source], topics[source])
+        synced = {
+            p: max(r.upstream_last for r in rs) + 1
+            for (t, p), rs in syncs.ranges(f"{source}->{target}", [topics[source]]).items()
+            if rs
+        }
+        if any(synced.get(p, 0) < end for p, end in ends.items()):
             return False
-        seen[source] = src
+        seen[source] = sum(ends.values())
     return True
 
 
@@ -231,7 +238,7 @@ def test_a_cluster_gone_for_five_minutes_as_source_and_as_target_loses_nothing(
 
         recovering = time.monotonic()
         seen: dict[str, int] = {}
-        while not _caught_up(clusters, topics, seen):
+        while not _caught_up(clusters, topics, seen, toml.parent / "state"):
             assert proc.poll() is None, f"the mirror exited:\n{log_path.read_text()[-3000:]}"
             assert time.monotonic() - recovering < 300, (
                 f"not caught up in 300 s: {seen}\n{log_path.read_text()[-3000:]}"
