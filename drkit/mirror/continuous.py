@@ -77,7 +77,7 @@ FLUSH_SECONDS = 10.0
 class _Lane:
     """One source partition's copies since ``base``, the first offset no batch took yet."""
 
-    __slots__ = ("base", "failure", "nbytes", "reached", "reported", "stamps", "target", "ups")
+    __slots__ = ("base", "failure", "nbytes", "reached", "reported", "stamps", "target", "ups", "wanted")
 
     def __init__(self, base: int, target: str) -> None:
         self.base = base
@@ -89,6 +89,8 @@ class _Lane:
         self.stamps: list[int] = []  # their source timestamps
         self.reported: list[int] = []  # downstream offsets, in report order (-1: refused)
         self.failure: str | None = None
+        #: the end a batch waits for: the lane reads up to it whatever the copier holds
+        self.wanted = base
 
     def frontier(self) -> int:
         acked = len(self.reported)
@@ -160,6 +162,8 @@ class ContinuousCopier:
         self._thread: threading.Thread | None = None
         #: what the copying thread applies next; None when nothing is pending
         self._request: _Request | None = None
+        #: lanes paused because the copier holds its limit and no batch waits on them
+        self._paused: set[Partition] = set()
         #: the mirror is stopping: no more reading, batches take what was copied and copy the rest
         self._stopped_reading = False
 
@@ -186,6 +190,10 @@ class ContinuousCopier:
             changes = lane_changes(bases, ranges, end, frozenset(self._topic_map))
             if new_producer or changes:
                 self._apply(_Request(changes, new_producer=new_producer), stopping)
+            for key, (_, until) in ranges.items():
+                if key in self._lanes:
+                    self._lanes[key].wanted = max(self._lanes[key].wanted, until)
+            self._cond.notify_all()
             failure = self._wait(ranges, stopping)
             if failure is None and self._stopped_reading:
                 return self._take_stopped(ranges, stopping)
@@ -356,14 +364,16 @@ class ContinuousCopier:
                     self._request = None
                     self._cond.notify_all()
                 consumer = self._consumer
-                reading = (
-                    bool(self._lanes)
-                    and not self._stopped_reading
-                    and sum(lane.held() for lane in self._lanes.values()) < self.ahead
-                )
                 if not self._lanes or consumer is None:
                     self._cond.wait(0.05)
                     continue
+                try:
+                    paused = self._pause_ahead(consumer)
+                except Exception as exc:  # the lanes fail: the batch copies its own records
+                    for lane in self._lanes.values():
+                        lane.failure = lane.failure or f"the copier could not pause a partition: {_describe(exc)}"
+                    paused = len(self._lanes)
+                reading = not self._stopped_reading and paused < len(self._lanes)
             # Read without the lock: a batch waits on the lanes meanwhile, not on the source.
             # Records read here belong to the lanes as they are: a change is applied only at the loop's top.
             error: Exception | None = None
@@ -383,6 +393,21 @@ class ContinuousCopier:
                     for lane in self._lanes.values():
                         lane.failure = lane.failure or reason
                 self._cond.notify_all()
+
+    def _pause_ahead(self, consumer: Any) -> int:
+        """Pause the lanes that hold all a batch waits for while the copier holds its limit, resume the others;
+        how many are paused. The limit is on the total, so a lane a batch still waits on always reads: one
+        partition's backlog never starves another's."""
+        from confluent_kafka import TopicPartition
+
+        full = sum(lane.held() for lane in self._lanes.values()) >= self.ahead
+        pause = {k for k, lane in self._lanes.items() if lane.reached >= lane.wanted} if full else set()
+        if pause - self._paused:
+            consumer.pause([TopicPartition(t, p) for t, p in sorted(pause - self._paused)])
+        if self._paused - pause:
+            consumer.resume([TopicPartition(t, p) for t, p in sorted(self._paused - pause)])
+        self._paused = pause
+        return len(pause)
 
     def _change(self, request: _Request) -> None:
         """Apply a batch's request: lane changes (drkit.core.continuous.lane_changes), a new producer, a flush."""
@@ -442,6 +467,7 @@ class ContinuousCopier:
                 for topic in new:
                     self._producer.list_topics(self._topic_map[topic], timeout=5)
                 self._known_topics |= new
+        self._paused = set()  # an assignment fetches every partition again
         self._consumer.assign(
             [
                 TopicPartition(t, p, lane.reached if lane.reached >= 0 else EARLIEST)
