@@ -35,6 +35,7 @@ from drkit.config.sanity import (
     shell_syntax_problem,
 )
 from drkit.config.topology import topology_problem
+from drkit.core.exactly_once import TRANSACTION_SLOTS, Delivery
 from drkit.core.heartbeat import HEARTBEAT_TOPIC
 from drkit.core.policy import ReplicationPolicy, policy_for
 from drkit.core.selection import NameSelector, group_selector, topic_selector
@@ -137,6 +138,15 @@ class MirrorSettings(_Model):
     #: instead of a trigger and a batch. false: each batch copies its own records. A one-shot run
     #: (``--once``) and a cluster master always copy per batch.
     continuous_copy: bool = True
+    #: What the mirror promises (drkit.core.exactly_once). ``at_least_once``: no record is lost; a crash or a
+    #: retried batch may copy records again (orphans, without syncs). ``exactly_once``: every batch copies its
+    #: own records in Kafka transactions, so a consumer of the target with ``isolation.level=read_committed``
+    #: sees each source record once, across crashes; a second mirror of the flow is fenced and stops. The
+    #: continuous copy is at-least-once only: exactly-once copies per batch (latency about a trigger).
+    delivery: Delivery = Delivery.AT_LEAST_ONCE
+    #: exactly_once: the flow's transactional ids (at most this many copy tasks and transactions per batch).
+    #: Every host that may run the flow's mirror must use the same value: a partition's id follows from it.
+    transaction_slots: int = Field(default=TRANSACTION_SLOTS, ge=1, le=1024)
     #: Replication factor of target topics drkit creates; -1 is the target broker's default.
     target_replication_factor: int = Field(default=-1)
     #: Stop when records were removed from the source before they were mirrored (retention).
@@ -175,7 +185,7 @@ class MirrorSettings(_Model):
     @field_validator("producer")
     @classmethod
     def _producer(cls, value: dict[str, str]) -> dict[str, str]:
-        forced = {"enable.idempotence", "acks", "bootstrap.servers"} & set(value)
+        forced = {"enable.idempotence", "acks", "bootstrap.servers", "transactional.id"} & set(value)
         if forced:
             raise ValueError(f"{sorted(forced)[0]!r} is set by drkit for no-loss delivery and cannot be overridden")
         # The target producer is a librdkafka (confluent-kafka) producer in the Spark tasks.

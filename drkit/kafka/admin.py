@@ -19,11 +19,12 @@ from drkit.config import ClusterConfig, DrkitConfig
 from drkit.core.checkpoints import CommittedOffset
 from drkit.core.groups import GroupState, Member
 from drkit.core.heartbeat import HeartbeatCopy, created_ms_of
-from drkit.core.origin import TAIL_READ_LIMIT, TailRecord, TargetTail, origin_of
+from drkit.core.origin import TargetTail
 from drkit.core.reach import Reach
 from drkit.errors import AccessDenied, ClusterError
 from drkit.kafka import clients, topics
 from drkit.kafka.authz import Operation, denied
+from drkit.kafka.tail import TAIL_CONSUMER_SETTINGS, read_tail
 
 #: Seconds an admin request may take on a cluster that should answer.
 TIMEOUT = 15.0
@@ -35,8 +36,6 @@ GROUP_CONNECTIONS = 4
 #: From this many groups on, the requests are spread (below, one connection answers quickly enough;
 #: failover commits in batches of ``drkit.operate.failover.COMMIT_BATCH_GROUPS``).
 SPREAD_FROM = 16
-#: How long one read of a target's unsynced tail waits for records (see ``read_tail``).
-TAIL_READ_WAIT_SECONDS = 0.05
 
 
 class KafkaAdmin:
@@ -145,56 +144,16 @@ class KafkaAdmin:
             consumer.close()
 
     def read_tail(self, topic: str, partition: int, start: int, end: int, origin_alias: str) -> TargetTail:
-        """The records of ``topic/partition`` in ``[start, end)`` with the origin each carries from
-        cluster ``origin_alias`` (at most TAIL_READ_LIMIT of them: ``end`` of the result says where
-        reading stopped). Uncommitted reads: every record there, whoever wrote it, is seen."""
-        stop = min(end, start + TAIL_READ_LIMIT)
-        records: list[TailRecord] = []
-        if stop <= start:
+        """The committed records of ``topic/partition`` in ``[start, end)`` with the origin each carries from
+        cluster ``origin_alias`` (drkit.kafka.tail: at most TAIL_READ_LIMIT of them, ``end`` of the result
+        says where reading stopped)."""
+        if end <= start:
             return TargetTail(start, start, ())
-        consumer = clients.consumer(
-            self._cluster,
-            self._alias,
-            "_drkit-tail",
-            **{"isolation.level": "read_uncommitted", "enable.partition.eof": True},
-        )
-        deadline = time.monotonic() + max(self.timeout, 30.0)
-        reached = start
+        consumer = clients.consumer(self._cluster, self._alias, "_drkit-tail", **TAIL_CONSUMER_SETTINGS)
         try:
-            consumer.assign([TopicPartition(topic, partition, start)])
-            while reached < stop:
-                if time.monotonic() > deadline:
-                    raise ClusterError(
-                        f"cluster {self._alias}: {topic}/{partition}: reading offsets {start}-{stop} did not "
-                        f"reach {stop} within {max(self.timeout, 30.0):.0f}s (stopped at {reached})"
-                    )
-                # A short wait: a call returns only with a full chunk or at its timeout, and a tail is
-                # mostly smaller than a chunk (1 s per partition made a failover's RTO seconds longer).
-                for message in consumer.consume(1000, timeout=TAIL_READ_WAIT_SECONDS):
-                    error = message.error()
-                    if error is not None:
-                        if error.code() == KafkaError._PARTITION_EOF:
-                            # Everything below the partition's end was delivered (markers are not).
-                            stop = min(stop, max(start, message.offset() or start))
-                            reached = max(reached, stop)
-                            continue
-                        refused = denied(self._alias, error, Operation.READ, topic)
-                        raise refused or ClusterError(
-                            f"cluster {self._alias}: cannot read {topic}/{partition}: {error}"
-                        )
-                    offset = message.offset()
-                    if offset is None:
-                        continue
-                    if offset >= stop:
-                        reached = stop
-                        break
-                    records.append(TailRecord(offset, origin_of(_header_list(message.headers()), origin_alias)))
-                    reached = offset + 1
-        except KafkaException as exc:
-            raise self._fail(f"cannot read {topic}/{partition}", exc, Operation.READ, topic) from None
+            return read_tail(consumer, self._alias, topic, partition, start, end, origin_alias, max(self.timeout, 30.0))
         finally:
             consumer.close()
-        return TargetTail(start, stop, tuple(records))
 
     def newest_heartbeat(self, topic: str, key: bytes, scan: int = 200) -> HeartbeatCopy | None:
         """The newest heartbeat with ``key`` among the last ``scan`` records of each partition of ``topic``

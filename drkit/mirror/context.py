@@ -15,6 +15,7 @@ from drkit.core.ports import SyncProgress, TopicPartition
 from drkit.errors import DrkitError
 from drkit.kafka import clients
 from drkit.kafka.admin import KafkaAdmin
+from drkit.kafka.tail import TAIL_CONSUMER_SETTINGS
 from drkit.layout import StateLayout, flow_dir_name
 from drkit.store.runs import MirrorFiles, RunFiles
 
@@ -32,6 +33,11 @@ def reader_group_id(flow: FlowConfig) -> str:
     """The group id of the mirror's source readers (the driver's and the copy tasks'): librdkafka requires
     one; the readers only assign partitions, so the group is never joined and nothing is committed to it."""
     return f"drkit-mirror-reader-{flow_dir_name(flow.name)}"
+
+
+def tail_group_id(flow: str) -> str:
+    """The group id of the exactly-once mirror's read-back consumers on the target (they never commit)."""
+    return f"drkit-mirror-readback-{flow_dir_name(flow)}"
 
 
 def source_consumer_settings() -> dict[str, Any]:
@@ -54,6 +60,10 @@ class MirrorClusters(Protocol):
     def admin(self, alias: str) -> KafkaAdmin: ...
 
     def source_consumer(self, flow: FlowConfig) -> Any: ...
+
+    def target_tail_consumer(self, flow: FlowConfig) -> Any:
+        """A read_committed consumer of the flow's target, for reading copies back (exactly-once)."""
+        ...
 
     def reachable(self, alias: str, timeout: float) -> bool: ...
 
@@ -89,6 +99,11 @@ class KafkaMirrorClusters:
             flow.source,
             reader_group_id(flow),
             **source_consumer_settings(),
+        )
+
+    def target_tail_consumer(self, flow: FlowConfig) -> Any:
+        return clients.consumer(
+            self._config.clusters[flow.target], flow.target, tail_group_id(flow.name), **TAIL_CONSUMER_SETTINGS
         )
 
     def reachable(self, alias: str, timeout: float) -> bool:

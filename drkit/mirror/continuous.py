@@ -43,8 +43,8 @@ from drkit.core.batch import EARLIEST, Partition
 from drkit.core.continuous import LaneChanges, TakeFailure, covered, frontier, lane_changes, split_stopped
 from drkit.core.offsets import BatchRanges
 from drkit.core.origin import ORIGIN_HEADER, has_been_on, origin_prefix
-from drkit.mirror.deliver import COPY_SCHEMA, DeliveryFailed, _describe, fold_ranges, new_producer
-from drkit.mirror.reader import _TRANSIENT, ABANDONED_MARKER, CHUNK, STOP_CHECK_SECONDS, BatchAbandoned
+from drkit.mirror.deliver import COPY_SCHEMA, DeliveryFailed, describe, fold_ranges, new_producer
+from drkit.mirror.reader import ABANDONED_MARKER, CHUNK, STOP_CHECK_SECONDS, TRANSIENT_CODES, BatchAbandoned
 
 log = logging.getLogger(__name__)
 
@@ -360,7 +360,7 @@ class ContinuousCopier:
                         self._change(self._request)
                     except Exception as exc:  # the lanes fail: the batch copies its own records
                         for lane in self._lanes.values():
-                            lane.failure = lane.failure or f"the copier could not follow the plan: {_describe(exc)}"
+                            lane.failure = lane.failure or f"the copier could not follow the plan: {describe(exc)}"
                     self._request = None
                     self._cond.notify_all()
                 consumer = self._consumer
@@ -371,7 +371,7 @@ class ContinuousCopier:
                     paused = self._pause_ahead(consumer)
                 except Exception as exc:  # the lanes fail: the batch copies its own records
                     for lane in self._lanes.values():
-                        lane.failure = lane.failure or f"the copier could not pause a partition: {_describe(exc)}"
+                        lane.failure = lane.failure or f"the copier could not pause a partition: {describe(exc)}"
                     paused = len(self._lanes)
                 reading = not self._stopped_reading and paused < len(self._lanes)
             # Read without the lock: a batch waits on the lanes meanwhile, not on the source.
@@ -389,7 +389,7 @@ class ContinuousCopier:
                     if self._producer is not None:
                         self._producer.poll(0 if reading else 0.01)
                 except Exception as exc:  # never silent: every lane fails, the batch copies its own records
-                    reason = f"the copier failed: {_describe(exc)}"
+                    reason = f"the copier failed: {describe(exc)}"
                     for lane in self._lanes.values():
                         lane.failure = lane.failure or reason
                 self._cond.notify_all()
@@ -490,7 +490,7 @@ class ContinuousCopier:
             if err is not None:
                 if err.code() == KafkaError._PARTITION_EOF:
                     lane.reached = max(lane.reached, msg.offset())
-                elif err.fatal() or (not err.retriable() and err.code() not in _TRANSIENT):
+                elif err.fatal() or (not err.retriable() and err.code() not in TRANSIENT_CODES):
                     lane.failure = f"{key[0]}/{key[1]}: {err.name()}: {err.str()}"
                 continue
             offset = msg.offset()
@@ -522,7 +522,7 @@ class ContinuousCopier:
                         break
                     poll(0.1)
                 except Exception as exc:
-                    lane.failure = f"record {key[0]}/{key[1]}@{offset} could not be produced: {_describe(exc)}"
+                    lane.failure = f"record {key[0]}/{key[1]}@{offset} could not be produced: {describe(exc)}"
                     break
             if lane.failure is not None:
                 continue
@@ -539,7 +539,7 @@ class ContinuousCopier:
         if err is not None:
             lane.reported.append(-1)
             lane.failure = lane.failure or (
-                f"a record could not be delivered to {msg.topic()}/{msg.partition()}: {_describe(err)}"
+                f"a record could not be delivered to {msg.topic()}/{msg.partition()}: {describe(err)}"
             )
             return
         lane.reported.append(msg.offset())
@@ -553,6 +553,7 @@ KILL_AT_ENV = "DRKIT_TEST_KILL_AT"
 class KillPoint(StrEnum):
     """Where in a batch ``KILL_AT_ENV`` kills the mirror."""
 
+    ACKNOWLEDGED = "acknowledged"  # exactly-once, in the driver: copies acknowledged, transactions not committed
     COPIED = "copied"  # the batch's copies acknowledged by the target, its syncs not written
     SYNCED = "synced"  # its syncs durable in offset_syncs, Spark's commit not written
 

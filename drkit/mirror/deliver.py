@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,8 +59,46 @@ TIMING = bool(os.environ.get("DRKIT_MIRROR_TASK_TIMING"))
 _LOADED = time.monotonic()
 
 
+#: Prefix of the message of a fenced transactional producer (exactly-once: another writer of the same
+#: transactional id started), so the driver can find it in a Spark stack trace and stop, never retry.
+FENCED_MARKER = "DRKIT-FENCED: "
+
+#: How long a transactional producer may take to initialise (fencing) and to commit or abort.
+TRANSACTION_TIMEOUT_SECONDS = 60.0
+
+
 class DeliveryFailed(RuntimeError):
     pass
+
+
+class Fenced(DeliveryFailed):
+    """A newer producer of the same transactional id fenced this one: another mirror of the flow took over.
+    Retrying would fence it in turn, so the mirror stops."""
+
+
+def is_fenced(err: Any) -> bool:
+    """Whether a librdkafka error says a newer producer with the same transactional id exists."""
+    from confluent_kafka import KafkaError
+
+    codes = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
+    try:
+        return err.code() in codes
+    except AttributeError:
+        return False
+
+
+def begin_transactions(producer: Any, transactional_id: str, alias: str) -> None:
+    """Initialise a transactional producer: every older producer of its id is fenced, its open transaction
+    aborted (drkit.core.exactly_once)."""
+    from confluent_kafka import KafkaException
+
+    try:
+        producer.init_transactions(TRANSACTION_TIMEOUT_SECONDS)
+    except KafkaException as exc:
+        raise DeliveryFailed(
+            f"{FAILURE_MARKER}cluster {alias or 'target'}: transactional id {transactional_id} could not be "
+            f"initialised: {describe(exc.args[0])}"
+        ) from None
 
 
 #: Producers kept per process (a Spark Python worker, or the driver when it copies a small batch)
@@ -97,7 +135,8 @@ def _drop(key: str) -> None:
     _PRODUCERS.pop(key, None)
 
 
-def _describe(err: Any) -> str:
+def describe(err: Any) -> str:
+    """A librdkafka error as ``NAME: text``."""
     try:
         return f"{err.name()}: {err.str()}"
     except AttributeError:
@@ -111,16 +150,30 @@ class Copier:
     one source partition's records at a time, in offset order. ``finish`` flushes, checks the pairing
     and returns the batch's ranges as rows of ``OUTPUT_COLUMNS``; any failure raises ``DeliveryFailed``
     and drops the producer, so a retry starts with a fresh one.
+
+    With a ``producer`` given (exactly-once: an initialised transactional producer, not cached here), the
+    copies are one transaction: begun here, committed by ``finish`` after every record was acknowledged
+    (their target offsets are known before the commit), aborted by ``abort``.
     """
 
     def __init__(
-        self, producer_conf: dict[str, Any], topic_map: dict[str, str], source_alias: str, target_alias: str = ""
+        self,
+        producer_conf: dict[str, Any],
+        topic_map: dict[str, str],
+        source_alias: str,
+        target_alias: str = "",
+        producer: Any = None,
     ) -> None:
         self.began = time.monotonic()
         #: Records that were on the target cluster before (an origin header names it) are never copied back.
         self._target_alias = target_alias
         self.skipped = 0
-        self._cache_key, self._producer = _producer(producer_conf, target_alias)
+        self._transactional = producer is not None
+        if producer is None:
+            self._cache_key, self._producer = _producer(producer_conf, target_alias)
+        else:
+            self._cache_key, self._producer = "", producer
+            self._transaction("begin", producer.begin_transaction)
         self._topic_map = topic_map
         self._source_of = {target: source for source, target in topic_map.items()}
         self._origin = origin_prefix(source_alias)
@@ -129,6 +182,8 @@ class Copier:
         self._sizes: dict[tuple[str, int], int] = {}
         self._newest: dict[tuple[str, int], int] = {}
         self.failures: list[str] = []
+        #: the error that said a newer producer of the transactional id exists ("" while none did)
+        self.fenced = ""
         self._unknown_since: float | None = None
         self.produced = 0
         self.waited = 0.0  # time spent waiting for input (the task's profile)
@@ -142,15 +197,42 @@ class Copier:
             at = ups[len(reported)] if len(reported) < len(ups) else "?"
             # A missing ACL says which one (drkit.kafka.authz), not which record met it first.
             refused = refusal(self._target_alias or "target", err, Operation.WRITE, where[0])
+            self._note_fence(err)
             self.failures.append(
                 refused
-                or f"record {source}/{where[1]}@{at} could not be delivered to {where[0]}/{where[1]}: {_describe(err)}"
+                or f"record {source}/{where[1]}@{at} could not be delivered to {where[0]}/{where[1]}: {describe(err)}"
             )
             reported.append(-1)
             return
         reported.append(msg.offset())
 
     def copy(
+        self,
+        topic: str,
+        partition: int,
+        offsets: list[int],
+        keys: list[bytes | None],
+        values: list[bytes | None],
+        stamps: list[int],
+        headers: list[list[tuple[str, bytes | None]] | None] | None,
+    ) -> None:
+        """Produce records of one source partition, in offset order; ``headers[i]`` are record i's own."""
+        from confluent_kafka import KafkaException
+
+        try:
+            self._copy(topic, partition, offsets, keys, values, stamps, headers)
+        except KafkaException as exc:  # a fatal producer error, raised by poll (fenced, for one)
+            self._fatal(exc)
+
+    def _note_fence(self, err: Any) -> None:
+        if not self.fenced and is_fenced(err):
+            self.fenced = describe(err)
+
+    def _fatal(self, exc: Exception) -> None:
+        self._note_fence(exc.args[0])
+        self.failures.append(f"the producer failed: {describe(exc.args[0])}")
+
+    def _copy(
         self,
         topic: str,
         partition: int,
@@ -206,9 +288,10 @@ class Copier:
                     if self._learn_partitions(exc, target):
                         continue
                     ups.pop()
+                    self._note_fence(exc.args[0])
                     failures.append(
                         f"record {topic}/{partition}@{offset} could not be delivered to "
-                        f"{target}/{partition}: {_describe(exc.args[0])}"
+                        f"{target}/{partition}: {describe(exc.args[0])}"
                     )
                     break
             if key is not None:
@@ -241,15 +324,45 @@ class Copier:
         self._producer.poll(0.1)
         return True
 
+    def _transaction(self, step: str, call: Any, *args: Any) -> None:
+        """One step of the copy's transaction; a failure is the copy's (``Fenced`` when fenced)."""
+        from confluent_kafka import KafkaException
+
+        try:
+            call(*args)
+        except KafkaException as exc:
+            self._note_fence(exc.args[0])
+            self.failures.append(f"the transaction could not {step}: {describe(exc.args[0])}")
+            raise self._failure() from None
+
+    def _failure(self) -> DeliveryFailed:
+        if self.fenced:
+            return Fenced(FENCED_MARKER + self.fenced)
+        return DeliveryFailed(FAILURE_MARKER + self.failures[0])
+
     def abort(self) -> None:
-        """Forget this copy: the producer is dropped (a retry gets a fresh one) after a short flush."""
+        """Forget this copy: the producer is dropped (a retry gets a fresh one) after a short flush; a
+        transaction is aborted (its copies are never seen by a read_committed consumer)."""
+        if self._transactional:
+            import contextlib
+
+            with contextlib.suppress(Exception):  # fenced, or the target gone: the next writer aborts it
+                self._producer.abort_transaction(5)
+            return
         _drop(self._cache_key)
         self._producer.flush(5)
 
-    def finish(self, flush_timeout: float = 300.0) -> pa.Table:
-        """Wait for every delivery report; the batch's exact ranges, or ``DeliveryFailed``."""
+    def finish(self, flush_timeout: float = 300.0, before_commit: Callable[[], None] | None = None) -> pa.Table:
+        """Wait for every delivery report; the batch's exact ranges, or ``DeliveryFailed``. A transaction is
+        committed last (``before_commit`` is called first: a test's crash point)."""
+        from confluent_kafka import KafkaException
+
         flush_started = time.monotonic()
-        remaining = self._producer.flush(flush_timeout)
+        try:
+            remaining = self._producer.flush(flush_timeout)
+        except KafkaException as exc:
+            self._fatal(exc)
+            remaining = 0
         if TIMING:
             print(
                 f"DRKIT-TASK pid={os.getpid()} worker_age={time.monotonic() - _LOADED:.1f} {sorted(self._upstream)} "
@@ -262,7 +375,7 @@ class Copier:
             self.failures.append(f"{remaining} records were not acknowledged by the target within {flush_timeout}s")
         if self.failures:
             self.abort()
-            raise DeliveryFailed(FAILURE_MARKER + self.failures[0])
+            raise self._failure()
 
         rows: list[dict[str, Any]] = []  # one per range: few (a partition's gaps), built once
         for (topic, partition), ups in sorted(self._upstream.items()):
@@ -283,8 +396,12 @@ class Copier:
                     )
                 )
             except DeliveryFailed:
-                _drop(self._cache_key)
+                self.abort()
                 raise
+        if self._transactional:
+            if before_commit is not None:
+                before_commit()
+            self._transaction("commit", self._producer.commit_transaction, TRANSACTION_TIMEOUT_SECONDS)
         return pa.Table.from_pylist(rows, schema=COPY_SCHEMA)
 
 

@@ -36,7 +36,7 @@ import pyarrow as pa
 
 from drkit.core.copying import CopySite, executor_id
 from drkit.core.offsets import BatchRanges
-from drkit.mirror.deliver import COPY_SCHEMA, Copier, DeliveryFailed
+from drkit.mirror.deliver import COPY_SCHEMA, Copier, DeliveryFailed, Fenced, new_producer
 from drkit.mirror.reader import BatchReader, ReadFailed, RecordsRemoved, SourceStalled
 
 #: Test only: a file path. The first copy task that finds no file there creates it and fails after
@@ -51,6 +51,7 @@ class TaskFailure(StrEnum):
     RECORDS_REMOVED = "records_removed"
     READ_FAILED = "read_failed"
     STALLED = "stalled"
+    FENCED = "fenced"
 
 
 _RAISED: dict[TaskFailure, type[Exception]] = {
@@ -58,7 +59,21 @@ _RAISED: dict[TaskFailure, type[Exception]] = {
     TaskFailure.RECORDS_REMOVED: RecordsRemoved,
     TaskFailure.READ_FAILED: ReadFailed,
     TaskFailure.STALLED: SourceStalled,
+    TaskFailure.FENCED: Fenced,
 }
+
+
+@dataclass(frozen=True)
+class ExactlyOnceTask:
+    """What an exactly-once copy task needs besides the batch's settings (drkit.mirror.transactions)."""
+
+    flow: str
+    slots: int
+    target_conf: dict[str, Any]  # the target's client settings, for reading copies back
+    tail_from: dict[tuple[str, int], int]  # per source partition: the target offset after its last sync
+
+    def __repr__(self) -> str:  # the target's settings hold secrets
+        return f"ExactlyOnceTask({self.flow}, {self.slots} slots)"
 
 
 @dataclass(frozen=True)
@@ -74,6 +89,7 @@ class CopyTask:
     skip_removed: bool
     local: bool
     fail_once: str = ""  # FAIL_ONCE_ENV's file, tests only
+    exactly_once: ExactlyOnceTask | None = None
 
     def __repr__(self) -> str:  # a task's settings hold secrets: never in a trace or a log line
         return f"CopyTask({self.source_alias} -> {self.target_alias}, {len(self.topic_map)} topics)"
@@ -143,24 +159,66 @@ def copy_partitions(task: CopyTask) -> Callable[[Iterable[BatchRanges]], Iterato
 def copy_ranges(task: CopyTask, ranges: BatchRanges, attempt: int) -> TaskResult:
     """Read ``ranges`` whole and copy them; the result, or the failure detected."""
     site = CopySite(executor_id(os.environ, os.getcwd(), task.local), socket.gethostname(), os.getpid(), attempt, 0, 0)
-    copier = Copier(task.producer_conf, task.topic_map, task.source_alias, task.target_alias)
+    found = COPY_SCHEMA.empty_table()
+    reached: dict[tuple[str, int], int] = {}
+    planned = ranges
+    copier: Copier | None = None
     try:
+        if task.exactly_once is not None:
+            copier, ranges, found, reached = _transactional(task, task.exactly_once, ranges)
+        else:
+            copier = Copier(task.producer_conf, task.topic_map, task.source_alias, task.target_alias)
         read = _reader(task).read(ranges, copier.copy)
-        copied = copier.finish()
+        copied = pa.concat_tables([found, copier.finish()])
     except (DeliveryFailed, RecordsRemoved, ReadFailed, SourceStalled) as exc:
-        copier.abort()
+        if copier is not None:
+            copier.abort()
         kind = next(k for k, cls in _RAISED.items() if type(exc) is cls)
         return TaskResult(site, [], {}, failure=kind, message=str(exc))
     except BaseException:
-        copier.abort()
+        if copier is not None:
+            copier.abort()
         raise
     if task.fail_once and not os.path.exists(task.fail_once):
         with open(task.fail_once, "w") as marker:
             marker.write(f"{site.pid} attempt {attempt}\n")
         raise RuntimeError(f"{FAIL_ONCE_ENV}: copy task failed on purpose after copying (attempt {attempt})")
     records = sum(int(r["record_count"]) for r in copied.to_pylist())
-    site = CopySite(site.executor_id, site.host, site.pid, attempt, len(ranges), records)
-    return TaskResult(site, copied.to_pylist(), dict(read.reached), dict(read.removed), copier.skipped)
+    site = CopySite(site.executor_id, site.host, site.pid, attempt, len(planned), records)
+    return TaskResult(site, copied.to_pylist(), {**reached, **read.reached}, dict(read.removed), copier.skipped)
+
+
+def _transactional(
+    task: CopyTask, eo: ExactlyOnceTask, ranges: BatchRanges
+) -> tuple[Copier, BatchRanges, pa.Table, dict[tuple[str, int], int]]:
+    """An exactly-once task's copier: a fresh producer of its slot's transactional id (a task holds the
+    partitions of one slot), initialised before the task reads back its partitions' committed copies; the
+    ranges left to copy, the copies found, and where the reads of the partitions they complete ended."""
+    from confluent_kafka import Consumer
+
+    from drkit.core.exactly_once import slot_of
+    from drkit.kafka.clients import kafka_logger
+    from drkit.kafka.tail import TAIL_CONSUMER_SETTINGS
+    from drkit.mirror.context import tail_group_id
+    from drkit.mirror.transactions import make_transactional, read_back, slot_conf
+
+    topic, partition = next(iter(sorted(ranges)))
+    conf = slot_conf(task.producer_conf, eo.flow, slot_of(topic, partition, eo.slots))
+    producer = make_transactional(new_producer, conf, task.target_alias)
+    consumer = Consumer(
+        {
+            **eo.target_conf,
+            **TAIL_CONSUMER_SETTINGS,
+            "group.id": tail_group_id(eo.flow),
+            "logger": kafka_logger(task.target_alias, eo.target_conf),
+        }
+    )
+    try:
+        found, rows = read_back(consumer, ranges, eo.tail_from, task.topic_map, task.source_alias, task.target_alias)
+    finally:
+        consumer.close()
+    copier = Copier(conf, task.topic_map, task.source_alias, task.target_alias, producer=producer)
+    return copier, dict(found.ranges), rows, found.reached(ranges)
 
 
 def warm(task: CopyTask) -> Callable[[Iterable[int]], Iterator[int]]:

@@ -27,10 +27,11 @@ returns its ranges to the driver, so what an earlier attempt delivered is an orp
 a sync, as after a failed batch. Failures a task detects (a delivery refused, records removed, a stalled
 source) are returned, not retried, and fail the batch as the driver's own copy would.
 
-Exactly-once (a later mode) fits here without a rewrite: tasks produce with transactional
-producers whose ids derive from (stream id, source partition), fenced on restart; a commit record
-written inside the same Kafka transaction tells a restarted job what was committed, since the
-transaction commits before the syncs are recorded. See docs/design/mirror.md.
+With ``[flows.mirror] delivery = "exactly_once"`` every batch copies its own records, each partition's
+copies in one Kafka transaction of its slot's transactional id (drkit.core.exactly_once,
+drkit.mirror.transactions), committed before step 5; a producer is initialised (fencing older writers)
+before it reads back the committed copies past the last sync, which the batch keeps instead of copying
+them again. A fenced producer means another mirror of the flow took over: the mirror stops in one line.
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ from drkit.core.copying import (
     read_failure_action,
     speculation_refusal,
 )
+from drkit.core.exactly_once import Delivery, Partition, slot_groups
 from drkit.core.incarnation import Renewal
 from drkit.core.offsets import BatchRanges, SourceOffsets
 from drkit.core.outage import FailedBatch, OutageAction, outage_action
@@ -98,8 +100,8 @@ from drkit.mirror.context import (
     source_consumer_settings,
 )
 from drkit.mirror.continuous import KILL_AT_ENV, ContinuousCopier, KillPoint, Taken, ahead_limit, kill_point
-from drkit.mirror.deliver import COPY_SCHEMA, Copier, totals
-from drkit.mirror.executor import FAIL_ONCE_ENV, CopyTask, TaskResult, copy_partitions, warm
+from drkit.mirror.deliver import COPY_SCHEMA, FENCED_MARKER, Copier, DeliveryFailed, Fenced, totals
+from drkit.mirror.executor import FAIL_ONCE_ENV, CopyTask, ExactlyOnceTask, TaskResult, copy_partitions, warm
 from drkit.mirror.failure import explain, failure_message, looks_like_outage, source_unreachable
 from drkit.mirror.heartbeat import HeartbeatWriter
 from drkit.mirror.observer import SourceObserver
@@ -114,6 +116,7 @@ from drkit.mirror.reader import (
     SourceStalled,
 )
 from drkit.mirror.topology import TopologyFollower
+from drkit.mirror.transactions import SlotProducers, read_back
 from drkit.store import files
 from drkit.store.offset_syncs import RANGE_SCHEMA
 
@@ -203,6 +206,20 @@ def registration_refusal(flow: str, source: str, name: str, registered: Iterable
     return None
 
 
+class MirrorFenced(MirrorError):
+    """Another writer of the flow's transactional ids started: this mirror stops (never retries: a retry
+    would fence the other one in turn)."""
+
+
+def fenced_message(flow: str, target: str, cause: str) -> str:
+    """The operator's line for a mirror fenced by a newer one."""
+    return (
+        f"flow {flow}: another mirror of this flow started writing to cluster {target} with the flow's "
+        f"transactional ids and fenced this one ({cause.removeprefix(FENCED_MARKER)[:200]}); this mirror "
+        "stops. Run one mirror per flow"
+    )
+
+
 class MirrorJob:
     """Wires the Spark Kafka source, the delivery tasks and the offset-sync store for one flow."""
 
@@ -236,6 +253,15 @@ class MirrorJob:
         self.reader = BatchReader(self._new_source_consumer, self._read_stall_seconds(), self.skip_removed)
         #: the copier ahead of the batches (drkit.core.continuous.copy_mode): made by ``start``
         self.copier: ContinuousCopier | None = None
+        #: exactly-once: the driver's transactional producers, and per source partition the target offset
+        #: after its last sync (where reading back starts), from the syncs once, then from each batch
+        self.transactions = (
+            SlotProducers(flow.name, flow.mirror.transaction_slots, flow.target)
+            if flow.mirror.delivery is Delivery.EXACTLY_ONCE
+            else None
+        )
+        self._synced_next: dict[Partition, int] | None = None
+        self._batch_id = -1
         self._kill_at = kill_point(os.environ.get(KILL_AT_ENV, ""))
         self.reports: list[BatchReport] = []
         self.source_watch = ClusterWatch(flow.name, "source", flow.source)
@@ -331,7 +357,12 @@ class MirrorJob:
             raise RefusedError(f"flow {self.flow.name}: {refusal}")
         self._once = once
         m = self.flow.mirror
-        mode = copy_mode(is_local_master(self._master()), m.continuous_copy, once, m.driver_copy_max_records)
+        mode = copy_mode(
+            is_local_master(self._master()),
+            m.continuous_copy and self.transactions is None,
+            once,
+            m.driver_copy_max_records,
+        )
         if mode is CopyMode.CONTINUOUS:
             self.copier = ContinuousCopier(
                 self.flow.name,
@@ -340,7 +371,7 @@ class MirrorJob:
                 self.flow.target,
                 ahead=ahead_limit(m.max_offsets_per_trigger),
             )
-        log.info("flow %s: copy mode %s", self.flow.name, mode)
+        log.info("flow %s: copy mode %s, delivery %s", self.flow.name, mode, m.delivery)
         self.syncs.ensure()
         self.observer.start()
         try:
@@ -348,6 +379,7 @@ class MirrorJob:
         except DrkitError as exc:  # the batches report an unreachable cluster, with what to do
             log.warning("flow %s: topology not reconciled at start: %s", self.flow.name, exc)
         self.topology.start()
+        self._fence_writers()
         self._warm_copy_workers()  # after the topology: the producer settings follow the target topics' limits
         self.heartbeats.start()
         files.make_dirs(self.stream_checkpoint.parent)
@@ -363,6 +395,23 @@ class MirrorJob:
             writer = writer.trigger(processingTime=f"{self.flow.mirror.trigger_interval_seconds} seconds")
         self._query = writer.start()
         return self._query
+
+    def _fence_writers(self) -> None:
+        """Exactly-once: initialise every transactional id of the flow before the first batch, so an older
+        writer (another mirror of the flow, a previous process's zombie) is fenced now and stops."""
+        if self.transactions is None:
+            return
+        try:
+            self.transactions.fence_all(self._producer_conf())
+            log.info(
+                "flow %s: exactly-once: %d transactional id(s) initialised on %s; older writers are fenced",
+                self.flow.name,
+                self.transactions.slots,
+                self.flow.target,
+            )
+        except DeliveryFailed as exc:  # the first batch initialises what it uses, and reports what is wrong
+            self.transactions.drop()
+            log.warning("flow %s: transactional ids not initialised at start: %s", self.flow.name, exc)
 
     def _warm_copy_workers(self) -> None:
         """Start the executors' Python workers while the query starts, in the background, where batches may
@@ -412,6 +461,7 @@ class MirrorJob:
     def _process_batch(self, batch: DataFrame, batch_id: int) -> None:
         started = time.monotonic()
         report = BatchReport(batch_id)
+        self._batch_id = batch_id
         stream_id = self.stream_id()
         # Spark replays at most one batch after a restart: the first one this process runs. Later
         # batches are new, so the check (Delta's transaction record, read from the log) is done once per run.
@@ -459,6 +509,7 @@ class MirrorJob:
         report.ranges = self.syncs.write(self.flow.name, stream_id, batch_id, copied.select(RANGE_SCHEMA.names))
         report.syncs_seconds = time.monotonic() - write_started
         self._kill_here(KillPoint.SYNCED, batch_id)
+        self._note_synced(copied)
         metrics.SYNC_WRITE_SECONDS.labels(self.flow.name).observe(report.syncs_seconds)
         report.seconds = time.monotonic() - started
         metrics.MIRROR_RECORDS.labels(self.flow.name).inc(report.records)
@@ -545,7 +596,7 @@ class MirrorJob:
         while True:
             try:
                 return attempt()
-            except BatchAbandoned:
+            except (BatchAbandoned, MirrorFenced):
                 raise
             except Exception as exc:
                 if self._once:
@@ -605,6 +656,10 @@ class MirrorJob:
                 ) from None
             except SourceStalled as exc:  # a copy task's read (the driver's own says so itself)
                 raise ClusterError(source_unreachable(self.flow, self.source.bootstrap_servers, str(exc))) from None
+            except Fenced as exc:
+                raise MirrorFenced(fenced_message(self.flow.name, self.flow.target, str(exc))) from None
+        except MirrorFenced:
+            raise
         except Exception as exc:
             raise explain(self.flow, self.source.bootstrap_servers, exc) from None
 
@@ -619,7 +674,12 @@ class MirrorJob:
     ) -> tuple[pa.Table, MirrorState]:
         """The batch copied by one Spark job (drkit.mirror.executor): no record flows through the driver,
         which gets back each task's ranges, where its reads ended and where it ran."""
-        groups = copy_groups(ranges, self._slots())
+        if self.transactions is not None:
+            # One task per slot (its transactional id); the tasks' producers fence the driver's.
+            groups = tuple(g for _, g in slot_groups(ranges, self.transactions.slots))
+            self.transactions.drop()
+        else:
+            groups = copy_groups(ranges, self._slots())
         report.sites = ()
         if not groups:
             return COPY_SCHEMA.empty_table(), state
@@ -659,6 +719,13 @@ class MirrorJob:
         )
         consumer_conf.pop("logger", None)  # not picklable; the task process makes its own
         producer_conf = {k: v for k, v in producer_conf.items() if k != "logger"}
+        exactly_once = None
+        if self.transactions is not None:
+            target_conf = clients.client_config(self.target, self.flow.target)
+            target_conf.pop("logger", None)
+            exactly_once = ExactlyOnceTask(
+                self.flow.name, self.transactions.slots, target_conf, dict(self._tail_from())
+            )
         return CopyTask(
             consumer_conf,
             producer_conf,
@@ -669,6 +736,7 @@ class MirrorJob:
             self.skip_removed,
             is_local_master(self._master()),
             os.environ.get(FAIL_ONCE_ENV, ""),
+            exactly_once,
         )
 
     def _log_removed(self, removed: dict[tuple[str, int], tuple[int, int]]) -> None:
@@ -706,6 +774,8 @@ class MirrorJob:
 
         A partition whose read ended before the end Spark planned is never committed as copied: the batch
         fails (``fail_on_data_loss``), or the partition is held from where its read stopped."""
+        if self.transactions is not None:
+            return self._copy_in_transactions(ranges, producer_conf, topic_map, state, report)
         copier = Copier(producer_conf, topic_map, self.flow.source, self.flow.target)
         try:
             result = self.reader.read(ranges, copier.copy, self._stopping)
@@ -723,6 +793,82 @@ class MirrorJob:
         except BaseException:
             copier.abort()
             raise
+
+    def _copy_in_transactions(
+        self,
+        ranges: BatchRanges,
+        producer_conf: dict[str, Any],
+        topic_map: dict[str, str],
+        state: MirrorState,
+        report: BatchReport | None,
+    ) -> tuple[pa.Table, MirrorState]:
+        """Exactly-once in the driver: each slot's producer (initialised first) reads back the partitions it
+        has not read since, the batch keeps the committed copies found and copies the rest, one transaction
+        per slot, committed before the syncs. Any failure forgets every producer: the retry fences and reads
+        back again (a slot committed before another failed is found, not copied twice)."""
+        assert self.transactions is not None
+        producers = self.transactions
+        try:
+            unread = producers.unread(ranges, producer_conf)
+            found_rows = COPY_SCHEMA.empty_table()
+            left = ranges
+            if unread:
+                consumer = self.context.clusters.target_tail_consumer(self.flow)
+                try:
+                    found, found_rows = read_back(
+                        consumer, unread, self._tail_from(), topic_map, self.flow.source, self.flow.target
+                    )
+                finally:
+                    consumer.close()
+                producers.mark_read(found, unread)
+                left = {**{k: v for k, v in ranges.items() if k not in unread}, **found.ranges}
+                if found.found:
+                    log.info(
+                        "flow %s: %d record(s) of %d partition(s) were already committed on %s past the last "
+                        "sync: kept, not copied again",
+                        self.flow.name,
+                        sum(len(p) for p in found.found.values()),
+                        len(found.found),
+                        self.flow.target,
+                    )
+            copier = producers.copier(left, producer_conf, topic_map, self.flow.source)
+            try:
+                result = self.reader.read(left, copier.copy, self._stopping)
+                self._log_removed(dict(result.removed))
+                reached = {**{k: until for k, (_, until) in ranges.items() if k not in left}, **result.reached}
+                state = self._settle_short_reads(short_reads(ranges, reached), state)
+                rows = pa.concat_tables([found_rows, copier.finish(self._before_commit)])
+            except BaseException:
+                copier.abort()
+                raise
+            self._log_skipped(copier.skipped)
+        except SourceStalled as exc:
+            producers.drop()
+            raise ClusterError(source_unreachable(self.flow, self.source.bootstrap_servers, str(exc))) from None
+        except BaseException:
+            producers.drop()
+            raise
+        if report is not None:
+            copied = totals(rows).records
+            report.sites = (CopySite(DRIVER_ID, socket.gethostname(), os.getpid(), -1, len(ranges), copied),)
+        return rows, state
+
+    def _before_commit(self) -> None:
+        self._kill_here(KillPoint.ACKNOWLEDGED, self._batch_id)
+
+    def _tail_from(self) -> dict[Partition, int]:
+        """Per source partition, the target offset after its last sync: where reading back starts."""
+        if self._synced_next is None:
+            progress = self.syncs.progress(self.flow.name)
+            self._synced_next = {key: p.last_downstream + 1 for key, p in progress.items()}
+        return self._synced_next
+
+    def _note_synced(self, copied: pa.Table) -> None:
+        if self.transactions is None or self._synced_next is None or not copied.num_rows:
+            return
+        for r in copied.select(["source_topic", "partition", "downstream_last"]).to_pylist():
+            key = (r["source_topic"], r["partition"])
+            self._synced_next[key] = max(self._synced_next.get(key, 0), r["downstream_last"] + 1)
 
     def _settle_short_reads(self, shorts: tuple[ShortRead, ...], state: MirrorState) -> MirrorState:
         """Partitions read short of the planned end are never committed as copied: the batch fails in one

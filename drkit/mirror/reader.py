@@ -228,7 +228,7 @@ class BatchReader:
                                 ]
                             )
                             continue
-                        if err.fatal() or (not err.retriable() and err.code() not in _TRANSIENT):
+                        if err.fatal() or (not err.retriable() and err.code() not in TRANSIENT_CODES):
                             raise ReadFailed(f"{key[0]}/{key[1]}: {err.name()}: {err.str()}")
                         continue
                     until = pending.get(key)
@@ -299,4 +299,4 @@ def _transient_codes() -> frozenset[int]:
 
 
 #: Client errors that are waited out (the stall timeout bounds them), not handed to Spark.
-_TRANSIENT = _transient_codes()
+TRANSIENT_CODES = _transient_codes()

@@ -1,0 +1,235 @@
+"""Exactly-once mirroring on real brokers, a real Spark and real Delta tables, counted record by record with
+a read_committed consumer of the target: SIGKILLs at random points of a large copy, on both copy paths,
+leave 0 missing and 0 duplicated records, syncs that describe exactly the committed copies, and exact
+translations; a second mirror of the flow (another state root) fences the first, which stops in one line,
+and the target holds each record once."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from support.kafka_io import Rec, create_topic, produce, read_all, unique
+from support.mirror_checks import audit_syncs, partition_syncs
+
+from drkit.config import DrkitConfig
+from drkit.core.translate import SyncIndex
+from drkit.mirror.continuous import KILL_AT_ENV, KillPoint
+from drkit.service import Drkit
+
+COPIED_LINE = re.compile(r"batch (\d+) mirrored [1-9]\d* records")
+KEPT_LINE = "past the last sync: kept, not copied again"
+FENCED_LINE = "fenced this one"
+#: Large batches, so that a random kill often lands inside one's copy (its transaction open).
+PER_TRIGGER = 10_000
+
+
+def _toml(path: Path, clusters: dict[str, str], state: Path, topic: str, driver_max: int | None) -> Path:
+    path.write_text(
+        f'[state]\nroot = {json.dumps(str(state))}\n\n[spark]\nmaster = "local[2]"\n'
+        '[spark.conf]\n"spark.ui.enabled" = "false"\n\n'
+        + "".join(f'[clusters.{a}]\nbootstrap_servers = "{bs}"\n\n' for a, bs in clusters.items())
+        + f'[[flows]]\nsource = "A"\ntarget = "B"\ntopics = {{ include = [{json.dumps(topic)}] }}\n'
+        '[flows.mirror]\ndelivery = "exactly_once"\ntrigger_interval_seconds = 0.5\n'
+        f"max_offsets_per_trigger = {PER_TRIGGER}\n"
+        + (f"driver_copy_max_records = {driver_max}\n" if driver_max is not None else "")
+        + "[flows.heartbeats]\ninterval_seconds = 0\n"
+    )
+    return path
+
+
+def _mirror(toml: Path, log_path: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+    with log_path.open("ab") as log:  # a file, not a pipe: a full pipe would block the job
+        return subprocess.Popen(
+            [sys.executable, "-m", "drkit.cli.app", "--verbose", "mirror", "-c", str(toml)],
+            start_new_session=True,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+        )
+
+
+def _wait_for(log_path: Path, seen: int, what: re.Pattern[str], proc: subprocess.Popen[bytes], timeout: float) -> int:
+    """Wait until the log holds more than ``seen`` matches of ``what`` (or the process ended); the count."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and proc.poll() is None:
+        found = len(what.findall(log_path.read_text(errors="replace")))
+        if found > seen:
+            return found
+        time.sleep(0.05)
+    return len(what.findall(log_path.read_text(errors="replace")))
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(30)
+
+
+def _counted(source: list[Rec], target: list[Rec]) -> tuple[int, int]:
+    """(missing, duplicated): source records with no copy, and copies beyond one per source record."""
+    copies = Counter(r.content() for r in target)
+    missing = sum(1 for r in source if not copies[r.content()])
+    return missing, sum(n - 1 for n in copies.values() if n > 1)
+
+
+def _translations_exact(syncs: dict[int, list[Any]], source: list[Rec], target: list[Rec]) -> int:
+    """For committed offsets C across each source partition: a group placed at translate(C) on the target reads
+    exactly the source's records from C on, each once (nothing missed, nothing re-read)."""
+    checked = 0
+    for partition, ranges in syncs.items():
+        index = SyncIndex(ranges)
+        src = [r for r in source if r.partition == partition]
+        tgt = [r for r in target if r.partition == partition]
+        for i in range(0, len(src) + 1, max(1, len(src) // 50)):
+            committed = src[i].offset if i < len(src) else src[-1].offset + 1
+            at = index.translate(committed).offset
+            assert at is not None
+            expected = [r.content() for r in src if r.offset >= committed]
+            got = [r.content() for r in tgt if r.offset >= at]
+            assert got == expected, f"{partition}: a group at {committed} reads {len(got)}, not {len(expected)}"
+            checked += 1
+    return checked
+
+
+def test_sigkills_at_random_points_on_both_copy_paths_leave_each_record_once(
+    clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig], tmp_path: Path
+) -> None:
+    topic, partitions, total = unique("eos-kills"), 3, 360_000
+    create_topic(clusters["A"], topic, partitions)
+    for base in range(0, total, 60_000):  # the producer's queue holds 100,000
+        produce(
+            clusters["A"],
+            topic,
+            [{"partition": i % partitions, "key": b"k%d" % i, "value": b"v%d" % i} for i in range(base, base + 60_000)],
+        )
+    config = make_config(
+        [
+            {
+                "source": "A",
+                "target": "B",
+                "topics": {"include": [topic]},
+                "mirror": {"delivery": "exactly_once", "max_offsets_per_trigger": PER_TRIGGER},
+            }
+        ]
+    )
+    state = config.state_root()
+    paths = {
+        "driver": _toml(tmp_path / "driver.toml", clusters, state, topic, None),
+        "executors": _toml(tmp_path / "executors.toml", clusters, state, topic, 0),
+    }
+    rng = random.Random(int.from_bytes(os.urandom(4), "big"))
+    log_path = tmp_path / "mirror.log"
+    kills: list[str] = []
+    # Ten runs, killed with SIGKILL: the copy path alternates; two runs die right after a batch's transactions
+    # committed and before its syncs (the read-back case), one with its copies acknowledged and its transactions
+    # open (the abort case), the others at a random time after a copied batch.
+    hooks = {2: KillPoint.ACKNOWLEDGED, 3: KillPoint.COPIED, 6: KillPoint.COPIED}
+    for run in range(10):
+        path = "driver" if run % 2 == 0 else "executors"
+        hook = {KILL_AT_ENV: f"{hooks[run]}:0"} if run in hooks else None
+        seen = len(COPIED_LINE.findall(log_path.read_text(errors="replace"))) if log_path.exists() else 0
+        proc = _mirror(paths[path], log_path, hook)
+        try:
+            if hook is None:
+                _wait_for(log_path, seen, COPIED_LINE, proc, 120)
+                delay = rng.uniform(0.0, 1.0)
+                time.sleep(delay)
+                kills.append(f"{path} +{delay:.2f}s")
+            else:
+                proc.wait(120)
+                kills.append(f"{path} at {hooks[run]}")
+        finally:
+            _kill(proc)
+        assert proc.returncode == -signal.SIGKILL, log_path.read_text(errors="replace")[-3000:]
+    text = log_path.read_text(errors="replace")
+    assert "delivery exactly_once" in text and re.search(r"copied by \d+ task", text), text[-2000:]
+    assert KEPT_LINE in text, "no restart found copies committed before their syncs"
+
+    Drkit(config, spark).mirror(None, once=True)  # the rest
+    source, target = read_all(clusters["A"], topic), read_all(clusters["B"], f"A.{topic}")
+    assert len(source) == total
+    missing, duplicated = _counted(source, target)
+    syncs = partition_syncs(spark, config, topic)
+    audit = audit_syncs(syncs, source, target, exact=True)  # the syncs describe exactly the committed copies
+    checked = _translations_exact(syncs, source, target)
+    print(f"kills: {kills}; {missing} missing, {duplicated} duplicated, {checked} translations exact")
+    assert (missing, duplicated) == (0, 0)
+    assert audit.described == total == len(target)
+    # What a read_uncommitted reader sees besides: the copies of the transactions the kills left open, aborted.
+    aborted = len(read_all(clusters["B"], f"A.{topic}", "read_uncommitted")) - total
+    print(f"aborted copies on the target, invisible to read_committed: {aborted}")
+    assert aborted > 0
+
+
+def test_a_second_mirror_of_the_flow_fences_the_first_and_the_target_holds_each_record_once(
+    clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig], tmp_path: Path
+) -> None:
+    topic, partitions, half = unique("eos-two"), 3, 30_000
+    create_topic(clusters["A"], topic, partitions)
+
+    def records(base: int) -> list[dict[str, object]]:
+        return [{"partition": i % partitions, "key": b"k%d" % i, "value": b"v%d" % i} for i in range(base, base + half)]
+
+    produce(clusters["A"], topic, records(0))
+    first = _toml(tmp_path / "first.toml", clusters, tmp_path / "state-first", topic, None)
+    second_config = make_config(
+        [
+            {
+                "source": "A",
+                "target": "B",
+                "topics": {"include": [topic]},
+                "mirror": {"delivery": "exactly_once", "max_offsets_per_trigger": PER_TRIGGER},
+            }
+        ]
+    )
+    second = _toml(tmp_path / "second.toml", clusters, second_config.state_root(), topic, None)
+    log1, log2 = tmp_path / "first.log", tmp_path / "second.log"
+    one = _mirror(first, log1)
+    two: subprocess.Popen[bytes] | None = None
+    try:
+        assert _wait_for(log1, 1, COPIED_LINE, one, 120) > 1, log1.read_text(errors="replace")[-2000:]
+        two = _mirror(second, log2)
+        # The second fences the flow's transactional ids as it starts; records produced after that reach the
+        # first at its next batch, whose transaction is refused: it stops in one line.
+        assert _wait_for(log2, 0, re.compile("older writers are fenced"), two, 120), log2.read_text()[-2000:]
+        produce(clusters["A"], topic, records(half))
+        one.wait(120)
+        text1 = log1.read_text(errors="replace")
+        assert one.returncode not in (0, None) and FENCED_LINE in text1, text1[-3000:]
+        fenced = [line for line in text1.splitlines() if FENCED_LINE in line]
+        print(f"the first mirror stopped with: {fenced[-1][-300:]}")
+        # The second goes on: let it copy everything, then stop it.
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and two.poll() is None:
+            described = sum(r.record_count for rs in partition_syncs(spark, second_config, topic).values() for r in rs)
+            if described >= 2 * half:
+                break
+            time.sleep(0.5)
+        assert two.poll() is None, log2.read_text(errors="replace")[-3000:]
+    finally:
+        _kill(one)
+        if two is not None and two.poll() is None:
+            os.killpg(two.pid, signal.SIGINT)
+            try:
+                two.wait(60)
+            except subprocess.TimeoutExpired:
+                _kill(two)
+    source, target = read_all(clusters["A"], topic), read_all(clusters["B"], f"A.{topic}")
+    missing, duplicated = _counted(source, target)
+    syncs = partition_syncs(spark, second_config, topic)
+    audit = audit_syncs(syncs, source, target, exact=True)
+    print(f"two mirrors: {missing} missing, {duplicated} duplicated, {audit.described} described by the second's syncs")
+    assert (missing, duplicated) == (0, 0)
+    assert len(target) == 2 * half == audit.described
+    assert KEPT_LINE in log2.read_text(errors="replace")  # the second kept what the first had committed
