@@ -155,6 +155,19 @@ class KafkaAdmin:
         finally:
             consumer.close()
 
+    def fence_transactions(self, transactional_ids: Iterable[str]) -> None:
+        """Initialise a producer of each id (fencing its older producers, aborting their open transaction)."""
+        for tid in transactional_ids:
+            producer = clients.producer(
+                self._cluster, self._alias, **{"transactional.id": tid, "enable.idempotence": True, "acks": "all"}
+            )
+            try:
+                producer.init_transactions(max(self.timeout, 30.0))
+            except KafkaException as exc:
+                raise self._fail(f"cannot fence transactional id {tid}", exc, Operation.WRITE) from None
+            finally:
+                producer.flush(0)
+
     def newest_heartbeat(self, topic: str, key: bytes, scan: int = 200) -> HeartbeatCopy | None:
         """The newest heartbeat with ``key`` among the last ``scan`` records of each partition of ``topic``
         (None: the topic does not exist or holds none)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import getpass
+import logging
 import socket
 import threading
 import uuid
@@ -26,6 +27,7 @@ from drkit.config import FlowConfig
 from drkit.core.audit import OperationRecord, OperationStatus, fold, last_apply, to_complete
 from drkit.core.checkpoints import CommittedOffset
 from drkit.core.consistency import TargetDivergence
+from drkit.core.exactly_once import Delivery, transactional_id
 from drkit.core.incarnation import era_indexes
 from drkit.core.lease import decide_lease, open_intents
 from drkit.core.origin import TargetTail, copied_below, copied_through, tail_reads, tail_spans
@@ -53,6 +55,8 @@ from drkit.operate.targets import target_check
 from drkit.runtime import background
 from drkit.runtime.signals import stop_on_signals
 from drkit.store.runs import MirrorFiles
+
+log = logging.getLogger(__name__)
 
 #: Asked with the plan before an apply; False declines (nothing changes).
 Confirm = Callable[[Plan], bool]
@@ -115,7 +119,15 @@ def failover(ctx: OperateContext, request: FailoverRequest, confirm: Confirm | N
         raise
     rpo = measured.result()
     as_of = request.as_of.isoformat() if request.as_of else None
-    return _finish(ctx, plan, names, as_of, request.apply, confirm, admin, started, rpo)
+    fence = mirror_transactional_ids(flow)
+    return _finish(ctx, plan, names, as_of, request.apply, confirm, admin, started, rpo, fence)
+
+
+def mirror_transactional_ids(flow: FlowConfig) -> tuple[str, ...]:
+    """The transactional ids an exactly-once mirror of ``flow`` writes with (none for at-least-once)."""
+    if flow.mirror.delivery is not Delivery.EXACTLY_ONCE:
+        return ()
+    return tuple(transactional_id(flow.name, slot) for slot in range(flow.mirror.transaction_slots))
 
 
 def plan_failover(ctx: OperateContext, request: FailoverRequest) -> Plan:
@@ -361,8 +373,10 @@ def _finish(
     admin: ClusterAdmin,
     started: datetime,
     rpo: RpoReport | None,
+    fence: tuple[str, ...] = (),
 ) -> OperationResult:
-    """Apply when asked and allowed, and record the run in the audit trail whatever happens."""
+    """Apply when asked and allowed, and record the run in the audit trail whatever happens. ``fence``: the
+    transactional ids of an exactly-once mirror writing to the destination, fenced before the commits."""
     confirmed = None
     if plan.ok and apply and confirm is not None:
         confirmed = confirm(plan)
@@ -371,7 +385,7 @@ def _finish(
     if status is not OperationStatus.APPLIED:
         audit.write({"status": status.value, "error": None, "verified": {}})
         return OperationResult(plan, status, audit.id, rpo)
-    return _apply(ctx, plan, admin, audit)
+    return _apply(ctx, plan, admin, audit, fence)
 
 
 @dataclass(frozen=True)
@@ -407,8 +421,15 @@ class _Audit:
         )
 
 
-def _apply(ctx: OperateContext, plan: Plan, admin: ClusterAdmin, audit: _Audit) -> OperationResult:
+def _apply(
+    ctx: OperateContext, plan: Plan, admin: ClusterAdmin, audit: _Audit, fence: tuple[str, ...] = ()
+) -> OperationResult:
     """Record the intent, take the groups' lease, commit what differs in batches, read back, record the outcome.
+
+    ``fence``: an exactly-once mirror's transactional ids, fenced first. A mirror that died with a transaction
+    open holds its target partitions' last stable offset, so the groups (read_committed) would wait for the
+    broker's transaction timeout; fencing aborts it now, and stops that mirror if it still runs. Best effort:
+    a refusal is recorded and logged, and the groups are moved anyway.
 
     From the intent on, SIGINT and SIGTERM only ask the apply to stop between batches: the outcome
     row is always written, naming what was committed and what was not (a rerun completes it).
@@ -445,6 +466,8 @@ def _apply(ctx: OperateContext, plan: Plan, admin: ClusterAdmin, audit: _Audit) 
                     f"{plan.action} {plan.flow}: offsets on {plan.destination} changed since the plan was made{by}, "
                     f"{moved[0]}{more}: nothing was committed; run the command again to see the new plan",
                 )
+            if fence:
+                base |= _fence(admin, plan, fence)
             errors: dict[str, str] = {}
             todo = _changes(plan)
             groups = sorted(todo)
@@ -481,6 +504,22 @@ def _apply(ctx: OperateContext, plan: Plan, admin: ClusterAdmin, audit: _Audit) 
 COMMIT_BATCH_GROUPS = 50
 #: Rows read back from the audit trail to find open intents and the unfinished apply a rerun completes.
 HISTORY_READ = 1000
+
+
+def _fence(admin: ClusterAdmin, plan: Plan, ids: tuple[str, ...]) -> dict[str, Any]:
+    """Fence ``ids`` on the destination (see ``_apply``); what to record of it."""
+    try:
+        admin.fence_transactions(ids)
+    except DrkitError as exc:
+        log.warning(
+            "%s %s: the mirror's transactions were not fenced (%s): a transaction it left open holds its target "
+            "partitions until the broker's transaction timeout",
+            plan.action,
+            plan.flow,
+            exc,
+        )
+        return {"fenced": [], "fence_error": str(exc)}
+    return {"fenced": list(ids)}
 
 
 def _refuse(audit: _Audit, base: dict[str, Any], message: str) -> NoReturn:

@@ -1,4 +1,5 @@
-"""In-memory stand-ins for the ports of ``drkit.core.ports``: clusters, offset-syncs, checkpoints, audit.
+"""In-memory stand-ins for the ports of ``drkit.core.ports``: clusters, offset-syncs, checkpoints, audit;
+and for the mirror's target producer (a confluent-kafka ``Producer``, plain or transactional).
 
 Small on purpose (like httpx's MockTransport): enough state to drive every decision of failover,
 failback and status in milliseconds. They claim nothing about Kafka or Delta; the integration
@@ -7,11 +8,14 @@ tests prove the real adapters against real brokers and tables.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import confluent_kafka
 
 from drkit.config import DrkitConfig, parse_config
 from drkit.core.audit import OperationRecord, fold
@@ -49,6 +53,8 @@ class FakeCluster:
     #: Records with their origins (drkit.core.origin), by partition, in offset order.
     records: dict[TopicPartition, list[TailRecord]] = field(default_factory=dict)
     tail_reads: list[tuple[str, int, int, int]] = field(default_factory=list)
+    #: Transactional ids fenced (exactly-once mirrors' producers), in order.
+    fenced: list[str] = field(default_factory=list)
     #: The newest heartbeat copy per (topic, key) (drkit.core.heartbeat).
     heartbeats: dict[tuple[str, bytes], HeartbeatCopy] = field(default_factory=dict)
     #: The groups of each commit_offsets_many call, and a hook run after each group's commit (to
@@ -86,6 +92,10 @@ class FakeCluster:
     def newest_heartbeat(self, topic: str, key: bytes) -> HeartbeatCopy | None:
         self._check()
         return self.heartbeats.get((topic, key))
+
+    def fence_transactions(self, transactional_ids: Iterable[str]) -> None:
+        self._check()
+        self.fenced.extend(transactional_ids)
 
     def read_tail(self, topic: str, partition: int, start: int, end: int, origin_alias: str) -> TargetTail:
         self._check()
@@ -392,3 +402,175 @@ def mirror_context(config: DrkitConfig, consumer: Any = None) -> Any:
         FakeMirrorSyncs(),
         StateLayout(config.state_root()),
     )
+
+
+# ------------------------------------------------------------------------------ target producer
+
+
+class FakeError:
+    """What librdkafka hands a delivery callback: a KafkaError."""
+
+    def name(self) -> str:
+        return "MSG_SIZE_TOO_LARGE"
+
+    def str(self) -> str:
+        return "Broker: Message size too large"
+
+
+class FakeMessage:
+    """What a delivery callback gets: the target topic and partition, and the offset (-1 on failure)."""
+
+    def __init__(self, topic: str, partition: int, offset: int) -> None:
+        self._topic, self._partition, self._offset = topic, partition, offset
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+
+class FakeProducer:
+    """Assigns downstream offsets per target partition, in produce order; reports on poll/flush.
+
+    ``skip``: downstream offsets never assigned, per (target topic, partition): a gap downstream.
+    ``fail``: values whose delivery report is an error. ``buffer_full``: produce calls that raise
+    BufferError first (the local queue is full).
+    """
+
+    def __init__(
+        self, skip: dict[tuple[str, int], set[int]] | None = None, fail: Iterable[bytes] = (), buffer_full: int = 0
+    ) -> None:
+        self.skip = skip or {}
+        self.fail = set(fail)
+        self.buffer_full = buffer_full
+        self.next: dict[tuple[str, int], int] = defaultdict(int)
+        self.produced: list[dict[str, Any]] = []
+        self.pending: list[tuple[Callable[[Any, Any], None], Any, Any]] = []
+        self.polls = 0
+        self.flushes: list[float] = []
+        #: Partitions (target topic, partition) the producer does not know until ``list_topics`` is called.
+        self.unknown: set[tuple[str, int]] = set()
+        self.lookups: list[str] = []
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> None:
+        self.lookups.append(topic or "")
+        self.unknown = {u for u in self.unknown if u[0] != topic}
+
+    def produce(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        partition: int = -1,
+        on_delivery: Callable[[Any, Any], None] | None = None,
+        timestamp: int = 0,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None:
+        """confluent_kafka.Producer.produce's signature (positional or keyword)."""
+        assert on_delivery is not None
+        if self.buffer_full:
+            self.buffer_full -= 1
+            raise BufferError("Local: Queue full")
+        if (topic, partition) in self.unknown:
+            raise confluent_kafka.KafkaException(
+                confluent_kafka.KafkaError(confluent_kafka.KafkaError._UNKNOWN_PARTITION)
+            )
+        self.produced.append(
+            {
+                "topic": topic,
+                "partition": partition,
+                "key": key,
+                "value": value,
+                "timestamp": timestamp,
+                "headers": headers,
+            }
+        )
+        if value in self.fail:
+            self.pending.append((on_delivery, FakeError(), FakeMessage(topic, partition, -1)))
+            return
+        where = (topic, partition)
+        while self.next[where] in self.skip.get(where, set()):
+            self.next[where] += 1
+        self.pending.append((on_delivery, None, FakeMessage(topic, partition, self.next[where])))
+        self.next[where] += 1
+
+    def _report(self) -> int:
+        pending, self.pending = self.pending, []
+        for callback, err, msg in pending:
+            callback(err, msg)
+        return len(pending)
+
+    def poll(self, timeout: float) -> int:
+        self.polls += 1
+        return self._report()
+
+    def flush(self, timeout: float) -> int:
+        self.flushes.append(timeout)
+        self._report()
+        return 0
+
+
+class FakeTransactionalProducer(FakeProducer):
+    """A transactional producer: ``FakeProducer`` plus the transaction calls, every call recorded by name in
+    ``calls`` (in order). ``raise_on``: method name -> the exception that call raises (every time: librdkafka's
+    fatal errors stay). ``errors``: values whose delivery report is the given error (a KafkaError, say)."""
+
+    def __init__(
+        self,
+        conf: Mapping[str, Any] | None = None,
+        errors: Mapping[bytes, Any] | None = None,
+        raise_on: Mapping[str, BaseException] | None = None,
+    ) -> None:
+        super().__init__()
+        self.conf = dict(conf or {})
+        self.errors = dict(errors or {})
+        self.raise_on = dict(raise_on or {})
+        self.calls: list[str] = []
+
+    def _call(self, name: str) -> None:
+        self.calls.append(name)
+        exc = self.raise_on.get(name)
+        if exc is not None:
+            raise exc
+
+    def init_transactions(self, timeout: float = -1) -> None:
+        self._call("init_transactions")
+
+    def begin_transaction(self) -> None:
+        self._call("begin_transaction")
+
+    def commit_transaction(self, timeout: float = -1) -> None:
+        self._call("commit_transaction")
+
+    def abort_transaction(self, timeout: float = -1) -> None:
+        self._call("abort_transaction")
+
+    def produce(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        partition: int = -1,
+        on_delivery: Callable[[Any, Any], None] | None = None,
+        timestamp: int = 0,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None:
+        self._call("produce")
+        assert on_delivery is not None
+        if value is not None and value in self.errors:
+            self.produced.append({"topic": topic, "partition": partition, "key": key, "value": value})
+            self.pending.append((on_delivery, self.errors[value], FakeMessage(topic, partition, -1)))
+            return
+        super().produce(topic, value, key, partition, on_delivery, timestamp=timestamp, headers=headers)
+
+    def poll(self, timeout: float) -> int:
+        self._call("poll")
+        return super().poll(timeout)
+
+    def flush(self, timeout: float) -> int:
+        self._call("flush")
+        return super().flush(timeout)

@@ -12,6 +12,8 @@ import confluent_kafka
 import pyarrow as pa
 import pytest
 
+from support.fakes import FakeProducer
+
 from drkit.core.origin import origin_of
 from drkit.mirror import deliver
 from drkit.mirror.deliver import COPY_SCHEMA, FAILURE_MARKER, Copier, DeliveryFailed
@@ -102,113 +104,6 @@ def deliver_batches(
         yield from out.to_batches() or [pa.RecordBatch.from_pylist([], schema=out.schema)]
 
     return run
-
-
-class FakeError:
-    """What librdkafka hands a delivery callback: a KafkaError."""
-
-    def name(self) -> str:
-        return "MSG_SIZE_TOO_LARGE"
-
-    def str(self) -> str:
-        return "Broker: Message size too large"
-
-
-class FakeMessage:
-    """What a delivery callback gets: the target topic and partition, and the offset (-1 on failure)."""
-
-    def __init__(self, topic: str, partition: int, offset: int) -> None:
-        self._topic, self._partition, self._offset = topic, partition, offset
-
-    def topic(self) -> str:
-        return self._topic
-
-    def partition(self) -> int:
-        return self._partition
-
-    def offset(self) -> int:
-        return self._offset
-
-
-class FakeProducer:
-    """Assigns downstream offsets per target partition, in produce order; reports on poll/flush.
-
-    ``skip``: downstream offsets never assigned, per (target topic, partition): a gap downstream.
-    ``fail``: values whose delivery report is an error. ``buffer_full``: produce calls that raise
-    BufferError first (the local queue is full).
-    """
-
-    def __init__(
-        self, skip: dict[tuple[str, int], set[int]] | None = None, fail: Iterable[bytes] = (), buffer_full: int = 0
-    ) -> None:
-        self.skip = skip or {}
-        self.fail = set(fail)
-        self.buffer_full = buffer_full
-        self.next: dict[tuple[str, int], int] = defaultdict(int)
-        self.produced: list[dict[str, Any]] = []
-        self.pending: list[tuple[Callable[[Any, Any], None], Any, Any]] = []
-        self.polls = 0
-        self.flushes: list[float] = []
-        #: Partitions (target topic, partition) the producer does not know until ``list_topics`` is called.
-        self.unknown: set[tuple[str, int]] = set()
-        self.lookups: list[str] = []
-
-    def list_topics(self, topic: str | None = None, timeout: float = -1) -> None:
-        self.lookups.append(topic or "")
-        self.unknown = {u for u in self.unknown if u[0] != topic}
-
-    def produce(
-        self,
-        topic: str,
-        value: bytes | None = None,
-        key: bytes | None = None,
-        partition: int = -1,
-        on_delivery: Callable[[Any, Any], None] | None = None,
-        timestamp: int = 0,
-        headers: list[tuple[str, bytes]] | None = None,
-    ) -> None:
-        """confluent_kafka.Producer.produce's signature (positional or keyword)."""
-        assert on_delivery is not None
-        if self.buffer_full:
-            self.buffer_full -= 1
-            raise BufferError("Local: Queue full")
-        if (topic, partition) in self.unknown:
-            raise confluent_kafka.KafkaException(
-                confluent_kafka.KafkaError(confluent_kafka.KafkaError._UNKNOWN_PARTITION)
-            )
-        self.produced.append(
-            {
-                "topic": topic,
-                "partition": partition,
-                "key": key,
-                "value": value,
-                "timestamp": timestamp,
-                "headers": headers,
-            }
-        )
-        if value in self.fail:
-            self.pending.append((on_delivery, FakeError(), FakeMessage(topic, partition, -1)))
-            return
-        where = (topic, partition)
-        while self.next[where] in self.skip.get(where, set()):
-            self.next[where] += 1
-        self.pending.append((on_delivery, None, FakeMessage(topic, partition, self.next[where])))
-        self.next[where] += 1
-
-    def _report(self) -> int:
-        pending, self.pending = self.pending, []
-        for callback, err, msg in pending:
-            callback(err, msg)
-        return len(pending)
-
-    def poll(self, timeout: float) -> int:
-        self.polls += 1
-        return self._report()
-
-    def flush(self, timeout: float) -> int:
-        self.flushes.append(timeout)
-        self._report()
-        return 0
 
 
 Record = tuple[str, int, int, bytes | None, bytes | None]  # topic, partition, offset, key, value

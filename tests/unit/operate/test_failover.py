@@ -19,7 +19,7 @@ from drkit.core.origin import TailRecord
 from drkit.core.plan import Plan, RefusalReason
 from drkit.core.status import EndsObservation, EndsSource
 from drkit.core.translate import Position
-from drkit.errors import RefusedError
+from drkit.errors import ClusterError, RefusedError
 from drkit.layout import JobKind
 from drkit.operate.failover import FailbackRequest, FailoverRequest, failback, failover
 from drkit.store.runs import RunFiles, TranslatorRun
@@ -394,3 +394,47 @@ def test_no_unsynced_records_reads_no_tail_and_keeps_the_synced_end(w: World) ->
     assert result.plan.commits()["billing"][("A.orders", 0)] == 100
     assert result.plan.moves[0].position is Position.PAST_END
     assert w.b.tail_reads == []
+
+
+def _exactly_once(tmp_path: Path, w: World) -> World:
+    """``w``'s clusters and tables with flow A->B mirrored exactly-once through 3 transactional ids."""
+    flows = [
+        {"source": "A", "target": "B", "mirror": {"delivery": "exactly_once", "transaction_slots": 3}},
+        {"source": "B", "target": "A"},
+    ]
+    w.config = two_cluster_config(tmp_path, flows=flows)
+    return w
+
+
+def test_an_applied_failover_fences_the_exactly_once_mirrors_transactional_ids_first(tmp_path: Path, w: World) -> None:
+    w = _exactly_once(tmp_path, w)
+    failover(w.context, request())
+    assert w.b.fenced == []  # a dry run changes nothing
+    result = failover(w.context, request(apply=True))
+    assert result.status is OperationStatus.APPLIED
+    ids = ["drkit-mirror.A->B.0", "drkit-mirror.A->B.1", "drkit-mirror.A->B.2"]
+    assert w.b.fenced == ids and w.a.fenced == []
+    assert w.operations.records[-1].result["fenced"] == ids
+
+
+def test_an_at_least_once_mirror_has_nothing_to_fence(w: World) -> None:
+    failover(w.context, request(apply=True))
+    assert w.b.fenced == [] and "fenced" not in w.operations.records[-1].result
+
+
+def test_a_fence_the_target_refuses_is_recorded_and_the_groups_move_anyway(
+    tmp_path: Path, w: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    w = _exactly_once(tmp_path, w)
+
+    def refuse(ids: object) -> None:
+        raise ClusterError(
+            "cluster B: cannot fence transactional id drkit-mirror.A->B.0: TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
+        )
+
+    monkeypatch.setattr(w.b, "fence_transactions", refuse)
+    result = failover(w.context, request(apply=True))
+    assert result.status is OperationStatus.APPLIED
+    assert w.b.commits == [("billing", {("A.orders", 0): 40, ("A.orders", 1): 30})]
+    outcome = w.operations.records[-1].result
+    assert outcome["fenced"] == [] and "AUTHORIZATION" in outcome["fence_error"]
