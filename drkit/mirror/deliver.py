@@ -95,9 +95,15 @@ def begin_transactions(producer: Any, transactional_id: str, alias: str) -> None
     try:
         producer.init_transactions(TRANSACTION_TIMEOUT_SECONDS)
     except KafkaException as exc:
+        refused = refusal(alias or "target", exc, Operation.WRITE)
         raise DeliveryFailed(
-            f"{FAILURE_MARKER}cluster {alias or 'target'}: transactional id {transactional_id} could not be "
-            f"initialised: {describe(exc.args[0])}"
+            FAILURE_MARKER
+            + (
+                f"{refused} (transactional id {transactional_id})"
+                if refused
+                else f"cluster {alias or 'target'}: transactional id {transactional_id} could not be "
+                f"initialised: {describe(exc.args[0])}"
+            )
         ) from None
 
 
@@ -173,7 +179,6 @@ class Copier:
             self._cache_key, self._producer = _producer(producer_conf, target_alias)
         else:
             self._cache_key, self._producer = "", producer
-            self._transaction("begin", producer.begin_transaction)
         self._topic_map = topic_map
         self._source_of = {target: source for source, target in topic_map.items()}
         self._origin = origin_prefix(source_alias)
@@ -187,6 +192,8 @@ class Copier:
         self._unknown_since: float | None = None
         self.produced = 0
         self.waited = 0.0  # time spent waiting for input (the task's profile)
+        if self._transactional:
+            self._transaction("begin", self._producer.begin_transaction)
 
     def _on_delivery(self, err: Any, msg: Any) -> None:
         where = (msg.topic(), msg.partition())

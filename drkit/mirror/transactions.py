@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from drkit.core.exactly_once import Partition, Resume, resume, slot_of, transactional_id
 from drkit.core.offsets import BatchRanges
+from drkit.core.origin import TAIL_READ_LIMIT
 from drkit.kafka.tail import read_tail
 from drkit.mirror.deliver import (
     COPY_SCHEMA,
@@ -50,23 +51,30 @@ def read_back(
     (``tail_from``: the target offset after it; 0 when none): what is left to copy, and the found copies
     as :data:`COPY_SCHEMA` rows. To be called only after the partitions' producers were initialised."""
     tails: dict[Partition, list[tuple[int | None, int]]] = {}
-    for topic, partition in sorted(ranges):
-        start = tail_from.get((topic, partition), 0)
-        tail = read_tail(
-            consumer,
-            target_alias,
-            topic_map[topic],
-            partition,
-            start,
-            start + 10**15,
-            source_alias,
-            READ_BACK_SECONDS,
-        )
-        tails[(topic, partition)] = [(r.upstream, r.downstream) for r in tail.records]
+    for (topic, partition), (_, until) in sorted(ranges.items()):
+        position = tail_from.get((topic, partition), 0)
+        pairs: list[tuple[int | None, int]] = []
+        tails[(topic, partition)] = pairs
+        while True:  # a read stops after TAIL_READ_LIMIT records: go on while the range's copies may go on
+            tail = read_tail(
+                consumer,
+                target_alias,
+                topic_map[topic],
+                partition,
+                position,
+                position + TAIL_READ_LIMIT,
+                source_alias,
+                READ_BACK_SECONDS,
+            )
+            pairs.extend((r.upstream, r.downstream) for r in tail.records)
+            origins = [r.upstream for r in tail.records if r.upstream is not None]
+            if tail.end < position + TAIL_READ_LIMIT or (origins and max(origins) >= until - 1):
+                break
+            position = tail.end
     found = resume(ranges, tails)
     rows: list[dict[str, Any]] = []
-    for (topic, partition), pairs in sorted(found.found.items()):
-        ups, downs = [u for u, _ in pairs], [d for _, d in pairs]
+    for (topic, partition), kept in sorted(found.found.items()):
+        ups, downs = [u for u, _ in kept], [d for _, d in kept]
         rows.extend(fold_ranges(topic, topic_map[topic], partition, ups, downs, 0, 0))
     return found, pa.Table.from_pylist(rows, schema=COPY_SCHEMA)
 
@@ -210,7 +218,7 @@ class SlotCopier:
                 tables.append(pending[0].finish(before_commit=before_commit))
                 pending.pop(0)
         except BaseException:
-            for copier in pending[1:]:
+            for copier in pending:  # the one that failed, and those not committed yet
                 copier.abort()
             raise
         return pa.concat_tables(tables) if tables else COPY_SCHEMA.empty_table()

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from drkit.config import MASK, is_secret_key, load_config, masked_dump, parse_config
+from drkit.core.exactly_once import TRANSACTION_SLOTS, Delivery
 from drkit.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[3]
@@ -121,6 +122,16 @@ properties = { "request.timeout.ms" = 30000, "enable.ssl.certificate.verificatio
         "request.timeout.ms": "30000",
         "enable.ssl.certificate.verification": "false",
     }
+
+
+def test_exactly_once_delivery_and_its_slots(tmp_path: Path) -> None:
+    default = load_config(write_toml(tmp_path, ONE_FLOW)).flows[0].mirror
+    assert default.delivery is Delivery.AT_LEAST_ONCE
+    assert default.transaction_slots == TRANSACTION_SLOTS
+    text = ONE_FLOW + '\n[flows.mirror]\ndelivery = "exactly_once"\ntransaction_slots = 7\n'
+    mirror = load_config(write_toml(tmp_path, text, "eo.toml")).flows[0].mirror
+    assert mirror.delivery is Delivery.EXACTLY_ONCE
+    assert mirror.transaction_slots == 7
 
 
 # --- bad configs: one exact message each, naming the file and the key ---------------------------------
@@ -306,6 +317,27 @@ BAD_CONFIGS = [
         ONE_FLOW + "\n[flows.mirror.producer]\nenable.idempotence = false\n",
         "flows[0].mirror.producer: 'enable.idempotence' is set by drkit for no-loss delivery and cannot be overridden",
         id="producer-idempotence-dotted-key",
+    ),
+    pytest.param(
+        # Each slot's transactional id is drkit's (drkit.core.exactly_once): one id per partition, everywhere.
+        ONE_FLOW + 'mirror.producer = { "transactional.id" = "x" }\n',
+        "flows[0].mirror.producer: 'transactional.id' is set by drkit for no-loss delivery and cannot be overridden",
+        id="producer-transactional-id",
+    ),
+    pytest.param(
+        ONE_FLOW + '\n[flows.mirror]\ndelivery = "exactly-once"\n',
+        "flows[0].mirror.delivery: input should be 'at_least_once' or 'exactly_once'",
+        id="unknown-delivery",
+    ),
+    pytest.param(
+        ONE_FLOW + "mirror.transaction_slots = 0\n",
+        "flows[0].mirror.transaction_slots: input should be greater than or equal to 1",
+        id="no-transaction-slots",
+    ),
+    pytest.param(
+        ONE_FLOW + "mirror.transaction_slots = 1025\n",
+        "flows[0].mirror.transaction_slots: input should be less than or equal to 1024",
+        id="too-many-transaction-slots",
     ),
     pytest.param(
         ONE_FLOW + 'mirror.consumer = { "group.id" = "mine" }\n',

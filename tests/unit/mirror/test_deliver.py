@@ -11,7 +11,6 @@ from typing import Any
 import confluent_kafka
 import pyarrow as pa
 import pytest
-
 from support.fakes import FakeProducer
 
 from drkit.core.origin import origin_of
