@@ -23,12 +23,15 @@ from drkit.kafka.authz import Operation, denied
 #: timeout, and a tail is mostly smaller than a chunk (1 s per partition made a failover's RTO seconds longer).
 TAIL_READ_WAIT_SECONDS = 0.05
 
-#: The consumer settings a tail reader needs (with a group id the caller names).
+#: The consumer settings a tail reader needs (with a group id the caller names). The broker holds a fetch at
+#: the partition's end for ``fetch.wait.max.ms`` before it answers empty, and the end is known only then: 500 ms
+#: by default, per partition read.
 TAIL_CONSUMER_SETTINGS: dict[str, Any] = {
     "isolation.level": "read_committed",
     "enable.partition.eof": True,
     "enable.auto.commit": False,
     "auto.offset.reset": "earliest",
+    "fetch.wait.max.ms": 10,
 }
 
 
@@ -80,3 +83,57 @@ def read_tail(
 def _header_list(headers: object) -> list[tuple[str, bytes | str | None]]:
     """confluent-kafka gives a record's headers as a list of pairs (or None); never a dict when read."""
     return list(headers) if isinstance(headers, list) else []
+
+
+def read_copies(
+    consumer: Any,
+    alias: str,
+    wanted: dict[tuple[str, int], tuple[int, int]],
+    origin_alias: str,
+    timeout: float,
+) -> tuple[dict[tuple[str, int], list[tuple[int | None, int]]], frozenset[tuple[str, int]]]:
+    """The committed records of several target partitions at once, as (origin on ``origin_alias`` or None,
+    target offset), in target order; and the partitions whose read ended at a copy of their end origin,
+    before the partition's end (more may follow). ``wanted``: per (target topic, partition), where to start
+    and the source offset whose copy ends the read (the read also ends at the partition's last stable
+    offset). A partition with nothing at or after its start (its high watermark) is not fetched at all."""
+    out: dict[tuple[str, int], list[tuple[int | None, int]]] = {key: [] for key in wanted}
+    cut: set[tuple[str, int]] = set()
+    pending: dict[tuple[str, int], int] = {}
+    try:
+        for (topic, partition), (start, stop_origin) in wanted.items():
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=timeout)
+            if high > start:
+                pending[(topic, partition)] = stop_origin
+        if not pending:
+            return out, frozenset()
+        consumer.assign([TopicPartition(t, p, wanted[(t, p)][0]) for t, p in pending])
+        deadline = time.monotonic() + timeout
+        while pending:
+            if time.monotonic() > deadline:
+                t, p = next(iter(pending))
+                raise ClusterError(f"cluster {alias}: {t}/{p}: reading its records back took over {timeout:.0f}s")
+            for message in consumer.consume(1000, timeout=TAIL_READ_WAIT_SECONDS):
+                key = (message.topic(), message.partition())
+                if key not in pending:
+                    continue
+                error = message.error()
+                if error is not None:
+                    if error.code() == KafkaError._PARTITION_EOF:
+                        del pending[key]
+                        continue
+                    refused = denied(alias, error, Operation.READ, key[0])
+                    raise refused or ClusterError(f"cluster {alias}: cannot read {key[0]}/{key[1]}: {error}")
+                offset = message.offset()
+                if offset is None:
+                    continue
+                origin = origin_of(_header_list(message.headers()), origin_alias)
+                out[key].append((origin, offset))
+                if origin is not None and origin >= pending[key]:
+                    del pending[key]
+                    cut.add(key)
+    except KafkaException as exc:
+        t, p = next(iter(wanted))
+        refused = denied(alias, exc, Operation.READ, t)
+        raise refused or ClusterError(f"cluster {alias}: cannot read {t}/{p}: {exc.args[0]}") from None
+    return out, frozenset(cut)

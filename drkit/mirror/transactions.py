@@ -22,8 +22,7 @@ import pyarrow as pa
 
 from drkit.core.exactly_once import Partition, Resume, resume, slot_of, transactional_id
 from drkit.core.offsets import BatchRanges
-from drkit.core.origin import TAIL_READ_LIMIT
-from drkit.kafka.tail import read_tail
+from drkit.kafka.tail import read_copies
 from drkit.mirror.deliver import (
     COPY_SCHEMA,
     FAILURE_MARKER,
@@ -35,8 +34,8 @@ from drkit.mirror.deliver import (
     new_producer,
 )
 
-#: How long reading back one partition may take.
-READ_BACK_SECONDS = 30.0
+#: How long reading back a batch's partitions may take.
+READ_BACK_SECONDS = 60.0
 
 
 def read_back(
@@ -50,28 +49,17 @@ def read_back(
     """The committed copies of ``ranges`` already on the target past each partition's last sync
     (``tail_from``: the target offset after it; 0 when none): what is left to copy, and the found copies
     as :data:`COPY_SCHEMA` rows. To be called only after the partitions' producers were initialised."""
-    tails: dict[Partition, list[tuple[int | None, int]]] = {}
-    for (topic, partition), (_, until) in sorted(ranges.items()):
-        position = tail_from.get((topic, partition), 0)
-        pairs: list[tuple[int | None, int]] = []
-        tails[(topic, partition)] = pairs
-        while True:  # a read stops after TAIL_READ_LIMIT records: go on while the range's copies may go on
-            tail = read_tail(
-                consumer,
-                target_alias,
-                topic_map[topic],
-                partition,
-                position,
-                position + TAIL_READ_LIMIT,
-                source_alias,
-                READ_BACK_SECONDS,
-            )
-            pairs.extend((r.upstream, r.downstream) for r in tail.records)
-            origins = [r.upstream for r in tail.records if r.upstream is not None]
-            if tail.end < position + TAIL_READ_LIMIT or (origins and max(origins) >= until - 1):
-                break
-            position = tail.end
+    wanted = {
+        (topic_map[topic], partition): (tail_from.get((topic, partition), 0), until - 1)
+        for (topic, partition), (_, until) in ranges.items()
+    }
+    read, cut = read_copies(consumer, target_alias, wanted, source_alias, READ_BACK_SECONDS)
+    tails = {(topic, partition): read[(topic_map[topic], partition)] for topic, partition in ranges}
     found = resume(ranges, tails)
+    # A read that ended at the range's last copy did not see what follows it: read again before the next batch.
+    cut_short = {(topic, partition) for topic, partition in ranges if (topic_map[topic], partition) in cut}
+    if cut_short - found.again:
+        found = Resume(found.ranges, found.found, found.again | cut_short)
     rows: list[dict[str, Any]] = []
     for (topic, partition), kept in sorted(found.found.items()):
         ups, downs = [u for u, _ in kept], [d for _, d in kept]

@@ -14,8 +14,10 @@ Modes (drkit's ``[flows.mirror]``): ``at_least_once`` (the default: the continuo
 
 * **Backlog.** ``--records`` records of ``--size`` bytes are produced to a fresh 12-partition topic before the
   mirror starts. A ``read_committed`` consumer of the target reads it from the start; the copy rate is the
-  records over the time between the first and the last record it received (start-up is not in it). It also
-  counts, by the sequence number each value starts with, the records missing and received twice.
+  records over the time from the first copy's append on the target (its LogAppendTime) to when the consumer
+  received the last record: start-up is not in it, and a record counts only once a read_committed consumer
+  can see it (an exactly-once batch's records all become visible at its commit). It also counts, by the
+  sequence number each value starts with, the records missing and received twice.
 * **Steady state.** A fresh topic, a mirror started and caught up, ``--warmup-seconds`` of unmeasured load,
   then ``--rate`` records/s of 1 KB for ``--step-seconds``, each value holding its send time. Latency = when the
   ``read_committed`` consumer received a record minus its send time: what a consumer of the target waits,
@@ -72,7 +74,8 @@ class Reader(threading.Thread):
             }
         )
         self.consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-        self.arrived: list[tuple[int, float, float]] = []  # (value's first 8 bytes, wall time, monotonic time)
+        #: (the value's first 8 bytes, wall time received, the record's append time on the target in s)
+        self.arrived: list[tuple[int, float, float]] = []
         self.stop = threading.Event()
 
     def run(self) -> None:
@@ -81,7 +84,8 @@ class Reader(threading.Thread):
                 for msg in self.consumer.consume(500, 0.005):  # returns at 500 records or 5 ms: at most 5 ms added
                     if msg.error() or msg.value() is None:
                         continue
-                    self.arrived.append((int.from_bytes(msg.value()[:8], "big"), time.time(), time.monotonic()))
+                    appended = msg.timestamp()[1] / 1000
+                    self.arrived.append((int.from_bytes(msg.value()[:8], "big"), time.time(), appended))
         finally:
             self.consumer.close()
 
@@ -124,8 +128,9 @@ def backlog(mode: str, records: int, size: int, a: str, b: str, work: Path, time
     if len(distinct) < records:
         result["error"] = f"{len(distinct)} of {records} received within {timeout:g}s"
         return result
-    times = [t for _, _, t in reader.arrived]
-    span = max(max(times) - min(times), 0.001)
+    first_append = min(a for _, _, a in reader.arrived)
+    last_seen = max(w for _, w, _ in reader.arrived)
+    span = max(last_seen - first_append, 0.001)
     result.update({"copy_seconds": round(span, 3), "records_per_s": round(records / span)})
     return result
 
@@ -210,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--base-port", type=int, default=49292, help="broker port of A; B gets base+10")
     p.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of " + ",".join(MODES))
-    p.add_argument("--records", type=int, default=100_000)
+    p.add_argument("--records", type=int, default=200_000)
     p.add_argument("--size", type=int, default=1000)
     p.add_argument("--repetitions", type=int, default=2)
     p.add_argument("--rate", type=int, default=5000)

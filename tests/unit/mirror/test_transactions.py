@@ -323,9 +323,17 @@ def test_skipped_records_are_summed_over_the_slots() -> None:
 
 
 class Msg:
-    def __init__(self, offset: int, headers: list[tuple[str, bytes]] | None = None, eof: bool = False) -> None:
-        self._offset, self._headers = offset, headers
+    def __init__(
+        self, key: tuple[str, int], offset: int, headers: list[tuple[str, bytes]] | None = None, eof: bool = False
+    ) -> None:
+        self._key, self._offset, self._headers = key, offset, headers
         self._error = KafkaError(KafkaError._PARTITION_EOF) if eof else None
+
+    def topic(self) -> str:
+        return self._key[0]
+
+    def partition(self) -> int:
+        return self._key[1]
 
     def error(self) -> KafkaError | None:
         return self._error
@@ -339,26 +347,41 @@ class Msg:
 
 class TargetConsumer:
     """A read_committed consumer of the target: per partition, the committed records (offset, origin header
-    value or None) and the partition's end; ``consume`` hands out what follows the assigned offset, then EOF."""
+    value or None), a transaction marker after them, then EOF; ``consume`` hands out the assigned partitions'
+    records interleaved, as a consumer of several partitions does."""
 
     def __init__(self, records: dict[tuple[str, int], list[tuple[int, bytes | None]]]) -> None:
         self.records = records
         self.assigned: list[tuple[str, int, int]] = []
-        self._queue: list[Msg] = []
+        self.asked_ends: list[tuple[str, int]] = []
+        self._queues: list[list[Msg]] = []
+
+    def _end(self, key: tuple[str, int]) -> int:
+        held = self.records.get(key, [])
+        return max(o for o, _ in held) + 2 if held else 0  # a marker after the last record
+
+    def get_watermark_offsets(self, tp: Any, timeout: float) -> tuple[int, int]:
+        self.asked_ends.append((tp.topic, tp.partition))
+        return 0, self._end((tp.topic, tp.partition))
 
     def assign(self, tps: list[Any]) -> None:
-        assert len(tps) == 1
-        tp = tps[0]
-        self.assigned.append((tp.topic, tp.partition, tp.offset))
-        held = self.records.get((tp.topic, tp.partition), [])
-        end = max([tp.offset, *(o + 1 for o, _ in held)])
-        self._queue = [
-            Msg(o, [("trace", b"x"), ("drkit.origin", v)] if v is not None else None) for o, v in held if o >= tp.offset
-        ]
-        self._queue.append(Msg(end + 1, eof=True))  # a marker ends the partition
+        for tp in tps:
+            key = (tp.topic, tp.partition)
+            self.assigned.append((tp.topic, tp.partition, tp.offset))
+            held = self.records.get(key, [])
+            queue = [
+                Msg(key, o, [("trace", b"x"), ("drkit.origin", v)] if v is not None else None)
+                for o, v in held
+                if o >= tp.offset
+            ]
+            self._queues.append([*queue, Msg(key, self._end(key), eof=True)])
 
     def consume(self, num_messages: int, timeout: float) -> list[Msg]:
-        out, self._queue = self._queue[:num_messages], self._queue[num_messages:]
+        out: list[Msg] = []
+        while len(out) < num_messages and any(self._queues):
+            for queue in self._queues:  # one message of each partition in turn
+                if queue and len(out) < num_messages:
+                    out.append(queue.pop(0))
         return out
 
 
@@ -379,10 +402,12 @@ def test_read_back_keeps_the_committed_copies_past_the_last_sync() -> None:
     )
     ranges: BatchRanges = {("orders", 0): (10, 20), ("orders", 1): (5, 8), ("users", 0): (0, 3)}
     found, rows = read_back(consumer, ranges, {("orders", 0): 100, ("orders", 1): 50}, TOPIC_MAP, "A", "B")
-    assert consumer.assigned == [("A.orders", 0, 100), ("A.orders", 1, 50), ("A.users", 0, 0)]
+    # A.users/0 holds nothing: it is not fetched
+    assert consumer.assigned == [("A.orders", 0, 100), ("A.orders", 1, 50)]
     assert found.found == {("orders", 0): ((10, 101), (11, 103), (12, 106)), ("orders", 1): ((5, 50), (6, 51), (7, 52))}
     assert found.ranges == {("orders", 0): (13, 20), ("users", 0): (0, 3)}
-    assert found.again == frozenset()
+    # orders/1's read ended at its range's last copy, before the partition's end: read again next time
+    assert found.again == {("orders", 1)}
     assert found.reached(ranges) == {("orders", 1): 8}
     assert rows.schema == COPY_SCHEMA
     assert _rows(rows) == [
@@ -405,8 +430,17 @@ def test_read_back_marks_copies_past_the_batch_to_be_read_again() -> None:
     assert _rows(rows) == [("orders", 0, 3, 4, 0, 1)]
 
 
+def test_a_read_ended_at_the_ranges_last_copy_reads_again_next_time() -> None:
+    """Copies past the range may follow the one that ends the read: they are not known, so not kept."""
+    consumer = TargetConsumer({("A.orders", 0): [(0, b"A:3"), (1, b"A:4"), (2, b"A:5"), (3, b"A:6")]})
+    found, _ = read_back(consumer, {("orders", 0): (3, 6)}, {}, TOPIC_MAP, "A", "B")
+    assert found.found == {("orders", 0): ((3, 0), (4, 1), (5, 2))}
+    assert found.ranges == {} and found.again == {("orders", 0)}
+
+
 def test_read_back_of_an_empty_target_leaves_the_batch_as_planned() -> None:
     consumer = TargetConsumer({})
     found, rows = read_back(consumer, RANGES, {}, TOPIC_MAP, "A", "B")
+    assert consumer.assigned == []  # no partition holds anything: none is fetched
     assert found == Resume(RANGES, {}, frozenset())
     assert rows.num_rows == 0 and rows.schema == COPY_SCHEMA
