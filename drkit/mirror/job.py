@@ -206,7 +206,7 @@ def registration_refusal(flow: str, source: str, name: str, registered: Iterable
     return None
 
 
-class MirrorFenced(MirrorError):
+class FencedMirrorError(MirrorError):
     """Another writer of the flow's transactional ids started: this mirror stops (never retries: a retry
     would fence the other one in turn)."""
 
@@ -596,7 +596,7 @@ class MirrorJob:
         while True:
             try:
                 return attempt()
-            except (BatchAbandoned, MirrorFenced):
+            except (BatchAbandoned, FencedMirrorError):
                 raise
             except Exception as exc:
                 if self._once:
@@ -657,8 +657,8 @@ class MirrorJob:
             except SourceStalled as exc:  # a copy task's read (the driver's own says so itself)
                 raise ClusterError(source_unreachable(self.flow, self.source.bootstrap_servers, str(exc))) from None
             except Fenced as exc:
-                raise MirrorFenced(fenced_message(self.flow.name, self.flow.target, str(exc))) from None
-        except MirrorFenced:
+                raise FencedMirrorError(fenced_message(self.flow.name, self.flow.target, str(exc))) from None
+        except FencedMirrorError:
             raise
         except Exception as exc:
             raise explain(self.flow, self.source.bootstrap_servers, exc) from None
