@@ -228,7 +228,9 @@ class Copier:
 
         try:
             self._copy(topic, partition, offsets, keys, values, stamps, headers)
-        except KafkaException as exc:  # a fatal producer error, raised by poll (fenced, for one)
+        # A fatal producer error, raised by poll (fenced, for one); confluent-kafka may also let it surface as a
+        # SystemError from the delivery callback that runs while it is pending.
+        except (KafkaException, SystemError) as exc:
             self._fatal(exc)
 
     def _note_fence(self, err: Any) -> None:
@@ -236,8 +238,9 @@ class Copier:
             self.fenced = describe(err)
 
     def _fatal(self, exc: Exception) -> None:
-        self._note_fence(exc.args[0])
-        self.failures.append(f"the producer failed: {describe(exc.args[0])}")
+        cause = exc.args[0] if exc.args else exc
+        self._note_fence(cause)
+        self.failures.append(f"the producer failed: {describe(cause)}")
 
     def _copy(
         self,
@@ -343,9 +346,23 @@ class Copier:
             raise self._failure() from None
 
     def _failure(self) -> DeliveryFailed:
+        if self._transactional and not self.fenced:
+            self._probe_fence()
         if self.fenced:
             return Fenced(FENCED_MARKER + self.fenced)
         return DeliveryFailed(FAILURE_MARKER + self.failures[0])
+
+    def _probe_fence(self) -> None:
+        """Whether a failed transactional producer was fenced: its fatal error is sticky, and librdkafka returns it
+        from every later transactional call (the first report of it may have been lost in a callback)."""
+        from confluent_kafka import KafkaException
+
+        try:
+            self._producer.abort_transaction(1)
+        except KafkaException as exc:
+            self._note_fence(exc.args[0])
+        except Exception:  # noqa: S110 - a probe: any other answer says nothing about a fence
+            pass
 
     def abort(self) -> None:
         """Forget this copy: the producer is dropped (a retry gets a fresh one) after a short flush; a
@@ -367,7 +384,7 @@ class Copier:
         flush_started = time.monotonic()
         try:
             remaining = self._producer.flush(flush_timeout)
-        except KafkaException as exc:
+        except (KafkaException, SystemError) as exc:
             self._fatal(exc)
             remaining = 0
         if TIMING:

@@ -167,7 +167,7 @@ def test_a_failed_commit_raises_and_the_transaction_is_aborted(code: int, raised
     assert str(info.value) == marker + (detail if raised is Fenced else f"the transaction could not commit: {detail}")
     assert info.value.__cause__ is None
     copier.abort()  # what every caller does with a failed copy (drkit.mirror.job, drkit.mirror.executor)
-    assert fake.calls[-2:] == ["commit_transaction", "abort_transaction"]
+    assert _aborted_after_commit(fake.calls)
 
 
 def test_a_transaction_that_cannot_begin_fails_the_copy() -> None:
@@ -185,3 +185,34 @@ def test_abort_never_raises_and_keeps_the_producer(no_plain_producers: dict[str,
     assert fake.calls[-1] == "abort_transaction"
     assert "flush" not in fake.calls  # an aborted transaction's records are never waited for
     assert no_plain_producers == {}
+
+
+def _aborted_after_commit(calls: list[str]) -> bool:
+    """A commit that failed, then only aborts (a probe of a fence, the caller's abort), at least one."""
+    after = calls[calls.index("commit_transaction") + 1 :]
+    return bool(after) and set(after) == {"abort_transaction"}
+
+
+def test_a_fence_hidden_behind_a_system_error_is_found_by_its_sticky_fatal_error() -> None:
+    """confluent-kafka may surface a pending fatal error as a SystemError out of a callback; the fence is then read
+    back from the next transactional call, which returns the producer's fatal error again."""
+    fenced = KafkaException(KafkaError(KafkaError._FENCED, "fenced by a newer instance"))
+    fake = FakeTransactionalProducer(
+        raise_on={"flush": SystemError("returned a result with an exception set"), "abort_transaction": fenced}
+    )
+    copier = copier_of(fake)
+    copy(copier, "orders", 0, [0, 1])
+    with pytest.raises(Fenced) as info:
+        copier.finish()
+    assert str(info.value) == FENCED_MARKER + "_FENCED: fenced by a newer instance"
+    assert "commit_transaction" not in fake.calls
+
+
+def test_a_system_error_that_is_no_fence_fails_the_copy_as_a_delivery_failure() -> None:
+    fake = FakeTransactionalProducer(raise_on={"poll": SystemError("returned a result with an exception set")})
+    copier = copier_of(fake)
+    copy(copier, "orders", 0, list(range(40)))  # a poll every 32 records
+    with pytest.raises(DeliveryFailed) as info:
+        copier.finish()
+    assert not isinstance(info.value, Fenced)
+    assert str(info.value) == FAILURE_MARKER + "the producer failed: returned a result with an exception set"
