@@ -404,6 +404,69 @@ def mirror_context(config: DrkitConfig, consumer: Any = None) -> Any:
     )
 
 
+# ------------------------------------------------------------------------------ source consumer
+
+
+class FakeConsumerError:
+    """What a consumer's message carries as its error: a KafkaError's code, and whether it is retriable or fatal."""
+
+    def __init__(self, code: int, retriable: bool = False, fatal: bool = False) -> None:
+        self._code, self._retriable, self._fatal = code, retriable, fatal
+
+    def code(self) -> int:
+        return self._code
+
+    def retriable(self) -> bool:
+        return self._retriable
+
+    def fatal(self) -> bool:
+        return self._fatal
+
+    def name(self) -> str:
+        return f"E{self._code}"
+
+    def str(self) -> str:
+        return "scripted"
+
+
+class FakeRecord:
+    """A record (or an error, an end of partition) a fake consumer hands out."""
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        error: FakeConsumerError | None = None,
+        headers: list[tuple[str, bytes]] | None = None,
+    ) -> None:
+        self._t, self._p, self._o, self._e, self._h = topic, partition, offset, error, headers
+
+    def error(self) -> FakeConsumerError | None:
+        return self._e
+
+    def topic(self) -> str:
+        return self._t
+
+    def partition(self) -> int:
+        return self._p
+
+    def offset(self) -> int:
+        return self._o
+
+    def key(self) -> bytes:
+        return b"k%d" % self._o
+
+    def value(self) -> bytes:
+        return b"v%d" % self._o
+
+    def timestamp(self) -> tuple[int, int]:
+        return (1, 1000 + self._o)
+
+    def headers(self) -> list[tuple[str, bytes]] | None:
+        return self._h
+
+
 # ------------------------------------------------------------------------------ target producer
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError
+from support.fakes import FakeConsumerError, FakeMessage, FakeRecord
 
 from drkit.core.batch import EARLIEST
 from drkit.core.continuous import TakeFailure
@@ -19,55 +20,6 @@ from drkit.mirror.continuous import AHEAD_MAX_RECORDS, ContinuousCopier, KillPoi
 from drkit.mirror.reader import BatchAbandoned
 
 TOPICS = {"t": "A.t", "r": "A.r"}
-
-
-class Err:
-    def __init__(self, code: int) -> None:
-        self._code = code
-
-    def code(self) -> int:
-        return self._code
-
-    def fatal(self) -> bool:
-        return False
-
-    def retriable(self) -> bool:
-        return False
-
-    def name(self) -> str:
-        return "E"
-
-    def str(self) -> str:
-        return "scripted"
-
-
-class Msg:
-    def __init__(self, topic: str, partition: int, offset: int, err: Err | None = None, headers: Any = None) -> None:
-        self._t, self._p, self._o, self._e, self._h = topic, partition, offset, err, headers
-
-    def error(self) -> Err | None:
-        return self._e
-
-    def topic(self) -> str:
-        return self._t
-
-    def partition(self) -> int:
-        return self._p
-
-    def offset(self) -> int:
-        return self._o
-
-    def key(self) -> bytes:
-        return b"k"
-
-    def value(self) -> bytes:
-        return b"v%d" % self._o
-
-    def timestamp(self) -> tuple[int, int]:
-        return (1, 1000 + self._o)
-
-    def headers(self) -> Any:
-        return self._h
 
 
 class Source:
@@ -121,8 +73,8 @@ class Consumer:
     def close(self) -> None:
         self.positions = {}
 
-    def consume(self, n: int, timeout: float) -> list[Msg]:
-        out: list[Msg] = []
+    def consume(self, n: int, timeout: float) -> list[FakeRecord]:
+        out: list[FakeRecord] = []
         with self.source.lock:
             for key, position in list(self.positions.items()):
                 room = min(n, self.source.per_call) - len(out)
@@ -130,13 +82,15 @@ class Consumer:
                     continue
                 log = [o for o in self.source.logs.get(key, []) if o >= position][:room]
                 for offset in log:
-                    out.append(Msg(*key, offset, headers=self.source.headers.get((*key, offset))))
+                    out.append(FakeRecord(*key, offset, headers=self.source.headers.get((*key, offset))))
                     self.positions[key] = offset + 1
                 end = self.source.end(key)
                 if log:
                     self.at_end.discard(key)
                 if self.positions[key] >= end and key not in self.at_end and self.positions[key] > 0:
-                    out.append(Msg(*key, max(end, self.positions[key]), Err(KafkaError._PARTITION_EOF)))
+                    out.append(
+                        FakeRecord(*key, max(end, self.positions[key]), FakeConsumerError(KafkaError._PARTITION_EOF))
+                    )
                     self.at_end.add(key)
         if not out:
             time.sleep(timeout)
@@ -162,10 +116,12 @@ class Target:
         log = self.logs.setdefault((topic, partition), [])
         offset = self.first + len(log)
         if (topic, partition) in self.refuse:
-            self.pending.append((cb, Err(KafkaError.MSG_SIZE_TOO_LARGE), _Report(topic, partition, -1)))
+            self.pending.append(
+                (cb, FakeConsumerError(KafkaError.MSG_SIZE_TOO_LARGE), FakeMessage(topic, partition, -1))
+            )
             return
         log.append((offset, value, kw["headers"]))
-        self.pending.append((cb, None, _Report(topic, partition, offset)))
+        self.pending.append((cb, None, FakeMessage(topic, partition, offset)))
 
     def poll(self, timeout: float = 0) -> int:
         if self.hold:
@@ -181,20 +137,6 @@ class Target:
 
     def list_topics(self, *args: Any, **kwargs: Any) -> None:
         return None
-
-
-class _Report:
-    def __init__(self, topic: str, partition: int, offset: int) -> None:
-        self._t, self._p, self._o = topic, partition, offset
-
-    def topic(self) -> str:
-        return self._t
-
-    def partition(self) -> int:
-        return self._p
-
-    def offset(self) -> int:
-        return self._o
 
 
 @pytest.fixture
