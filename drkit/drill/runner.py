@@ -423,6 +423,8 @@ class DrillRunner:
     def _kill(job: subprocess.Popen[bytes]) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(job.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            job.wait(10)  # reaped: the job is gone for status at once, as a killed process is on a host
 
     def _detect(self, timeout: float = 120.0) -> int | None:
         """When ``drkit status`` first shows the disaster (source unreachable, or the mirror not running)."""

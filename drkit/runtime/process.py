@@ -130,12 +130,26 @@ def pid_files(paths: list[Path]) -> Iterator[None]:
 
 
 def running(path: Path) -> bool:
+    """Whether the process whose PID ``path`` holds is alive. A process that died and was not reaped yet (a
+    zombie: its parent, a supervisor or a drill, has not waited for it) still answers signal 0, but runs
+    nothing: it is not running."""
     try:
         pid = int(path.read_text().strip())
         os.kill(pid, 0)
     except (OSError, ValueError):
         return False
-    return True
+    return not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """Whether ``pid`` is a zombie, by its state in /proc (Linux); elsewhere it is taken for alive."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    # The state follows the command name, which is in parentheses and may hold spaces or parentheses.
+    state = stat.rpartition(")")[2].split()
+    return bool(state) and state[0] in ("Z", "X")
 
 
 def adopt_legacy_dirs(layout: StateLayout, flows: Sequence[str]) -> None:

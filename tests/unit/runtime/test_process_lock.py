@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +30,7 @@ REFUSAL = re.compile(
 
 HOLD = """
 import sys
+import time
 from pathlib import Path
 from drkit.layout import JobKind, StateLayout
 from drkit.runtime.process import running_jobs
@@ -158,3 +160,24 @@ def test_cli_mirror_refused_exit_3_in_one_line_without_spark(tmp_path: Path, lay
         lines = (done.stdout + done.stderr).strip().splitlines()
         assert len(lines) == 1 and REFUSAL.search(lines[0]), lines
         assert f"(pid {first.pid}," in lines[0]
+
+
+def test_a_dead_process_not_reaped_yet_is_not_running(tmp_path: Path) -> None:
+    """A killed job whose parent has not waited for it (a zombie) still answers signal 0: it is not running."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    pid_file = tmp_path / "job.pid"
+    pid_file.write_text(f"{child.pid}\n")
+    try:
+        deadline = time.monotonic() + 10
+        while (
+            time.monotonic() < deadline
+            and Path(f"/proc/{child.pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
+        ):
+            time.sleep(0.01)
+        os.kill(child.pid, 0)  # the zombie still answers
+        assert not running(pid_file)
+    finally:
+        child.wait()
+    assert not running(pid_file)
+    pid_file.write_text(f"{os.getpid()}\n")
+    assert running(pid_file)
