@@ -429,7 +429,23 @@ class FakeConsumerError:
         return "scripted"
 
 
-class FakeRecord:
+class FakeMessage:
+    """What a delivery callback gets: the target topic and partition, and the offset (-1 on failure)."""
+
+    def __init__(self, topic: str, partition: int, offset: int) -> None:
+        self._topic, self._partition, self._offset = topic, partition, offset
+
+    def topic(self) -> str:
+        return self._topic
+
+    def partition(self) -> int:
+        return self._partition
+
+    def offset(self) -> int:
+        return self._offset
+
+
+class FakeRecord(FakeMessage):
     """A record (or an error, an end of partition) a fake consumer hands out."""
 
     def __init__(
@@ -440,28 +456,20 @@ class FakeRecord:
         error: FakeConsumerError | None = None,
         headers: list[tuple[str, bytes]] | None = None,
     ) -> None:
-        self._t, self._p, self._o, self._e, self._h = topic, partition, offset, error, headers
+        super().__init__(topic, partition, offset)
+        self._e, self._h = error, headers
 
     def error(self) -> FakeConsumerError | None:
         return self._e
 
-    def topic(self) -> str:
-        return self._t
-
-    def partition(self) -> int:
-        return self._p
-
-    def offset(self) -> int:
-        return self._o
-
     def key(self) -> bytes:
-        return b"k%d" % self._o
+        return b"k%d" % self._offset
 
     def value(self) -> bytes:
-        return b"v%d" % self._o
+        return b"v%d" % self._offset
 
     def timestamp(self) -> tuple[int, int]:
-        return (1, 1000 + self._o)
+        return (1, 1000 + self._offset)
 
     def headers(self) -> list[tuple[str, bytes]] | None:
         return self._h
@@ -478,22 +486,6 @@ class FakeError:
 
     def str(self) -> str:
         return "Broker: Message size too large"
-
-
-class FakeMessage:
-    """What a delivery callback gets: the target topic and partition, and the offset (-1 on failure)."""
-
-    def __init__(self, topic: str, partition: int, offset: int) -> None:
-        self._topic, self._partition, self._offset = topic, partition, offset
-
-    def topic(self) -> str:
-        return self._topic
-
-    def partition(self) -> int:
-        return self._partition
-
-    def offset(self) -> int:
-        return self._offset
 
 
 class FakeProducer:

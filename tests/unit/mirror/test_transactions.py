@@ -11,7 +11,7 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from hypothesis import given
 from hypothesis import strategies as st
-from support.fakes import FakeTransactionalProducer
+from support.fakes import FakeConsumerError, FakeRecord, FakeTransactionalProducer
 
 from drkit.core.exactly_once import Resume, slot_of, transactional_id
 from drkit.core.offsets import BatchRanges
@@ -322,29 +322,6 @@ def test_skipped_records_are_summed_over_the_slots() -> None:
 # ------------------------------------------------------------------------------ read_back
 
 
-class Msg:
-    def __init__(
-        self, key: tuple[str, int], offset: int, headers: list[tuple[str, bytes]] | None = None, eof: bool = False
-    ) -> None:
-        self._key, self._offset, self._headers = key, offset, headers
-        self._error = KafkaError(KafkaError._PARTITION_EOF) if eof else None
-
-    def topic(self) -> str:
-        return self._key[0]
-
-    def partition(self) -> int:
-        return self._key[1]
-
-    def error(self) -> KafkaError | None:
-        return self._error
-
-    def offset(self) -> int:
-        return self._offset
-
-    def headers(self) -> list[tuple[str, bytes]] | None:
-        return self._headers
-
-
 class TargetConsumer:
     """A read_committed consumer of the target: per partition, the committed records (offset, origin header
     value or None), a transaction marker after them, then EOF; ``consume`` hands out the assigned partitions'
@@ -354,7 +331,7 @@ class TargetConsumer:
         self.records = records
         self.assigned: list[tuple[str, int, int]] = []
         self.asked_ends: list[tuple[str, int]] = []
-        self._queues: list[list[Msg]] = []
+        self._queues: list[list[FakeRecord]] = []
 
     def _end(self, key: tuple[str, int]) -> int:
         held = self.records.get(key, [])
@@ -370,14 +347,15 @@ class TargetConsumer:
             self.assigned.append((tp.topic, tp.partition, tp.offset))
             held = self.records.get(key, [])
             queue = [
-                Msg(key, o, [("trace", b"x"), ("drkit.origin", v)] if v is not None else None)
+                FakeRecord(*key, o, headers=[("trace", b"x"), ("drkit.origin", v)] if v is not None else None)
                 for o, v in held
                 if o >= tp.offset
             ]
-            self._queues.append([*queue, Msg(key, self._end(key), eof=True)])
+            eof = FakeRecord(*key, self._end(key), FakeConsumerError(KafkaError._PARTITION_EOF))
+            self._queues.append([*queue, eof])
 
-    def consume(self, num_messages: int, timeout: float) -> list[Msg]:
-        out: list[Msg] = []
+    def consume(self, num_messages: int, timeout: float) -> list[FakeRecord]:
+        out: list[FakeRecord] = []
         while len(out) < num_messages and any(self._queues):
             for queue in self._queues:  # one message of each partition in turn
                 if queue and len(out) < num_messages:
