@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.ports import TEST_BASE_PORT
+from support.ports import SESSION
 
 from drkit.config import DrkitConfig, parse_config
 from drkit.localdev.clusters import LocalKafka
@@ -31,7 +31,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def local_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafka]:
-    kafka = LocalKafka(tmp_path_factory.mktemp("local-kafka"), base_port=TEST_BASE_PORT, heap="384m")
+    kafka = LocalKafka(tmp_path_factory.mktemp("local-kafka"), base_port=SESSION.base, heap="384m")
     try:
         kafka.up(["A", "B"])
         yield kafka

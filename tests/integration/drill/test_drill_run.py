@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from support.kafka_io import committed_on, end_offsets
-from support.ports import DISASTER_BASE_PORT
+from support.ports import DRILL
 
 from drkit.cli.app import main
 from drkit.config import load_config
@@ -32,7 +32,7 @@ from drkit.service import Drkit
 @pytest.fixture(scope="module")
 def drill_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalKafka, Path]]:
     home = tmp_path_factory.mktemp("drill")
-    kafka = LocalKafka(home / "local-kafka", base_port=DISASTER_BASE_PORT + 400, heap="384m")
+    kafka = LocalKafka(home / "local-kafka", base_port=DRILL.base, heap="384m")
     try:
         clusters = {c.alias: c.bootstrap_servers for c in kafka.up(["A", "B"])}
         toml = home / "drkit.toml"

@@ -17,7 +17,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 from support.kafka_io import create_topic, unique
-from support.ports import DISASTER_BASE_PORT
+from support.ports import ACL_SYNC
 
 from drkit.config import parse_config
 from drkit.localdev.clusters import LocalKafka
@@ -34,7 +34,7 @@ AUTHORIZER = {
 def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     kafka = LocalKafka(
         tmp_path_factory.mktemp("acl-kafka"),
-        base_port=DISASTER_BASE_PORT + 300,
+        base_port=ACL_SYNC.base,
         heap="384m",
         extra_properties=AUTHORIZER,
     )

@@ -26,14 +26,12 @@ import pytest
 from support.blackhole import BlackholeProxy
 from support.kafka_io import create_topic, end_offsets, produce, read_all, unique
 from support.mirror_checks import audit_syncs
-from support.ports import TEST_BASE_PORT
+from support.ports import LONG_OUTAGE
 
 from drkit.layout import StateLayout
 from drkit.localdev.clusters import LocalKafka
 from drkit.store.offset_syncs import SyncTable
 
-#: Apart from the session's clusters and the other tests' own (+100 .. +400).
-BASE_PORT = TEST_BASE_PORT + 500
 #: Longer than every client timeout on the way: the producer's message.timeout.ms (120 s), Spark's and the
 #: driver's consumer default.api.timeout.ms (60 s), the admin clients' (60 s).
 OUTAGE_SECONDS = int(os.environ.get("DRKIT_TEST_OUTAGE_SECONDS", "300"))  # shorter only to try it out
@@ -41,22 +39,22 @@ OUTAGE_SECONDS = int(os.environ.get("DRKIT_TEST_OUTAGE_SECONDS", "300"))  # shor
 FROZEN_SECONDS = 30
 #: A broker killed and started again (its start takes tens of seconds on its own).
 KILLED_SECONDS = 20
-#: The proxy in front of X (apart from the clusters' broker and controller ports, +0 .. +21).
-PROXY_PORT = BASE_PORT + 40
+#: The proxy in front of X (its block's last port: support.ports.LONG_OUTAGE).
+PROXY_PORT = LONG_OUTAGE.at(40)
 PARTITIONS = 3
 
 
 @pytest.fixture(scope="module")
 def three(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalKafka, BlackholeProxy, dict[str, str]]]:
     """X behind its proxy (X's broker advertises the proxy's port), Y and Z as they are."""
-    proxy = BlackholeProxy(PROXY_PORT, BASE_PORT)
+    proxy = BlackholeProxy(PROXY_PORT, LONG_OUTAGE.base)
     x = LocalKafka(
         tmp_path_factory.mktemp("outage-x"),
-        base_port=BASE_PORT,
+        base_port=LONG_OUTAGE.base,
         heap="256m",
         extra_properties={"advertised.listeners": f"PLAINTEXT://{proxy.address}"},
     )
-    yz = LocalKafka(tmp_path_factory.mktemp("outage-yz"), base_port=BASE_PORT + 10, heap="256m")
+    yz = LocalKafka(tmp_path_factory.mktemp("outage-yz"), base_port=LONG_OUTAGE.at(10), heap="256m")
     try:
         x.up(["X"])
         clusters = {"X": proxy.address, **{c.alias: c.bootstrap_servers for c in yz.up(["Y", "Z"])}}

@@ -14,17 +14,14 @@ from pathlib import Path
 
 import pytest
 from support.kafka_io import create_topic, end_offsets, produce, unique
-from support.ports import TEST_BASE_PORT
+from support.ports import SOURCE_LOSS
 
 from drkit.localdev.clusters import LocalKafka
-
-#: Apart from the session's clusters and the operate disaster test's (+100).
-BASE_PORT = TEST_BASE_PORT + 200
 
 
 @pytest.fixture
 def doomed(tmp_path: Path) -> Iterator[tuple[LocalKafka, dict[str, str]]]:
-    kafka = LocalKafka(tmp_path / "kafka", base_port=BASE_PORT, heap="256m")
+    kafka = LocalKafka(tmp_path / "kafka", base_port=SOURCE_LOSS.base, heap="256m")
     try:
         clusters = {c.alias: c.bootstrap_servers for c in kafka.up(["A", "B"])}
         yield kafka, clusters

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from support.kafka_io import Rec, commit, committed_on, consume_as_group, create_topic, produce, read_all
 from support.mirror_checks import by_partition
-from support.ports import DISASTER_BASE_PORT
+from support.ports import DISASTER
 from support.processes import no_java_env
 
 from drkit.config import DrkitConfig, load_config
@@ -35,7 +35,7 @@ TOPIC, GROUP, PARTITIONS = "orders", "billing", 2
 
 @pytest.fixture(scope="module")
 def dr(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalKafka, dict[str, str]]]:
-    kafka = LocalKafka(tmp_path_factory.mktemp("dr-kafka"), base_port=DISASTER_BASE_PORT, heap="384m")
+    kafka = LocalKafka(tmp_path_factory.mktemp("dr-kafka"), base_port=DISASTER.base, heap="384m")
     try:
         kafka.up(["A", "B"])
         yield kafka, {c.alias: c.bootstrap_servers for c in kafka.status()}

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from support.kafka_io import Rec, commit, committed_on, consume_as_group, create_topic, produce, read_all
-from support.ports import DISASTER_BASE_PORT
+from support.ports import FAILBACK
 
 from drkit.config import DrkitConfig, load_config
 from drkit.core.plan import Basis
@@ -34,7 +34,7 @@ COPY = f"A.{TOPIC}"
 
 @pytest.fixture(scope="module")
 def dr(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalKafka, dict[str, str]]]:
-    kafka = LocalKafka(tmp_path_factory.mktemp("failback-kafka"), base_port=DISASTER_BASE_PORT + 100, heap="384m")
+    kafka = LocalKafka(tmp_path_factory.mktemp("failback-kafka"), base_port=FAILBACK.base, heap="384m")
     try:
         kafka.up(["A", "B"])
         yield kafka, {c.alias: c.bootstrap_servers for c in kafka.status()}

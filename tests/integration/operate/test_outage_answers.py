@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from support.kafka_io import commit, create_topic, produce
-from support.ports import DISASTER_BASE_PORT
+from support.ports import OUTAGE_ANSWERS
 from support.processes import no_java_env
 
 from drkit.config import load_config
@@ -40,7 +40,7 @@ def gone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalKafka,
     """Clusters A and B of their own (this module stops and freezes them), a flow A->B whose tables say
     ``orders`` is mirrored whole and ``billing`` is checkpointed: every command has its facts."""
     home = tmp_path_factory.mktemp("outage-answers")
-    kafka = LocalKafka(home / "kafka", base_port=DISASTER_BASE_PORT + 600, heap="384m")
+    kafka = LocalKafka(home / "kafka", base_port=OUTAGE_ANSWERS.base, heap="384m")
     try:
         clusters = {c.alias: c.bootstrap_servers for c in kafka.up(["A", "B"])}
         for alias, topic in (("A", TOPIC), ("B", TARGET)):

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 from support.kafka_io import commit, committed_on, create_topic, read_all
-from support.ports import DISASTER_BASE_PORT
+from support.ports import SOURCE_KILLED
 from support.processes import no_java_env, quietly
 
 from drkit.config import load_config
@@ -35,7 +35,7 @@ TOPIC, GROUP, PARTITIONS, RATE = "payments", "ledger", 3, 150
 
 @pytest.fixture(scope="module")
 def kill_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalKafka, dict[str, str]]]:
-    kafka = LocalKafka(tmp_path_factory.mktemp("kill-kafka"), base_port=DISASTER_BASE_PORT + 200, heap="384m")
+    kafka = LocalKafka(tmp_path_factory.mktemp("kill-kafka"), base_port=SOURCE_KILLED.base, heap="384m")
     try:
         kafka.up(["A", "B"])
         yield kafka, {c.alias: c.bootstrap_servers for c in kafka.status()}

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from support.kafka_io import commit, committed_on, create_topic, end_offsets, produce, read_all
-from support.ports import DISASTER_BASE_PORT
+from support.ports import UNSYNCED_TAIL
 from support.processes import quietly
 
 from drkit.config import load_config
@@ -37,7 +37,7 @@ COMMITTED = SYNCED + 3_000  # where the group stands on A, inside the cut-off ba
 
 @pytest.fixture(scope="module")
 def cut_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalKafka, dict[str, str]]]:
-    kafka = LocalKafka(tmp_path_factory.mktemp("cut-kafka"), base_port=DISASTER_BASE_PORT + 300, heap="384m")
+    kafka = LocalKafka(tmp_path_factory.mktemp("cut-kafka"), base_port=UNSYNCED_TAIL.base, heap="384m")
     try:
         kafka.up(["A", "B"])
         yield kafka, {c.alias: c.bootstrap_servers for c in kafka.status()}

@@ -10,7 +10,7 @@ import secrets
 from collections.abc import Iterator
 
 import pytest
-from support.ports import SECURE_BASE_PORT
+from support.ports import SECURE
 from support.secure import PRINCIPALS, SecureClusters
 
 from drkit.localdev.clusters import LocalKafka
@@ -22,7 +22,7 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureClusters]
     passwords = {p: f"pw-{p}-{secrets.token_hex(8)}" for p in PRINCIPALS}
     kafka = LocalKafka(
         tmp_path_factory.mktemp("secure-kafka"),
-        base_port=SECURE_BASE_PORT,
+        base_port=SECURE.base,
         heap="384m",
         security={"A": Security(Protocol.SASL_SSL, passwords), "B": Security(Protocol.MTLS, certificates=PRINCIPALS)},
     )

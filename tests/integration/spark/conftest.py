@@ -1,5 +1,5 @@
 """A Spark standalone cluster on loopback for the session: a master and two workers, separate JVMs from the
-pyspark package (drkit.localdev.spark_cluster), on ports of their own (support.ports.SPARK_BASE_PORT).
+pyspark package (drkit.localdev.spark_cluster), on ports of their own (support.ports.SPARK).
 
 The test process already holds the shared ``local[2]`` SparkContext (one per process), so whatever runs
 against the cluster runs in a subprocess: ``drkit mirror`` with a config whose ``[spark] master`` is the
@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from support.ports import SPARK_BASE_PORT
+from support.ports import SPARK
 
 from drkit.localdev.spark_cluster import LocalSpark
 
@@ -23,7 +23,7 @@ WORKERS = 2
 @pytest.fixture(scope="session")
 def spark_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSpark]:
     # One core and 1g per worker: one executor each (the machine has two cores for everything).
-    cluster = LocalSpark(tmp_path_factory.mktemp("local-spark"), base_port=SPARK_BASE_PORT, cores=1, memory="1g")
+    cluster = LocalSpark(tmp_path_factory.mktemp("local-spark"), base_port=SPARK.base, cores=1, memory="1g")
     try:
         cluster.up(WORKERS)
         yield cluster

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from support.kafka_io import Rec, commit, committed_on, create_topic, produce, read_all, unique
 from support.object_store import ACCESS_KEY_ID, SECRET_ACCESS_KEY, S3Server
-from support.ports import OBJECT_STORE_PORT
+from support.ports import OBJECT_STORE
 
 from drkit.config import load_config
 from drkit.layout import StateLayout
@@ -36,7 +36,7 @@ COMMITTED = {0: 150, 1: 37, 2: 200}  # the group's offsets on A, per partition (
 
 @pytest.fixture(scope="session")
 def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
-    server = S3Server.start(OBJECT_STORE_PORT, tmp_path_factory.mktemp("moto") / "moto.log")
+    server = S3Server.start(OBJECT_STORE.base, tmp_path_factory.mktemp("moto") / "moto.log")
     try:
         server.client().create_bucket(Bucket=BUCKET)  # type: ignore[attr-defined]
         yield server
