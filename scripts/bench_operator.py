@@ -118,9 +118,6 @@ TARGETS = {
     "failover_group_dry_run": 3.0,
     "failover_all_apply": 3.0,
 }
-#: Measured on landed main before issue 23 (idle machine, a day of syncs of the UTC day before, before
-#: maintain): what this benchmark's README table compares with.
-BEFORE_ISSUE_23 = {"status": 5.6, "failover_group_apply": 16.8, "failover_all_apply": 18.6}
 FRESHNESS_TARGET_P99 = 5.0
 
 #: Phase ``clusters_down`` (issue 26): the operator commands while clusters are gone. Each outage names the
@@ -195,6 +192,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=Path,
         default=None,
         help="run the CLI processes with drkit imported from this checkout (to time an earlier commit)",
+    )
+    p.add_argument(
+        "--baseline",
+        type=Path,
+        default=None,
+        help="a JSON report of an earlier run of this script: the table adds its medians as a first column",
     )
     p.add_argument("--freshness-commits", type=int, default=None, help="commits per freshness run (default 50)")
     p.add_argument(
@@ -986,12 +989,20 @@ def _short(file: str) -> str:
 # -- report ---------------------------------------------------------------------------------------
 
 
-def markdown(report: dict[str, Any]) -> str:
+def baseline_medians(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The commands a report measured without ``maintain``: what a later run is compared with."""
+    phase = report.get("phases", {}).get("without_maintain", {})
+    return dict(phase.get("commands", {}))
+
+
+def markdown(report: dict[str, Any], baseline: dict[str, dict[str, Any]] | None = None) -> str:
+    """The report as Markdown tables: only measured figures, the baseline's read from its JSON report."""
     phases = [p for p in PHASES if p in report["phases"]]
-    head = ["command", "before issue 23 (before maintain)", *(p.replace("_", " ") for p in phases)]
+    head = ["command", *(["baseline (its without maintain)"] if baseline is not None else [])]
+    head += [p.replace("_", " ") for p in phases]
     lines = ["| " + " | ".join(head) + " |", "|" + " --- |" * len(head)]
     for name in COMMANDS:
-        cells = [f"{BEFORE_ISSUE_23[name]} s" if name in BEFORE_ISSUE_23 else ""]
+        cells = [] if baseline is None else [_cell(baseline.get(name))]
         present = False
         for p in phases:
             m = report["phases"][p]["commands"].get(name)
@@ -1105,6 +1116,14 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         raise SystemExit(f"unknown commands: {sorted(unknown)}; choose from {list(COMMANDS)}")
     phases = [p.strip() for p in args.phases.split(",") if p.strip()]
+    baseline = None
+    if args.baseline is not None:
+        try:
+            baseline = baseline_medians(json.loads(args.baseline.read_text()))
+        except (OSError, ValueError, AttributeError) as e:
+            raise SystemExit(f"--baseline {args.baseline}: not a JSON report of this script ({e})") from None
+        if not baseline:
+            raise SystemExit(f"--baseline {args.baseline}: the report has no without_maintain phase")
     global DRKIT_PATH
     DRKIT_PATH = args.drkit_path.resolve() if args.drkit_path else None
     tmp = tempfile.mkdtemp(prefix="drkit-bench-operator-")
@@ -1225,7 +1244,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     if args.out:
         args.out.write_text(text + "\n")
-    table = markdown(report)
+    table = markdown(report, baseline)
     print(table, file=sys.stdout if args.markdown else sys.stderr)
     return 0
 
