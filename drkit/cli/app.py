@@ -70,11 +70,17 @@ def _register() -> None:
 
 
 def _output_of(argv: list[str]) -> Output:
+    """The output an error must take, read before parsing (a parse error needs it too), as click reads it:
+    ``--output json``, ``--output=json``, ``-o json`` and the short option's attached ``-ojson``."""
     for i, arg in enumerate(argv):
+        if arg == "--":
+            break
         if arg in ("--output", "-o") and i + 1 < len(argv):
             return Output.json if argv[i + 1] == "json" else Output.text
-        if arg in ("--output=json", "-o=json"):
-            return Output.json
+        if arg.startswith("--output="):
+            return Output.json if arg.removeprefix("--output=") == "json" else Output.text
+        if arg.startswith("-o") and not arg.startswith("--"):
+            return Output.json if arg[2:].removeprefix("=") == "json" else Output.text
     return Output.text
 
 

@@ -7,6 +7,7 @@ a plan with refusals is shown and exits 3 without touching any cluster.
 from __future__ import annotations
 
 import signal
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -137,13 +138,30 @@ class _Prompt:
     interrupted = False
 
 
+def _can_confirm(command: str, apply: bool, yes: bool, output: Output) -> None:
+    """Refuse, before anything is read or planned, an ``--apply`` whose confirmation nobody can give.
+
+    Why up front: asked at the prompt, a job without a terminal (cron, CI, a pipe from /dev/null) would plan,
+    read end-of-file, and leave a declined operation in the audit trail for a question no one saw.
+    """
+    if not apply or yes:
+        return
+    if output is Output.json:
+        raise RefusedError(
+            f"{command} --apply with --output json needs --yes (no prompt in JSON mode); nothing was changed"
+        )
+    if not sys.stdin.isatty():
+        raise RefusedError(
+            f"{command} --apply asks for confirmation on a terminal and standard input is not one: add --yes to apply "
+            "without asking; nothing was changed"
+        )
+
+
 def _confirm(output: Output, yes: bool, progress: Progress, prompt: _Prompt) -> Callable[[Plan], bool]:
     def ask(plan: Plan) -> bool:
         if yes:
             return True
         progress.stop()  # the spinner would draw over the prompt
-        if output is Output.json:
-            raise RefusedError("--apply with --output json needs --yes (no prompt in JSON mode)")
         stderr.print(
             f"{plan.action}: commit {plan.changed_moves} changed offsets for {len(plan.commits())} "
             f"group(s) on {plan.destination}?"
@@ -183,6 +201,7 @@ def failover(
 ) -> None:
     """Move consumer groups to the flow's target at their exactly translated offsets (works with the source down)."""
     names, when = _groups(group, all_groups), parse_time(as_of)
+    _can_confirm("failover", apply, yes, output)
     drkit = facade(ctx, config)
     prompt = _Prompt()
     with Progress("reading checkpoints and offset-syncs, checking the target...", output) as progress:
@@ -202,6 +221,7 @@ def failback(
 ) -> None:
     """Move consumer groups back to the flow's source, across mirrored and locally produced records."""
     names = _groups(group, all_groups)
+    _can_confirm("failback", apply, yes, output)
     drkit = facade(ctx, config)
     prompt = _Prompt()
     with Progress("reading offsets and offset-syncs, checking both clusters...", output) as progress:

@@ -137,13 +137,21 @@ def _read_config_text(file: Path) -> str:
 def load_config(path: str | Path) -> DrkitConfig:
     """Load and validate ``path``; every problem is a :class:`ConfigError` naming file and key."""
     file = Path(path)
+    text = _read_config_text(file)
     try:
-        data = tomllib.loads(_read_config_text(file))
+        data = tomllib.loads(text)
+        if "source_path" in data:
+            raise ConfigError(f"{file}: source_path: unknown key")
+        return parse_config(data, str(file))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{file}: not valid TOML: {exc}") from None
-    if "source_path" in data:
-        raise ConfigError(f"{file}: source_path: unknown key")
-    return parse_config(data, str(file))
+    except RecursionError:
+        # The TOML parser and the validation both recurse per level of nesting; no drkit key nests deeper
+        # than a few levels, so such a file is not a drkit config (and Python's own message names nothing).
+        raise ConfigError(
+            f"{file}: arrays or tables nested too deeply to be a drkit config (no key nests more than a few "
+            "levels); fix the file"
+        ) from None
 
 
 def masked_dump(config: DrkitConfig) -> dict[str, Any]:

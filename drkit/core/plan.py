@@ -13,7 +13,7 @@ then it follows the group, and warns.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from enum import StrEnum
 from functools import cached_property
@@ -32,6 +32,7 @@ from drkit.core.translate import Position, SyncIndex, Translation
 
 class RefusalReason(StrEnum):
     UNKNOWN_GROUP = "unknown_group"  # no checkpoint or committed offset for the group
+    BEFORE_CHECKPOINTS = "before_checkpoints"  # failover --as-of: the group's checkpoints start after that time
     ACTIVE_GROUP = "active_group"  # consumers are in the group on the destination
     STALE = "stale"  # the checkpoint is older than the flow's limit
     UNTRANSLATABLE = "untranslatable"  # nothing of the partition was mirrored
@@ -185,8 +186,24 @@ class CheckpointFact:
         return _unmirrored()
 
 
-def _group_refusals(draft: _Draft, groups: Iterable[str], facts: Mapping[str, GroupFacts], known: set[str]) -> None:
+def _group_refusals(
+    draft: _Draft,
+    groups: Iterable[str],
+    facts: Mapping[str, GroupFacts],
+    known: set[str],
+    later: Collection[str] = (),
+) -> None:
+    """``later``: groups with no checkpoint at a failover's ``--as-of`` that have some after it (a time too
+    early, not a misnamed group)."""
     for group in groups:
+        if group not in known and group in later:
+            draft.refuse(
+                RefusalReason.BEFORE_CHECKPOINTS,
+                group,
+                f"group {group!r} has no checkpoint at the --as-of time: its checkpoints start later; give a later "
+                "--as-of, or leave it out for the latest",
+            )
+            continue
         if group not in known:
             draft.refuse(
                 RefusalReason.UNKNOWN_GROUP,
@@ -226,8 +243,12 @@ def failover_plan(
     tails: Mapping[tuple[str, int], TargetTail] | None = None,
     diverged: Mapping[tuple[str, int], TargetDivergence] | None = None,
     eras: Mapping[tuple[str, int], EraIndexes] | None = None,
+    checkpointed_later: Collection[str] = (),
 ) -> Plan:
     """Move ``groups`` to the flow's target from their checkpoints, re-translated with the syncs now.
+
+    ``checkpointed_later``: groups without a checkpoint in ``checkpoints`` (read as of a past time) that have
+    some after that time: refused as too early rather than as unknown.
 
     ``eras``: per partition of a topic deleted and created again, the syncs of each incarnation
     (drkit.core.incarnation): a checkpoint is translated with those of its own incarnation only, and one of
@@ -242,7 +263,7 @@ def failover_plan(
     draft = _Draft(Action.FAILOVER, flow, destination)
     wanted = set(groups)
     rows = sorted((c for c in checkpoints if c.group in wanted), key=lambda c: (c.group, c.source_topic, c.partition))
-    _group_refusals(draft, groups, facts, {c.group for c in rows})
+    _group_refusals(draft, groups, facts, {c.group for c in rows}, checkpointed_later)
     for c in rows:
         index = indexes.get((c.source_topic, c.partition))
         era = (eras or {}).get((c.source_topic, c.partition))

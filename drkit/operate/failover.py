@@ -144,8 +144,22 @@ def _failover_plan(
     flow = ctx.config.flow(request.flow)
     recorded = ctx.checkpoints.latest(flow.name, request.groups, as_of=request.as_of)
     names = request.groups or sorted({r.checkpoint.group for r in recorded})
+    missing = sorted(set(names) - {r.checkpoint.group for r in recorded})
+    # Only when something is missing: why (no checkpoints ever, or only after --as-of) decides the answer.
+    now = ctx.checkpoints.latest(flow.name, None) if not names or (missing and not recorded) else recorded
+    if not now:
+        raise RefusedError(
+            f"flow {flow.name} has no checkpoints (none under the state root {ctx.layout.root}): run `drkit "
+            "checkpoint` for the flow first, or check [state] root if it ran before"
+        )
     if not names:
-        raise RefusedError(f"flow {flow.name} has no checkpoints: run `drkit checkpoint` first")
+        raise RefusedError(
+            f"flow {flow.name} has no checkpoints as of {request.as_of.isoformat() if request.as_of else 'now'}: its "
+            "checkpoints start later; give a later --as-of, or leave it out for the latest"
+        )
+    later: set[str] = set()
+    if missing and request.as_of is not None:
+        later = {r.checkpoint.group for r in ctx.checkpoints.latest(flow.name, missing)}
     reference_ms = (request.as_of or started).timestamp() * 1000
     # Back in time, only the rows themselves tell their age; now, the translator's last confirmation too.
     last_run = ctx.runs.last_run(flow.name) if request.as_of is None else None
@@ -186,6 +200,7 @@ def _failover_plan(
         tails,
         diverged,
         eras,
+        later,
     )
     return flow, names, plan, admin
 

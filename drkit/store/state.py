@@ -37,6 +37,15 @@ def check_state_root(root: Path, write: bool = False) -> None:
         )
     if not write:
         return
+    try:
+        # Creating the root is the first thing a writing command does anyway; os.access cannot tell a folder
+        # that refuses new entries (procfs, sysfs, a read-only mount as root), so the attempt is the probe.
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StoreError(
+            f"[state] root {root} cannot be created ({exc.strerror or type(exc).__name__}): point [state] root at "
+            "a folder on a writable filesystem; nothing was changed"
+        ) from None
     layout = StateLayout(root)
     tables = [Path(p) for p in (layout.offset_syncs, layout.checkpoints, layout.operations)]
     folders = [found, root / "delta", *tables, *(t / "_delta_log" for t in tables)]

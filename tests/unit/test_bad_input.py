@@ -12,6 +12,7 @@ to remove.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable
@@ -73,6 +74,11 @@ _C = '[clusters.C]\nbootstrap_servers = "127.0.0.1:3"\n\n[[flows]]'
 
 #: (file content, expected piece of the one error line); all exit 2 through `config validate`.
 CONFIG_CASES: list[Any] = [
+    pytest.param(
+        BASE + "x = " + "[" * 5000 + "]" * 5000 + "\n",
+        "arrays or tables nested too deeply to be a drkit config",
+        id="toml-nested-too-deeply",
+    ),
     pytest.param("[clusters.A\nbootstrap_servers = 1\n", "not valid TOML: Expected ']'", id="toml-unclosed-table"),
     pytest.param(
         BASE + '[clusters.A]\nbootstrap_servers = "x:1"\n',
@@ -686,6 +692,32 @@ def _unreadable(tmp_path: Path) -> Path:
     return path
 
 
+def test_a_state_root_where_no_folder_can_be_made_is_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """procfs refuses new entries even to root, where ``os.access`` says it is writable."""
+    path = _write(tmp_path, BASE.replace('root = "state"', 'root = "/proc/drkit-no-such/state"'))
+    for command in (["maintain"], ["checkpoint", "--once"], ["mirror", "--once"]):
+        code, out, err = _run(capsys, [*command, "-c", str(path)])
+        assert code == StoreError.exit_code, (command, out, err)
+        _check_one_line(
+            out, err, "[state] root /proc/drkit-no-such/state cannot be created (No such file or directory)"
+        )
+
+
+@pytest.mark.parametrize("spelling", [["-ojson"], ["-o", "json"], ["--output=json"], ["--output", "json"]])
+def test_an_error_is_json_however_the_output_option_is_spelled(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, spelling: list[str]
+) -> None:
+    code, out, err = _run(capsys, ["status", "-c", str(tmp_path / "missing.toml"), *spelling])
+    assert code == ConfigError.exit_code
+    assert json.loads(out) == {
+        "error": f"{tmp_path / 'missing.toml'}: config file not found (create one from examples/drkit.local.toml)",
+        "exit_code": 2,
+    }
+    _check_one_line(out, err, "config file not found")
+
+
 def test_the_base_config_is_valid(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """The cases above fail for what they change, not for something BASE already has wrong."""
     code, _, err = _run(capsys, ["config", "validate", "-c", str(_write(tmp_path, BASE))])
@@ -909,14 +941,14 @@ STATE_CASES: list[Any] = [
         _empty,
         ["failover", *F, "--all-groups", "--apply", "--yes"],
         3,
-        "flow A->B has no checkpoints: run `drkit checkpoint` first",
+        "flow A->B has no checkpoints (none under the state root ",
         id="no-checkpoints-yet",
     ),
     pytest.param(
         _empty,
         ["failover", *F, "-g", "billing", "--apply", "--yes"],
         3,
-        "(unknown_group): no checkpoint or committed offset for group 'billing'",
+        "flow A->B has no checkpoints (none under the state root ",
         id="no-checkpoints-for-group",
     ),
     pytest.param(
@@ -952,8 +984,29 @@ STATE_CASES: list[Any] = [
         _fake,
         ["failover", *F, "-g", "billing", "--as-of", "2000-01-01T00:00:00Z", "--apply", "--yes"],
         3,
-        "(unknown_group): no checkpoint or committed offset for group 'billing'",
+        "(before_checkpoints): group 'billing' has no checkpoint at the --as-of time: its checkpoints start later",
         id="as-of-before-any-checkpoint",
+    ),
+    pytest.param(
+        _fake,
+        ["failover", *F, "--all-groups", "--as-of", "2000-01-01T00:00:00Z"],
+        3,
+        "flow A->B has no checkpoints as of 2000-01-01T00:00:00+00:00: its checkpoints start later",
+        id="as-of-before-any-checkpoint-all-groups",
+    ),
+    pytest.param(
+        _fake,
+        ["failover", *F, "-g", "billing", "--apply"],
+        3,
+        "failover --apply asks for confirmation on a terminal and standard input is not one: add --yes",
+        id="apply-without-yes-or-terminal",
+    ),
+    pytest.param(
+        _fake,
+        ["failback", *F, "-g", "billing", "--apply"],
+        3,
+        "failback --apply asks for confirmation on a terminal and standard input is not one: add --yes",
+        id="failback-apply-without-yes-or-terminal",
     ),
     pytest.param(
         _members_on_b,

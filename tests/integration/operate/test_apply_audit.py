@@ -24,6 +24,7 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions
 from confluent_kafka.admin import AdminClient
 from support.kafka_io import create_topic, produce, unique
 from support.sync_writer import sync, write_syncs
+from support.terminal import Terminal
 
 from drkit.core.audit import OperationRecord, OperationStatus
 from drkit.core.checkpoints import Checkpoint
@@ -164,9 +165,10 @@ def test_of_two_concurrent_applies_on_a_group_one_is_refused_and_the_winner_hold
     checkpoint(tmp_path, topic, {group: 7}, now)
     as_of = (now - timedelta(seconds=20)).isoformat()
     common = ("failover", "--flow", FLOW, "--group", group, "--apply")
+    terminals = {3: Terminal(), 7: Terminal()}  # the prompt needs a terminal (a pipe is refused)
     procs = {
-        3: cli(toml, *common, "--as-of", as_of, stdin=subprocess.PIPE),
-        7: cli(toml, *common, stdin=subprocess.PIPE),
+        3: cli(toml, *common, "--as-of", as_of, stdin=terminals[3].fd),
+        7: cli(toml, *common, stdin=terminals[7].fd),
     }
     # Both plans are made (each process waits at its prompt) before either is confirmed: then the second to
     # commit finds the first's intent (the lease) or the group moved under its plan; either way it is refused.
@@ -184,11 +186,11 @@ def test_of_two_concurrent_applies_on_a_group_one_is_refused_and_the_winner_hold
     for t in readers:
         t.join(60)
     assert all("Apply" in s for s in seen.values()), seen
-    for p in procs.values():
-        assert p.stdin is not None
-        p.stdin.write("y\n")
-        p.stdin.flush()
+    for terminal in terminals.values():
+        terminal.type("y\n")
     results = {k: (p.communicate(timeout=60), p.returncode) for k, p in procs.items()}
+    for terminal in terminals.values():
+        terminal.close()
     codes = sorted(code for _, code in results.values())
     assert codes == [0, 3], results
     winner = next(k for k, (_, code) in results.items() if code == 0)

@@ -163,8 +163,12 @@ def test_apply_with_no_answer_to_the_prompt_is_declined_and_audited(
     import io
     import sys
 
+    class EmptyTerminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
     w = fake_world(tmp_path)
-    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # no terminal, nothing to read: no answer
+    monkeypatch.setattr(sys, "stdin", EmptyTerminal(""))  # a terminal that ends (Ctrl-D): no answer
     code, _, err = run_on(w, capsys, "failover", "--flow", "A->B", "--group", "billing", "--apply")
     assert code == 1 and "Traceback" not in err
     assert w.b.commits == []
@@ -177,6 +181,9 @@ def test_ctrl_c_at_the_prompt_is_declined_audited_and_exits_130(
     import sys
 
     class CtrlC:
+        def isatty(self) -> bool:
+            return True
+
         def readline(self, *args: object) -> str:
             raise KeyboardInterrupt
 

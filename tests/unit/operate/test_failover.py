@@ -74,9 +74,30 @@ def test_all_groups_means_every_group_with_checkpoints(w: World) -> None:
 
 def test_no_checkpoints_at_all_is_refused_before_anything(tmp_path: Path) -> None:
     w = world(tmp_path)
-    with pytest.raises(RefusedError, match="has no checkpoints: run `drkit checkpoint` first"):
+    with pytest.raises(
+        RefusedError, match=r"has no checkpoints \(none under the state root .*\): run `drkit checkpoint`"
+    ):
         failover(w.context, request(groups=None))
     assert w.operations.records == []
+
+
+def test_a_named_group_with_no_checkpoints_in_the_flow_at_all_says_so(tmp_path: Path) -> None:
+    """A deleted or misplaced state folder is not a misnamed group: the answer names the state root."""
+    w = world(tmp_path)
+    with pytest.raises(RefusedError, match="has no checkpoints .* or check \\[state\\] root if it ran before"):
+        failover(w.context, request(groups=["billing"], apply=True))
+    assert w.operations.records == [] and w.b.commits == []
+
+
+def test_a_group_checkpointed_only_after_as_of_is_refused_as_too_early(w: World) -> None:
+    from datetime import UTC, datetime
+
+    result = failover(w.context, request(groups=["billing", "nobody"], as_of=datetime(2000, 1, 1, tzinfo=UTC)))
+    assert result.status is OperationStatus.REFUSED
+    assert sorted((r.reason, r.group) for r in result.plan.refusals) == [
+        (RefusalReason.BEFORE_CHECKPOINTS, "billing"),
+        (RefusalReason.UNKNOWN_GROUP, "nobody"),
+    ]
 
 
 def test_unknown_group_is_refused(w: World) -> None:
