@@ -17,15 +17,17 @@ there. Each acknowledged record ends in exactly one of these classes:
   with its log), so after a failback every acknowledged record must have been processed somewhere: the
   unmirrored ones (the RPO) are read there, and one never read anywhere is **lost**.
 
-A record both processed on the source and read on the target was **re-delivered** (a failover placed
-the group before it), and a key whose records the group saw out of sequence was reordered. Both
-fail the drill unless its spec allows them. Pure: the runner gathers the facts.
+Every time past the first that the group processed a record, on one cluster or across them, is a
+**re-delivery** (a failover placed the group before it, or a consumer read it again before its commit):
+the facts are counted record by record, repeats kept, never collapsed to sets. A key whose records the
+group saw out of sequence was reordered. Both fail the drill unless its spec allows them. Pure: the
+runner gathers the facts, the copies on the target by its own read of the target topic.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -77,6 +79,9 @@ class Sent:
     key: str
     seq: int
     at_ms: int  # when the source acknowledged it
+    #: Where the source's delivery report placed it (None: not known, as in hand-made accounts).
+    partition: int | None = None
+    offset: int | None = None
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,55 @@ class Accounting:
     oldest_unmirrored_ms: int | None = None
     read_after_failback: int = 0
     failed_back: bool = False
+    #: Acknowledged records the target holds more than once, beyond the first copy (the mirror's
+    #: re-copies): not judged by themselves; a copy the group reads twice is a re-delivery.
+    extra_copies_on_target: int = 0
+
+
+@dataclass(frozen=True)
+class RecordTrace:
+    """One acknowledged record, and how many times each place held or processed it (``records.json``)."""
+
+    key: str
+    seq: int
+    partition: int | None
+    offset: int | None
+    processed_on_source: int
+    copies_on_target: int
+    read_on_target: int
+    read_after_failback: int
+
+    @property
+    def ident(self) -> Key:
+        return self.key, self.seq
+
+    @property
+    def processed(self) -> int:
+        """How many times the group processed it, anywhere."""
+        return self.processed_on_source + self.read_on_target + self.read_after_failback
+
+
+def traces(
+    acked: Iterable[Sent],
+    processed: Sequence[Key],
+    mirrored: Iterable[Key],
+    read_on_target: Sequence[Key],
+    read_after_failback: Sequence[Key] | None = None,
+) -> tuple[RecordTrace, ...]:
+    """Every acknowledged record in acknowledgement order, each place counted record by record (a record
+    seen twice counts 2). An identity acknowledged twice is refused: the producer's sequence numbers make
+    each one unique, so a repeat means the facts are wrong, and a count built on them would be too."""
+    sent = list(acked)
+    repeated = [k for k, n in Counter((s.key, s.seq) for s in sent).items() if n > 1]
+    if repeated:
+        raise ValueError(f"records acknowledged more than once: {sorted(repeated)[:5]}")
+    done, copies = Counter(processed), Counter(mirrored)
+    read, back = Counter(read_on_target), Counter(read_after_failback or ())
+    return tuple(
+        RecordTrace(s.key, s.seq, s.partition, s.offset, done[k], copies[k], read[k], back[k])
+        for s in sent
+        for k in [(s.key, s.seq)]
+    )
 
 
 def account(
@@ -113,27 +167,28 @@ def account(
     resumed: bool = True,
     read_after_failback: Sequence[Key] | None = None,
 ) -> Accounting:
-    """Classify every acknowledged record (see the module docstring); sequences keep the order seen.
+    """Classify every acknowledged record (see the module docstring); sequences keep the order seen and
+    their repeats: a record processed twice, wherever, is a re-delivery counted once per extra time.
     ``resumed`` False: the group never resumed on the target. ``read_after_failback`` None: no failback
     leg ran (not asked for, or refused)."""
-    sent = {(s.key, s.seq): s for s in acked}
-    on_target = set(mirrored) & set(sent)
-    done = set(processed)
-    read = Counter(read_on_target)
-    back = Counter(read_after_failback or ())
-    unmirrored = [sent[k] for k in set(sent) - on_target - done]
+    sent = list(acked)
+    at = {(s.key, s.seq): s.at_ms for s in sent}
+    rows = traces(sent, processed, mirrored, read_on_target, read_after_failback)
+    unmirrored = [r for r in rows if r.copies_on_target == 0 and r.processed_on_source == 0]
     if read_after_failback is None:
-        unread = sorted(k for k in on_target if k not in done and k not in read)
+        unread = [r for r in rows if r.copies_on_target and not r.processed_on_source and not r.read_on_target]
     else:
-        unread = sorted(k for k in sent if k not in done and k not in read and k not in back)
-    lost = unread if resumed else []
-    seen = Counter(done) + read + back
+        unread = [r for r in rows if r.processed == 0]
+    lost = sorted(r.ident for r in unread) if resumed else []
+    # Every record of the run the group processed, acknowledged or not (a record whose acknowledgement
+    # was lost with the source can still be read twice).
+    seen = Counter(processed) + Counter(read_on_target) + Counter(read_after_failback or ())
     redelivered = sorted(k for k, n in seen.items() if n > 1)
     return Accounting(
-        acked=len(sent),
-        processed_on_source=len(done & set(sent)),
+        acked=len(rows),
+        processed_on_source=sum(1 for r in rows if r.processed_on_source),
         not_mirrored=len(unmirrored),
-        read_on_target=len(set(read) & set(sent)),
+        read_on_target=sum(1 for r in rows if r.read_on_target),
         lost=len(lost),
         not_resumed=0 if resumed else len(unread),
         redelivered=sum(n - 1 for n in seen.values() if n > 1),
@@ -141,9 +196,35 @@ def account(
         corrupt=corrupt,
         lost_examples=tuple(lost[:5]),
         redelivered_examples=tuple(redelivered[:5]),
-        oldest_unmirrored_ms=min((s.at_ms for s in unmirrored), default=None),
-        read_after_failback=len(set(back) & set(sent)),
+        oldest_unmirrored_ms=min((at[r.ident] for r in unmirrored), default=None),
+        read_after_failback=sum(1 for r in rows if r.read_after_failback),
         failed_back=read_after_failback is not None,
+        extra_copies_on_target=sum(r.copies_on_target - 1 for r in rows if r.copies_on_target > 1),
+    )
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """A partition a read did not take to the end offset fetched before it started."""
+
+    partition: int
+    reached: int  # the next offset the read would have returned
+    end: int
+
+
+def shortfalls(ends: Mapping[int, int], reached: Mapping[int, int]) -> tuple[Shortfall, ...]:
+    """The partitions whose read stopped short of its end (``reached`` missing: nothing was read)."""
+    return tuple(Shortfall(p, reached.get(p, 0), end) for p, end in sorted(ends.items()) if reached.get(p, 0) < end)
+
+
+def shortfall_detail(topic: str, alias: str, short: Sequence[Shortfall], seconds: float) -> str:
+    """One line: which partitions of which topic on which cluster were not read to their end."""
+    missing = sum(s.end - s.reached for s in short)
+    parts = ", ".join(f"{s.partition} at {s.reached} of {s.end}" for s in short[:5])
+    more = f" and {len(short) - 5} more" if len(short) > 5 else ""
+    return (
+        f"the drill could not read {topic} on cluster {alias} to its end offsets within {seconds:.0f}s: "
+        f"{missing} offsets unread (partition {parts}{more}); the drill cannot count the copies"
     )
 
 

@@ -2,10 +2,27 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import replace
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drkit.core.drill import Budget, DrillVerdict, FailReason, Sent, Timeline, account, judge, rpo
+from drkit.core.drill import (
+    Budget,
+    DrillVerdict,
+    FailReason,
+    Sent,
+    Shortfall,
+    Timeline,
+    account,
+    judge,
+    rpo,
+    shortfall_detail,
+    shortfalls,
+    traces,
+)
 
 
 def sent(*keys: tuple[str, int], at: int = 1000) -> list[Sent]:
@@ -98,24 +115,95 @@ def test_a_refused_failback_fails_with_drkits_reason() -> None:
     assert set(reasons) == {FailReason.FAILBACK_REFUSED} and "active_group" in reasons[FailReason.FAILBACK_REFUSED]
 
 
-keys = st.tuples(st.sampled_from(["k0", "k1", "k2"]), st.integers(0, 20))
+def test_a_record_processed_twice_on_the_source_is_a_re_read_not_one_record() -> None:
+    # The source group read k0:1 twice (a rebalance before its commit): one re-delivery, counted as such.
+    a = account(sent(*A), [("k0", 0), ("k0", 1), ("k0", 1), ("k1", 0)], A[:4], [("k0", 2)])
+    assert (a.processed_on_source, a.redelivered, a.redelivered_examples) == (3, 1, (("k0", 1),))
+    assert FailReason.REDELIVERED in dict(judge(a, Budget()).reasons)
+    # Read three times on the target: two re-reads.
+    b = account(sent(*A), [("k0", 0), ("k0", 1), ("k1", 0)], A[:4], [("k0", 2), ("k0", 2), ("k0", 2)])
+    assert (b.read_on_target, b.redelivered) == (1, 2)
 
 
-@given(st.sets(keys, max_size=40), st.data())
-def test_every_acknowledged_record_is_in_exactly_one_class(acked: set[tuple[str, int]], data: st.DataObject) -> None:
-    ordered = sorted(acked)
-    processed = data.draw(st.sets(st.sampled_from(ordered))) if ordered else set()
-    mirrored = data.draw(st.sets(st.sampled_from(ordered))) if ordered else set()
-    rest = sorted(mirrored - processed)
-    read = data.draw(st.sets(st.sampled_from(rest))) if rest else set()
-    a = account(sent(*ordered), sorted(processed), mirrored, sorted(read))
-    assert a.redelivered == 0
+def test_a_record_copied_twice_is_one_record_with_an_extra_copy() -> None:
+    a = account(sent(*A), [("k0", 0), ("k0", 1), ("k1", 0)], [*A[:4], ("k0", 2)], [("k0", 2)])
+    assert (a.not_mirrored, a.read_on_target, a.redelivered, a.extra_copies_on_target) == (1, 1, 0, 1)
+
+
+def test_each_acknowledged_record_is_traced_with_its_place_and_every_time_it_was_seen() -> None:
+    acked = [Sent("k0", 0, 1, 2, 40), Sent("k0", 1, 2, 2, 41), Sent("k1", 0, 3, 0, 7)]
+    rows = traces(acked, [("k0", 0), ("k0", 0)], [("k0", 0), ("k0", 1), ("k0", 1)], [("k0", 1)], [("k1", 0)])
+    assert [(r.ident, r.partition, r.offset) for r in rows] == [
+        (("k0", 0), 2, 40),
+        (("k0", 1), 2, 41),
+        (("k1", 0), 0, 7),
+    ]
+    assert [(r.processed_on_source, r.copies_on_target, r.read_on_target, r.read_after_failback) for r in rows] == [
+        (2, 1, 0, 0),
+        (0, 2, 1, 0),
+        (0, 0, 0, 1),
+    ]
+    assert [r.processed for r in rows] == [2, 1, 1]
+
+
+def test_a_record_acknowledged_twice_is_refused_not_merged() -> None:
+    with pytest.raises(ValueError, match=r"acknowledged more than once: \[\('k0', 1\)\]"):
+        account([Sent("k0", 1, 1), Sent("k0", 1, 2)], [], [], [])
+
+
+def test_a_read_short_of_its_end_offsets_names_each_partition() -> None:
+    assert shortfalls({0: 5, 1: 3, 2: 0}, {0: 5, 1: 3}) == ()
+    short = shortfalls({0: 5, 1: 3, 2: 4}, {0: 2, 1: 3})
+    assert short == (Shortfall(0, 2, 5), Shortfall(2, 0, 4))
+    line = shortfall_detail("A.drill", "B", short, 60)
+    assert line == (
+        "the drill could not read A.drill on cluster B to its end offsets within 60s: 7 offsets unread "
+        "(partition 0 at 2 of 5, 2 at 0 of 4); the drill cannot count the copies"
+    )
+
+
+idents = st.tuples(st.sampled_from(["k0", "k1", "k2"]), st.integers(0, 20))
+
+
+def _distinct(keys: list[tuple[str, int]]) -> int:
+    return len(Counter(keys))
+
+
+@given(st.lists(idents, unique=True, max_size=25), st.data())
+def test_every_acknowledged_record_is_in_exactly_one_class_and_every_repeat_is_a_re_read(
+    acked: list[tuple[str, int]], data: st.DataObject
+) -> None:
+    # The producer acknowledges each record once, in any order; the group and the mirror may see a record
+    # any number of times, in any order.
+    def some(pool: list[tuple[str, int]]) -> list[tuple[str, int]]:
+        return data.draw(st.lists(st.sampled_from(pool), max_size=30)) if pool else []
+
+    processed, mirrored = some(acked), some(acked)
+    read = some([k for k in mirrored if k not in processed])
+    a = account(sent(*acked), processed, mirrored, read)
+    assert a.acked == len(acked)
+    assert (a.processed_on_source, a.read_on_target) == (_distinct(processed), _distinct(read))
+    # Every time past the first that the group processed a record is one re-read, exactly.
+    assert a.redelivered == len(processed) + len(read) - _distinct(processed + read)
+    assert a.extra_copies_on_target == len(mirrored) - _distinct(mirrored)
     assert a.acked == a.processed_on_source + a.not_mirrored + a.read_on_target + a.lost
-    # With failback, the group reads on the source some of what it had read nowhere: the rest is lost.
-    nowhere = sorted(set(ordered) - processed - read)
-    home = data.draw(st.sets(st.sampled_from(nowhere))) if nowhere else set()
-    b = account(sent(*ordered), sorted(processed), mirrored, sorted(read), read_after_failback=sorted(home))
-    assert b.redelivered == 0 and b.lost == len(nowhere) - len(home)
+    # The order the facts arrive in changes nothing but the keys seen out of sequence.
+    shuffled = account(
+        sent(*data.draw(st.permutations(acked))),
+        data.draw(st.permutations(processed)),
+        data.draw(st.permutations(mirrored)),
+        data.draw(st.permutations(read)),
+    )
+    assert replace(shuffled, out_of_order_keys=0, oldest_unmirrored_ms=None) == replace(
+        a, out_of_order_keys=0, oldest_unmirrored_ms=None
+    )
+    # With failback, the group reads on the source some of what it had read nowhere (again any number of
+    # times): the rest is lost, and every repeat anywhere is a re-read.
+    nowhere = [k for k in acked if k not in processed and k not in read]
+    home = some(nowhere)
+    b = account(sent(*acked), processed, mirrored, read, read_after_failback=home)
+    assert b.lost == len(nowhere) - _distinct(home) and b.read_after_failback == _distinct(home)
+    assert b.redelivered == len(processed) + len(read) + len(home) - _distinct(processed + read + home)
     assert b.acked == b.processed_on_source + b.read_on_target + b.read_after_failback + b.lost
 
 
