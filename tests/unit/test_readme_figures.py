@@ -96,6 +96,7 @@ SETTING_WORDS = (
     "per batch",
     "a day of",
     "configured",
+    "within",
 )
 #: Figures that are settings, thresholds or a test's own parameters, not measurements, in clauses the
 #: setting words do not catch; per document, the figure's text and why it is not measured. Each must
@@ -116,7 +117,6 @@ NOT_MEASURED: dict[str, dict[str, str]] = {
         "120 s": "the delivery timeout, as set",
         "5 s": "client timeouts, as set",
         "10 s": "fetchOffset.retryIntervalMs, as set",
-        "0.25 s": "the wait's polling interval (a code constant)",
         "5 minutes": "the long-outage test's blackhole length",
         "30 s": "the backoff's ceiling (a code constant)",
         "20 s": "the test restarts the broker after this",

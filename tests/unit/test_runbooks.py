@@ -20,9 +20,10 @@ import pytest
 import typer.main
 
 from drkit.cli.app import _register, app
+from drkit.core.status import Verdict
 from drkit.drill.runner import DrillRunner
 from drkit.drill.spec import load_spec
-from drkit.errors import RefusedError
+from drkit.errors import ClusterError, RefusedError, StoreError
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNBOOKS = ROOT / "runbooks"
@@ -278,3 +279,89 @@ def test_the_checker_ignores_prose_and_other_languages() -> None:
         "```bash\nscripts/local-kafka up A B\n```\n"
     )
     assert invocations(text, "fake.md") == []
+
+
+# -- exit codes ---------------------------------------------------------------------------------------
+
+_STATUS_ROW = re.compile(r"^\| (\d+) \| `([^`]+)` \| ([^|]+) \|", re.M)
+_HEADING_EXIT = re.compile(r"^## \d+\. (.+?) \(exit (\d+)\)", re.M)
+_ALERT_RANGE = re.compile(r"alert on exit codes (\d+)-(\d+)")
+_STATUS_LIST = re.compile(r"`drkit status`:\s*((?:\d+ [a-z ]+,?\s*)+)")
+#: The error codes a `drkit status` run can end with besides its verdicts, and what each is.
+_STATUS_ERRORS = {ClusterError.exit_code: "cluster", StoreError.exit_code: "[state]"}
+
+
+def status_table(text: str) -> dict[int, tuple[str, str]]:
+    """runbooks/status.md's table: exit code -> (last line, meaning)."""
+    return {int(code): (last, meaning) for code, last, meaning in _STATUS_ROW.findall(text)}
+
+
+def status_table_problems(text: str) -> list[str]:
+    out = []
+    rows = status_table(text)
+    for verdict in Verdict:
+        if rows.get(verdict.exit_code, ("",))[0] != verdict.value:
+            out.append(f"exit {verdict.exit_code} is `{verdict.value}` in drkit, not {rows.get(verdict.exit_code)}")
+    for code, (last, meaning) in rows.items():
+        if last.startswith("error"):
+            if code not in _STATUS_ERRORS or _STATUS_ERRORS[code] not in meaning:
+                out.append(f"exit {code} ({meaning.strip()}) is not what drkit/errors.py gives that code")
+        elif last not in {v.value for v in Verdict}:
+            out.append(f"exit {code}: `{last}` is no verdict")
+    out += [f"no row for exit {c} ({what})" for c, what in _STATUS_ERRORS.items() if c not in rows]
+    for name, code in _HEADING_EXIT.findall(text):
+        verdict = next((v for v in Verdict if v.value == name.lower().split(",")[0]), None)
+        if verdict is None or verdict.exit_code != int(code):
+            out.append(f"heading '{name} (exit {code})' does not match drkit's verdicts")
+    return out
+
+
+def alert_problems(text: str) -> list[str]:
+    """An alert range and a list of status codes in a runbook cover every non-zero verdict, each right."""
+    out = []
+    codes = sorted(v.exit_code for v in Verdict if v.exit_code)
+    for low, high in _ALERT_RANGE.findall(text):
+        if (int(low), int(high)) != (codes[0], codes[-1]):
+            out.append(f"alert on {low}-{high}, but status exits {codes[0]}-{codes[-1]}")
+    for listing in _STATUS_LIST.findall(re.sub(r"\s+", " ", text)):  # a listing may wrap
+        listed = {int(c): name.strip() for c, name in re.findall(r"(\d+) ([a-z ]+)", listing)}
+        if listed != {v.exit_code: v.value for v in Verdict if v.exit_code}:
+            out.append(f"`drkit status` codes listed as {listed}")
+    return out
+
+
+def test_the_status_runbook_lists_the_exit_codes_drkit_gives() -> None:
+    assert status_table_problems((RUNBOOKS / "status.md").read_text()) == []
+
+
+@pytest.mark.parametrize("runbook", RUNBOOK_FILES, ids=lambda p: p.name)
+def test_alert_ranges_and_status_codes_in_runbooks_match_the_verdicts(runbook: Path) -> None:
+    assert alert_problems(runbook.read_text()) == []
+
+
+def test_the_failover_runbook_alerts_on_every_verdict() -> None:
+    text = (RUNBOOKS / "failover.md").read_text()
+    assert _ALERT_RANGE.search(text) and _STATUS_LIST.search(text)  # the checks above have something to check
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        (
+            "| 6 | `error: ...` | the Delta tables under the `[state]`",
+            "| 4 | `error: ...` | the Delta tables under the `[state]`",
+        ),
+        ("| 24 | `topic refused` |", "| 24 | `target unreachable` |"),
+        ("## 2. Stale (exit 21)", "## 2. Stale (exit 4)"),
+    ],
+)
+def test_the_exit_code_check_catches_a_wrong_status_runbook(old: str, new: str) -> None:
+    text = (RUNBOOKS / "status.md").read_text()
+    assert old in text
+    assert status_table_problems(text.replace(old, new)) != []
+
+
+def test_the_exit_code_check_catches_a_short_alert_range() -> None:
+    text = (RUNBOOKS / "failover.md").read_text()
+    assert alert_problems(text.replace("exit codes 20-25", "exit codes 20-23")) != []
+    assert alert_problems(text.replace(", 24 topic refused", "")) != []
