@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.kafka_io import commit, create_topic, produce
+from support.kafka_io import commit, committed_on, create_topic, produce
 from support.ports import OUTAGE_ANSWERS
 from support.processes import no_java_env
 
@@ -33,6 +33,9 @@ from drkit.store.runs import RunFiles, TranslatorRun
 
 TOPIC, TARGET, GROUP, RECORDS = "orders", "A.orders", "billing", 10
 COMMITTED = {0: 5, 1: 7}
+#: The copies start this far into each target partition (records that were there before the mirror): a
+#: failover that committed the source's offsets unchanged would be seen.
+SHIFT = 3
 
 
 @pytest.fixture(scope="module")
@@ -43,9 +46,9 @@ def gone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalKafka,
     kafka = LocalKafka(home / "kafka", base_port=OUTAGE_ANSWERS.base, heap="384m")
     try:
         clusters = {c.alias: c.bootstrap_servers for c in kafka.up(["A", "B"])}
-        for alias, topic in (("A", TOPIC), ("B", TARGET)):
+        for alias, topic, count in (("A", TOPIC, RECORDS), ("B", TARGET, SHIFT + RECORDS)):
             create_topic(clusters[alias], topic, 2)
-            produce(clusters[alias], topic, [{"partition": i % 2, "value": b"v"} for i in range(2 * RECORDS)])
+            produce(clusters[alias], topic, [{"partition": i % 2, "value": b"v"} for i in range(2 * count)])
         commit(clusters["A"], GROUP, {(TOPIC, p): o for p, o in COMMITTED.items()})
         config = home / "drkit.toml"
         config.write_text(
@@ -58,10 +61,10 @@ def gone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalKafka,
         syncs, checkpoints = SyncTable(layout), CheckpointTable(layout)
         syncs.ensure()
         checkpoints.ensure()
-        whole = SyncRange(0, RECORDS - 1, 0, RECORDS - 1)
+        whole = SyncRange(0, RECORDS - 1, SHIFT, SHIFT + RECORDS - 1)
         syncs.write("A->B", "outage-stream", 0, range_table([(TOPIC, TARGET, p, whole) for p in (0, 1)]))
         checkpoints.append(
-            [Checkpoint("A->B", GROUP, TOPIC, TARGET, p, o, o, Position.MIRRORED) for p, o in COMMITTED.items()]
+            [Checkpoint("A->B", GROUP, TOPIC, TARGET, p, o, o + SHIFT, Position.MIRRORED) for p, o in COMMITTED.items()]
         )
         RunFiles(layout).write_last_run("A->B", TranslatorRun(int(time.time() * 1000), 0.1, 1, 2, 0))
         yield kafka, config
@@ -96,6 +99,8 @@ def unreachable(status: dict[str, Any]) -> list[str]:
 
 def test_source_stopped(gone: tuple[LocalKafka, Path]) -> None:
     kafka, config = gone
+    bootstrap = load_config(str(config)).clusters["B"].bootstrap_servers
+    assert committed_on(bootstrap, GROUP, TARGET) == {}, "the group is on B before the failover"
     kafka.stop("A")
     try:
         got = commands(config)
@@ -114,6 +119,8 @@ def test_source_stopped(gone: tuple[LocalKafka, Path]) -> None:
     code, failover = got["failover"]
     assert (code, failover["status"]) == (0, "applied"), failover
     assert failover["rpo"]["source_reachable"] is False
+    # "applied" read back by a consumer of B: each source offset at its place in B's copy, SHIFT further on.
+    assert committed_on(bootstrap, GROUP, TARGET) == {p: o + SHIFT for p, o in COMMITTED.items()}
     code, failback = got["failback"]
     assert code == 4 and failback["error"].startswith("failback A->B: cluster A is unreachable"), failback
     assert "cluster B" not in failback["error"]
@@ -121,11 +128,14 @@ def test_source_stopped(gone: tuple[LocalKafka, Path]) -> None:
 
 def test_target_stopped(gone: tuple[LocalKafka, Path]) -> None:
     kafka, config = gone
+    bootstrap = load_config(str(config)).clusters["B"].bootstrap_servers
+    before = committed_on(bootstrap, GROUP, TARGET)
     kafka.stop("B")
     try:
         got = commands(config)
     finally:
         kafka.start("B")
+    assert committed_on(bootstrap, GROUP, TARGET) == before, "a failover with B stopped changed B"
     code, status = got["status"]
     assert (code, status["verdict"]) == (25, "target unreachable")
     assert len(unreachable(status)) == 1 and unreachable(status)[0].startswith("cluster B is unreachable")
