@@ -365,3 +365,21 @@ def test_the_exit_code_check_catches_a_short_alert_range() -> None:
     text = (RUNBOOKS / "failover.md").read_text()
     assert alert_problems(text.replace("exit codes 20-25", "exit codes 20-23")) != []
     assert alert_problems(text.replace(", 24 topic refused", "")) != []
+
+
+def commands_without_config(command: Any, path: tuple[str, ...] = ()) -> set[str]:
+    """The CLI's leaf commands that have no ``-c`` option."""
+    subcommands = getattr(command, "commands", None)
+    if subcommands:
+        return {name for n, sub in subcommands.items() for name in commands_without_config(sub, (*path, n))}
+    options = {o for p in command.params for o in getattr(p, "opts", [])}
+    return set() if "-c" in options else {" ".join(path)}
+
+
+def test_the_readme_names_every_command_without_dash_c() -> None:
+    """README's "Every command but ... takes `-c FILE`" names exactly the commands that have no ``-c``."""
+    text = (ROOT / "README.md").read_text().replace("\n", " ")
+    m = re.search(r"Every command but (.*?) takes `-c FILE`", text)
+    assert m, "README no longer says which commands take -c"
+    named = set(re.findall(r"`([a-z][a-z0-9 -]*)`", m.group(1)))
+    assert named == commands_without_config(typer.main.get_command(app))
