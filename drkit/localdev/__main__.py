@@ -10,7 +10,7 @@ from pathlib import Path
 
 from drkit.errors import DrkitError
 from drkit.localdev.clusters import DEFAULT_BASE_PORT, DEFAULT_STATE, LocalKafka, as_dicts
-from drkit.localdev.security import Protocol, Security, load
+from drkit.localdev.security import Protocol, Security, load, principal_name
 
 
 def _users(home: Path, principals: list[str]) -> dict[str, str]:
@@ -19,6 +19,13 @@ def _users(home: Path, principals: list[str]) -> dict[str, str]:
     recorded = home / "security.json"
     known = dict(load(recorded.read_text()).users) if recorded.exists() else {}
     return {p: known.get(p) or secrets.token_urlsafe(18) for p in principals}
+
+
+def _principal(name: str) -> str:
+    try:
+        return principal_name(name)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -38,6 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="NAME",
+        type=_principal,
         help="up: a SASL user / certificate on secure clusters",
     )
     args = parser.parse_args(argv)

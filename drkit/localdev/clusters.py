@@ -232,8 +232,10 @@ class LocalKafka:
             listeners = sec.listener_properties(
                 security, port, cport, self.ca.cert, keystore, broker, self.admin_password(alias)
             )
-        (home / "server.properties").write_text(
-            _ROLES.format(cport=cport) + listeners + _STORAGE.format(data=home / "data") + extra
+        # Owner-only: a secure cluster's listener JAAS configs hold the admin's and the users' passwords.
+        _write_private(
+            home / "server.properties",
+            _ROLES.format(cport=cport) + listeners + _STORAGE.format(data=home / "data") + extra,
         )
         log4j = resources.files("drkit.localdev").joinpath("log4j2.yaml").read_text()
         (home / "log4j2.yaml").write_text(log4j)
@@ -254,9 +256,7 @@ class LocalKafka:
         """The SASL password of a secure cluster's admin principal (made once, kept in its folder)."""
         path = self._home(alias) / "admin.password"
         if not path.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(secrets.token_urlsafe(18))
-            path.chmod(0o600)
+            _write_private(path, secrets.token_urlsafe(18))
         return path.read_text().strip()
 
     def _scram_arguments(self, alias: str) -> list[str]:
@@ -282,21 +282,15 @@ class LocalKafka:
             _ensure_free(alias, port)
         if not (home / "data" / "meta.properties").exists():
             cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-            fmt = subprocess.run(
-                self._java(
-                    libs,
-                    "kafka.tools.StorageTool",
-                    "format",
-                    f"--cluster-id={cluster_id}",
-                    "-c",
-                    str(props),
-                    "--standalone",
-                    *self._scram_arguments(alias),
-                ),
-                capture_output=True,
-                text=True,
-                check=False,
-            )
+            tool = ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c", str(props), "--standalone"]
+            # The SCRAM passwords go in a java @argfile (owner-only, removed after): on the command line any
+            # user of the machine would read them in `ps`.
+            argfile = home / "format.args"
+            _write_private(argfile, "".join(_argfile_line(a) for a in [*tool, *self._scram_arguments(alias)]))
+            try:
+                fmt = subprocess.run(self._java(libs, f"@{argfile}"), capture_output=True, text=True, check=False)
+            finally:
+                argfile.unlink(missing_ok=True)
             if fmt.returncode != 0:
                 raise ClusterError(f"cluster {alias}: formatting storage failed: {fmt.stderr.strip()[-500:]}")
         log = (home / "kafka.log").open("ab")
@@ -414,3 +408,17 @@ def _ensure_free(alias: str, port: int) -> None:
 
 def as_dicts(clusters: list[LocalCluster]) -> list[dict[str, object]]:
     return [asdict(c) for c in clusters]
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by its owner only, from the first byte on."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.touch(0o600)
+    path.chmod(0o600)  # a file made by an earlier version may be more open
+    path.write_text(text)
+
+
+def _argfile_line(argument: str) -> str:
+    """One argument of a java @argfile, quoted (the launcher reads backslash escapes inside quotes)."""
+    escaped = argument.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"\n'

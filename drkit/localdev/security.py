@@ -14,6 +14,7 @@ certificates, with ``subjectAltName`` 127.0.0.1 and localhost so hostname verifi
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import subprocess
 import tempfile
@@ -26,6 +27,23 @@ from drkit.errors import ClusterError
 
 #: The principal every secure local cluster makes a super user, besides its broker.
 ADMIN = "admin"
+
+#: A principal's name as local clusters accept it. Why so narrow: the name is written into JAAS configs
+#: (quoted), SCRAM credentials (``[name=...,password=...]``), a certificate subject (``/CN=...``) and a file
+#: name, where a quote, comma, slash or space would break or rewrite what surrounds it.
+PRINCIPAL_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+
+
+def principal_name(name: str) -> str:
+    """``name`` if local clusters can use it as a SASL user and certificate CN, else a ValueError."""
+    if not PRINCIPAL_NAME.fullmatch(name) or name == ADMIN:
+        reason = f"{ADMIN!r} is the clusters' own admin" if name == ADMIN else "use letters, digits, '.', '_', '-'"
+        raise ValueError(
+            f"principal {name!r} cannot be used ({reason}; at most 64 characters, first a letter or digit)"
+        )
+    return name
+
+
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 _SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
 _PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"

@@ -3,8 +3,11 @@ admin and the broker as the only super users, and certificates a client can use.
 
 from __future__ import annotations
 
+import stat
 import subprocess
 from pathlib import Path
+
+import pytest
 
 from drkit.localdev.clusters import LocalKafka
 from drkit.localdev.security import Protocol, Security
@@ -62,3 +65,51 @@ def test_client_properties_name_the_principal_and_its_certificate_verifies(tmp_p
     )  # fmt: skip
     assert verify.returncode == 0, verify.stderr
     assert kafka.client_properties("C") == {}  # a PLAINTEXT cluster
+
+
+def test_passwords_stay_in_owner_only_files_and_off_the_command_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The JAAS configs in server.properties and the SCRAM credentials at format time hold passwords: files
+    are 0600 from their first byte, and the format command names an @argfile (removed after), not them."""
+    kafka = LocalKafka(tmp_path, 39092, security={"A": Security(Protocol.SASL_SSL, {"mirror": "pw-mirror"})})
+    kafka._prepare("A", 0)
+    for name in ("server.properties", "admin.password", "security.json"):
+        assert stat.S_IMODE((tmp_path / "A" / name).stat().st_mode) == 0o600, name
+    seen: list[tuple[list[str], str, int]] = []
+
+    def run(cmd: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+        argfile = Path(cmd[-1].removeprefix("@"))
+        seen.append((cmd, argfile.read_text(), stat.S_IMODE(argfile.stat().st_mode)))
+        raise RuntimeError("stop before the broker starts")
+
+    monkeypatch.setattr(subprocess, "run", run)
+    with pytest.raises(RuntimeError, match="stop before"):
+        kafka._start("A", tmp_path / "libs")
+    [(cmd, argfile_text, mode)] = seen
+    password = kafka.admin_password("A")
+    assert not any(password in a or "pw-mirror" in a for a in cmd), cmd
+    assert cmd[-1].startswith("@") and mode == 0o600
+    assert '"--add-scram=SCRAM-SHA-512=[name=mirror,password=pw-mirror]"' in argfile_text.splitlines()
+    assert argfile_text.splitlines()[0] == '"kafka.tools.StorageTool"'
+    assert not (tmp_path / "A" / "format.args").exists()
+
+
+@pytest.mark.parametrize("name", ["x/CN=evil", 'a"b', "a,b", "a b", "../up", "", "-x", "admin", "x" * 65])
+def test_a_principal_name_that_would_break_a_jaas_config_or_a_subject_is_refused(
+    name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from drkit.localdev.__main__ import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["up", "A", "--mtls", "A", f"--principal={name}", "--state-dir", str(tmp_path / "state")])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "argument --principal: principal" in err.splitlines()[-1]
+    assert not (tmp_path / "state").exists()
+
+
+@pytest.mark.parametrize("name", ["drkit", "mirror-1", "svc.orders_app", "A" * 64])
+def test_ordinary_principal_names_are_accepted(name: str) -> None:
+    from drkit.localdev.security import principal_name
+
+    assert principal_name(name) == name
