@@ -3,6 +3,7 @@ the driver's Service exposes the ports the config names, the Deployment runs a r
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import tomllib
 from pathlib import Path
@@ -39,6 +40,27 @@ def test_the_manifests_config_loads_and_its_ports_are_the_services(monkeypatch: 
     assert network["spark.driver.host"].startswith(f"{service['metadata']['name']}.{service['metadata']['namespace']}.")
     assert config.spark.conf["spark.kubernetes.authenticate.driver.serviceAccountName"] == "drkit-driver"
     assert config.spark.conf["spark.kubernetes.namespace"] == service["metadata"]["namespace"]
+
+
+def test_prometheus_can_reach_the_mirrors_metrics(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The metrics port the Service exposes is the one the mirror serves on, bound beyond the pod's loopback."""
+    docs = documents()
+    for name in docs["Secret/drkit-secrets"]["stringData"]:
+        monkeypatch.setenv(name, "x")
+    monkeypatch.setenv("POD_NAME", "drkit-mirror-0")
+    config = parse_config(tomllib.loads(_env(docs["ConfigMap/drkit-config"]["data"]["drkit.toml"])), "drkit.toml")
+    assert not ipaddress.ip_address(config.metrics.host).is_loopback
+    [port] = [p["port"] for p in docs["Service/drkit-driver"]["spec"]["ports"] if p["name"] == "metrics"]
+    [container] = docs["Deployment/drkit-mirror"]["spec"]["template"]["spec"]["containers"]
+    args = container["args"]
+    assert int(args[args.index("--metrics-port") + 1]) == port
+
+
+def test_the_manifest_does_not_claim_a_second_mirror_is_refused_on_an_object_store() -> None:
+    """drkit's job lock is a local file (drkit/runtime/process.py): pods do not share it."""
+    text = MANIFEST.read_text()
+    assert "s3a://" in text
+    assert not re.search(r"refuses a second", text)
 
 
 def test_the_deployment_runs_one_mirror_with_the_mounted_config() -> None:
