@@ -86,3 +86,12 @@ def _env(text: str) -> str:
     import os
 
     return re.sub(r"\$\{env:(\w+)\}", lambda m: os.environ[m[1]], text)
+
+
+def test_the_local_examples_file_paths_are_absolute() -> None:
+    """Client properties' file paths reach librdkafka and Spark's JVM as written (drkit resolves only state
+    paths against the config's folder), so a relative one in an example would point elsewhere."""
+    text = (REPO / "examples" / "drkit.local.toml").read_text()
+    paths = re.findall(r'^#?\s*"[\w.]+\.location"\s*=\s*"([^"]+)"', text, re.M)
+    assert len(paths) >= 3
+    assert [p for p in paths if not p.startswith("/")] == []
