@@ -35,18 +35,25 @@ def by_partition(records: list[Rec]) -> dict[int, list[Rec]]:
 
 
 def assert_exact_copy(source: list[Rec], target: list[Rec], source_alias: str = "A") -> None:
-    """Same records, partition by partition, in the same order (contents, not offsets), each copy
-    naming the source offset it copies in its origin header."""
+    """Each source record exactly once on the target and nothing else, partition by partition, in the same
+    order: counted by identity (partition, source offset, contents) both ways, the target's source offset
+    read from the origin header each copy carries. An empty source fails: a copy of nothing proves nothing."""
+    assert source, "the source is empty: a copy of nothing proves nothing"
+    want = Counter((r.partition, r.offset, r.content()) for r in source)
+    got = Counter((r.partition, r.origin(source_alias), r.content()) for r in target)
+    missing, extra = want - got, got - want
+    assert not missing and not extra, (
+        f"{sum(missing.values())} source records not on the target (e.g. {_examples(missing)}), "
+        f"{sum(extra.values())} target records beyond one copy of each source record (e.g. {_examples(extra)})"
+    )
     src, tgt = by_partition(source), by_partition(target)
-    assert sorted(src) == sorted(tgt) or not source, f"partitions differ: {sorted(src)} vs {sorted(tgt)}"
     for p in src:
-        a = [r.content() for r in src[p]]
-        b = [r.content() for r in tgt.get(p, [])]
-        assert len(a) == len(b), f"partition {p}: {len(a)} source records, {len(b)} target records"
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            assert x == y, f"partition {p}, record #{i}: source {x!r} != target {y!r}"
-        origins = [r.origin(source_alias) for r in tgt.get(p, [])]
-        assert origins == [r.offset for r in src[p]], f"partition {p}: copies name other origins"
+        origins = [r.origin(source_alias) for r in tgt[p]]
+        assert origins == [r.offset for r in src[p]], f"partition {p}: the copies are not in the source's order"
+
+
+def _examples(counts: Counter[tuple[int, int | None, tuple[object, ...]]]) -> list[str]:
+    return [f"{p}@{offset} x{n}" for (p, offset, _), n in sorted(counts.items(), key=lambda kv: str(kv[0]))[:5]]
 
 
 @dataclass
@@ -68,7 +75,9 @@ def audit_syncs(
     Every sync pair (u, d) points at an existing source record u and an existing target record d
     with the same content; every source record is described by exactly one pair (no loss);
     no target record is described twice. With ``exact``, every target record is described too.
+    An empty source fails: syncs of nothing prove nothing.
     """
+    assert source, "the source is empty: syncs of nothing prove nothing"
     src = {(r.partition, r.offset): r for r in source}
     tgt = {(r.partition, r.offset): r for r in target}
     up_seen: Counter[tuple[int, int]] = Counter()
