@@ -171,7 +171,7 @@ def _run(args: list[str], invocation: Invocation, output: Output) -> int:
     except DrkitError as exc:
         if invocation.debug:
             raise
-        error(str(exc), output, exc.exit_code)
+        error(invocation.mask(str(exc)), output, exc.exit_code)
         if exc.names_logs:
             _name_logs(invocation)
         return exc.exit_code
@@ -198,7 +198,7 @@ def _run(args: list[str], invocation: Invocation, output: Output) -> int:
             raise
         # A bug or a fault drkit does not know yet: one line; --debug shows the traceback. Only the type and
         # the first line: a long Java or Rust message is a trace of its own.
-        lines = str(exc).strip().splitlines()
+        lines = invocation.mask(str(exc)).strip().splitlines()
         first = lines[0][:300] if lines else ""
         error(
             f"unexpected {type(exc).__name__}: {first} (run again with --debug for the traceback, and please "

@@ -13,7 +13,8 @@ from drkit.cli.logs import LogSetup
 from drkit.layout import StateLayout
 from drkit.service import Drkit
 
-ConfigOption = typer.Option(Path("drkit.toml"), "--config", "-c", help="Path to the drkit TOML config.")
+# Not click's readable check: drkit's config loader says why a file cannot be read, in its own words.
+ConfigOption = typer.Option(Path("drkit.toml"), "--config", "-c", readable=False, help="Path to the drkit TOML config.")
 OutputOption = typer.Option(Output.text, "--output", "-o", help="text (Rich tables) or json.")
 FlowOption = typer.Option(None, "--flow", help="Flow name, e.g. A->B (default: every flow).")
 MetricsPortOption = typer.Option(
@@ -39,6 +40,16 @@ class Invocation:
         #: Where log lines go (set by the root callback: --verbose, DRKIT_LOG).
         self.logs: LogSetup | None = None
         self._facades: dict[Path, Drkit] = {}
+
+    def mask(self, text: str) -> str:
+        """``text`` with the loaded configs' secrets and any secret assignment masked, as config errors are:
+        a client library may quote a password or a JAAS config in its own error message."""
+        from drkit.config.secrets import mask_text, secret_values
+
+        found: set[str] = set()
+        for drkit in self._facades.values():
+            found |= secret_values(drkit.config.model_dump(mode="json"))
+        return mask_text(text, found)
 
     def facade(self, config: Path) -> Drkit:
         if config not in self._facades:
