@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from drkit.config import DrkitConfig, load_config
 from drkit.core.audit import fold
+from drkit.core.ports import utc_now
 from drkit.errors import ConfigError
 from drkit.layout import JobKind, StateLayout
 from drkit.operate.context import OperateContext
@@ -275,11 +276,17 @@ class Mm2Import:
 
 class Drkit:
     def __init__(
-        self, config: DrkitConfig, spark: SparkSession | None = None, context: OperateContext | None = None
+        self,
+        config: DrkitConfig,
+        spark: SparkSession | None = None,
+        context: OperateContext | None = None,
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.config = config
         self._spark = spark
         self._context = context
+        #: The time of the operations and the translator it builds (checkpoint ages, confirmations, rows).
+        self.clock = clock
         self._adopted = False
 
     @classmethod
@@ -354,7 +361,7 @@ class Drkit:
 
             syncs, checkpoints, operations = self._stores()
             self._context = OperateContext(
-                self.config, KafkaClusters(self.config), syncs, checkpoints, operations, self.layout
+                self.config, KafkaClusters(self.config), syncs, checkpoints, operations, self.layout, self.clock
             )
         return self._context
 
@@ -616,7 +623,7 @@ class Drkit:
         from drkit.translator.context import TranslatorContext
 
         syncs, checkpoints, _ = self._stores()
-        return TranslatorContext(self.config, KafkaClusters(self.config), syncs, checkpoints, self.layout)
+        return TranslatorContext(self.config, KafkaClusters(self.config), syncs, checkpoints, self.layout, self.clock)
 
     def maintain(self, keep_recent_batches: int = 100, vacuum_retention_hours: float = 168.0) -> MaintenanceReport:
         """Coalesce old offset-syncs (translation unchanged), OPTIMIZE and VACUUM the Delta tables.

@@ -74,7 +74,7 @@ class TranslatorJob:
         if self._previous is None:
             self._previous = {r.checkpoint.key: r.checkpoint for r in self.store.latest(self.flow.name)}
         plan = plan_checkpoints(self.flow.name, committed, topic_map, indexes, self._previous, bounds, target_starts)
-        appended = self.store.append(plan.changed)
+        appended = self.store.append(plan.changed, self.context.clock())  # the run's time, as its run file
         self._previous.update({c.key: c for c in plan.changed})
         synced = self.sync_target_groups(plan) if self.flow.checkpoint.sync_group_offsets else []
         run = TranslationRun(

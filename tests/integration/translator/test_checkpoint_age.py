@@ -7,8 +7,8 @@ just confirmed is fresh however old its row is, and one it stopped confirming be
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from support.kafka_io import commit, create_topic, produce, unique
@@ -18,6 +18,20 @@ from drkit.core.plan import RefusalReason
 from drkit.service import Drkit
 
 LIMIT = 4.0  # max_age_seconds of the flow
+
+
+class ManualClock:
+    """The time drkit reads (rows, confirmations, ages): it moves only when the test moves it, so the ages
+    below do not depend on how long the translator and the failover plan take on this machine."""
+
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC).replace(microsecond=0)  # whole seconds: the ages below are exact
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
 
 
 def test_an_idle_group_confirmed_by_the_translator_is_fresh_and_one_left_unconfirmed_is_stale(
@@ -35,22 +49,24 @@ def test_an_idle_group_confirmed_by_the_translator_is_fresh_and_one_left_unconfi
         "groups": {"include": [idle, dropped]},
         "checkpoint": {"max_age_seconds": LIMIT},
     }
-    service = Drkit(make_config([flow]), spark)
+    clock = ManualClock()
+    service = Drkit(make_config([flow]), spark, clock=clock)
     service.mirror(None, once=True)
     [first] = service.translate(None, once=True)
     assert first.appended == 4
 
-    time.sleep(LIMIT + 1.5)  # both rows are now older than the limit
+    clock.advance(LIMIT + 1.5)  # both rows are now older than the limit
     # The translator runs again for the idle group only (the other left its selection): no row changes.
-    confirming = Drkit(make_config([{**flow, "groups": {"include": [idle]}}]), spark)
+    confirming = Drkit(make_config([{**flow, "groups": {"include": [idle]}}]), spark, clock=clock)
     [again] = confirming.translate(None, once=True)
     assert again.appended == 0 and again.groups == 1
 
+    clock.advance(1.0)
     plan = service.failover("A->B", [idle, dropped]).plan
     ages = {m.group: m.age_seconds for m in plan.moves}
-    assert ages[idle] is not None and ages[idle] < LIMIT, ages  # counted from the confirmation just now
-    assert ages[dropped] is not None and ages[dropped] > LIMIT, ages  # counted from its row
+    assert ages[idle] == 1.0, ages  # counted from the confirmation, a second ago
+    assert ages[dropped] == LIMIT + 2.5, ages  # counted from its row
     stale = {r.group for r in plan.refusals if r.reason is RefusalReason.STALE}
     assert stale == {dropped}, plan.refusals
     shown = {g.group: g.checkpoint_age_seconds for g in service.status("A->B").flows[0].groups}
-    assert shown[idle] < LIMIT < shown[dropped], shown  # status shows the age failover judges by
+    assert shown == {idle: 1.0, dropped: LIMIT + 2.5}, shown  # status shows the age failover judges by
