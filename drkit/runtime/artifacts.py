@@ -9,6 +9,7 @@ declare other repositories that are not reachable from every network.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import re
 import shutil
@@ -84,14 +85,64 @@ def _pom(coordinates: tuple[str, ...], exclusions: tuple[str, ...] = ()) -> str:
     )
 
 
+#: Separates the marker's coordinates from its manifest of the jars' SHA-256 digests.
+_MANIFEST_START = "\n--- sha256\n"
+#: Folders whose jars were checked against their manifest in this process (a check reads every jar once).
+_verified: set[Path] = set()
+
+
+def _manifest(target: Path) -> str:
+    """``<sha256>  <file name>`` per file of the folder (the marker aside), sorted by name."""
+    lines = []
+    for path in sorted(p for p in target.iterdir() if p.is_file() and p.name != _DONE_MARKER):
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        lines.append(f"{digest.hexdigest()}  {path.name}")
+    return "\n".join(lines)
+
+
+def _digests(manifest: str) -> dict[str, str]:
+    """File name -> digest, from a manifest."""
+    pairs = (line.split("  ", 1) for line in manifest.splitlines())
+    return {name: digest for digest, name in pairs}
+
+
+def _check_manifest(target: Path, recorded: str) -> None:
+    """Refuse a cached folder whose jars are not the ones fetched (changed, added or removed since)."""
+    if target in _verified:
+        return
+    now, then = _digests(_manifest(target)), _digests(recorded)
+    changed = sorted(n for n in now.keys() | then.keys() if now.get(n) != then.get(n))
+    if changed:
+        raise ArtifactError(
+            f"the JVM artifact cache {target} is not what was fetched ({', '.join(changed[:3])}"
+            f"{' ...' if len(changed) > 3 else ''} changed, added or removed since): delete {target} and run again "
+            "to fetch it anew"
+        )
+    _verified.add(target)
+
+
 def resolve(name: str, coordinates: tuple[str, ...], exclusions: tuple[str, ...] = ()) -> Path:
     """Return a folder holding the runtime closure of ``coordinates``, fetching it once; ``exclusions``
-    (``group:artifact``) are left out of every coordinate's closure."""
+    (``group:artifact``) are left out of every coordinate's closure.
+
+    The marker written after a fetch lists the jars' SHA-256 digests; a later use checks the folder against
+    it (once per process), so a jar changed on disk is never put on a JVM's classpath."""
     key = "-".join(c.split(":")[-1] for c in coordinates[:1])
     target = cache_root() / "jars" / f"{name}-{key}"
     marker = target / _DONE_MARKER
     done = "\n".join(coordinates + tuple(f"-{e}" for e in exclusions))
-    if marker.exists() and marker.read_text() == done:
+    recorded, _, manifest = (marker.read_text() if marker.exists() else "").partition(_MANIFEST_START)
+    if recorded == done and manifest:
+        _check_manifest(target, manifest)
+        return target
+    if recorded == done:
+        # Fetched by a version that recorded no digests: they are recorded now, as of this first use (a fetch
+        # again would pull the jars from under JVMs that run from this folder).
+        marker.write_text(done + _MANIFEST_START + _manifest(target))
+        _verified.add(target)
         return target
     mvn = shutil.which("mvn")
     if mvn is None:
@@ -125,7 +176,8 @@ def resolve(name: str, coordinates: tuple[str, ...], exclusions: tuple[str, ...]
         lines = [ln for ln in (result.stdout + result.stderr).splitlines() if "ERROR" in ln]
         detail = lines[0] if lines else f"mvn exited with {result.returncode}"
         raise ArtifactError(f"could not fetch {', '.join(coordinates)} from Maven Central: {detail}")
-    marker.write_text(done)
+    marker.write_text(done + _MANIFEST_START + _manifest(target))
+    _verified.add(target)
     return target
 
 

@@ -6,8 +6,9 @@ driver and puts at the front of each Python worker's ``sys.path``, so a task run
 driver planned with, whatever drkit the executors' image holds (or none).
 
 Invariant: the zip's name holds the drkit version and a digest of the package's files, so a zip is never
-reused for other code (a development tree edited between two runs gets a new one), and it is written
-under a temporary name and renamed, so a reader never sees half a zip. Only drkit travels: its
+reused for other code (a development tree edited between two runs gets a new one); before reuse its
+contents are digested again and must match that name; and it is written under a temporary name and
+renamed, so a reader never sees half a zip. Only drkit travels: its
 dependencies (confluent-kafka, pyarrow, deltalake...) must be on the executors' Python (docs/deploy.md:
 a packed virtual environment through ``spark.archives``, or an image).
 """
@@ -18,6 +19,7 @@ import hashlib
 import os
 import tempfile
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -52,11 +54,26 @@ def package_files(root: Path) -> list[Path]:
 
 def package_digest(root: Path, files: list[Path]) -> str:
     """A digest of the files' names and contents: the zip's identity beyond the version."""
+    return _digest((rel.as_posix(), root.joinpath(rel).read_bytes()) for rel in files)
+
+
+def _digest(entries: Iterable[tuple[str, bytes]]) -> str:
     digest = hashlib.sha256()
-    for rel in files:
-        digest.update(rel.as_posix().encode() + b"\0")
-        digest.update(root.joinpath(rel).read_bytes() + b"\0")
+    for name, data in entries:
+        digest.update(name.encode() + b"\0")
+        digest.update(data + b"\0")
     return digest.hexdigest()[:16]
+
+
+def zip_digest(path: Path) -> str | None:
+    """The digest of what a drkit zip holds (as :func:`package_digest` of the files it was made from); None
+    for a file that is not a readable zip."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            entries = sorted(i.filename for i in z.infolist() if not i.is_dir())
+            return _digest((name.removeprefix("drkit/"), z.read(name)) for name in entries)
+    except (OSError, zipfile.BadZipFile):
+        return None
 
 
 def drkit_zip(cache: Path | None = None) -> Path:
@@ -64,8 +81,11 @@ def drkit_zip(cache: Path | None = None) -> Path:
     root = package_dir()
     files = package_files(root)
     folder = (cache or cache_root()) / "pyfiles"
-    target = folder / f"drkit-{__version__}-{package_digest(root, files)}.zip"
-    if target.exists():
+    expected = package_digest(root, files)
+    target = folder / f"drkit-{__version__}-{expected}.zip"
+    # Checked, not trusted by its name: the executors run whatever the zip holds, so a zip changed or cut
+    # short in the cache since it was made is made again from this process's own files.
+    if target.exists() and zip_digest(target) == expected:
         return target
     folder.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".drkit-", suffix=".zip", dir=folder)
