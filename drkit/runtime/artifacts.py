@@ -94,7 +94,7 @@ _verified: set[Path] = set()
 def _manifest(target: Path) -> str:
     """``<sha256>  <file name>`` per file of the folder (the marker aside), sorted by name."""
     lines = []
-    for path in sorted(p for p in target.iterdir() if p.is_file() and p.name != _DONE_MARKER):
+    for path in sorted(p for p in target.iterdir() if p.is_file() and not p.name.startswith(_DONE_MARKER)):
         digest = hashlib.sha256()
         with path.open("rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):
@@ -141,7 +141,7 @@ def resolve(name: str, coordinates: tuple[str, ...], exclusions: tuple[str, ...]
     if recorded == done:
         # Fetched by a version that recorded no digests: they are recorded now, as of this first use (a fetch
         # again would pull the jars from under JVMs that run from this folder).
-        marker.write_text(done + _MANIFEST_START + _manifest(target))
+        _write_marker(marker, done + _MANIFEST_START + _manifest(target))
         _verified.add(target)
         return target
     mvn = shutil.which("mvn")
@@ -176,9 +176,16 @@ def resolve(name: str, coordinates: tuple[str, ...], exclusions: tuple[str, ...]
         lines = [ln for ln in (result.stdout + result.stderr).splitlines() if "ERROR" in ln]
         detail = lines[0] if lines else f"mvn exited with {result.returncode}"
         raise ArtifactError(f"could not fetch {', '.join(coordinates)} from Maven Central: {detail}")
-    marker.write_text(done + _MANIFEST_START + _manifest(target))
+    _write_marker(marker, done + _MANIFEST_START + _manifest(target))
     _verified.add(target)
     return target
+
+
+def _write_marker(marker: Path, text: str) -> None:
+    """Replace the marker in one step: another process checking the folder never reads half a manifest."""
+    tmp = marker.with_name(f"{marker.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    tmp.replace(marker)
 
 
 def kafka_broker_libs() -> Path:
