@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError
 from support.fakes import FakeConsumerError, FakeMessage, FakeRecord
+from support.waiting import wait_until
 
 from drkit.core.batch import EARLIEST
 from drkit.core.continuous import TakeFailure
@@ -163,9 +164,7 @@ def test_a_batch_takes_exactly_its_range_and_the_copies_ahead_wait_for_the_next(
     first = copier.take({("t", 0): (EARLIEST, 10)}, {("t", 0): 10}, TOPICS, {}, never)
     assert first.rows is not None and rows(first.rows) == [(0, 0, 9, 100)]
     source.append("t", 0, range(10, 30))  # copied as they arrive, before any batch plans them
-    deadline = time.monotonic() + 5
-    while len(target.logs[("A.t", 0)]) < 30 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: len(target.logs[("A.t", 0)]) >= 30, 5, "the 20 new records copied as they arrive", 0.01)
     assert len(target.logs[("A.t", 0)]) == 30 and copier.held() == 20
     second = copier.take({("t", 0): (10, 18)}, {("t", 0): 18}, TOPICS, {}, never)
     assert second.rows is not None and rows(second.rows) == [(0, 10, 17, 110)]
@@ -275,13 +274,11 @@ def test_a_stopping_mirrors_batch_takes_what_was_copied_and_copies_the_rest_itse
     source, target, copier = parts
     source.append("t", 0, range(10))
     assert copier.take({("t", 0): (0, 4)}, {("t", 0): 4}, TOPICS, {}, never).rows is not None
-    deadline = time.monotonic() + 5
-    while copier.held() < 6 and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: copier.held() >= 6, 5, "the copier holding the 6 records past the batch", 0.01)
     copier.stop_reading()
     source.append("t", 0, range(10, 20))  # not read any more
     source.append("t", 1, range(3))  # a partition new to the copier
-    time.sleep(0.1)
+    time.sleep(0.1)  # on purpose: time for a read the copier must no longer make
     taken = copier.take({("t", 0): (4, 20), ("t", 1): (EARLIEST, 3)}, {("t", 0): 20, ("t", 1): 3}, TOPICS, {}, never)
     assert taken.rows is not None and rows(taken.rows) == [(0, 4, 9, 104)]
     assert taken.rest == {("t", 0): (10, 20), ("t", 1): (EARLIEST, 3)}
@@ -297,7 +294,8 @@ def test_the_copier_stops_reading_when_it_holds_its_limit(parts: tuple[Source, T
     source.append("t", 0, range(2))
     assert copier.take({("t", 0): (0, 2)}, {("t", 0): 2}, TOPICS, {}, never).rows is not None
     source.append("t", 0, range(2, 50))
-    time.sleep(0.3)
+    wait_until(lambda: copier.held() >= 3, 5, "the copier reading up to its limit", 0.01)
+    time.sleep(0.3)  # on purpose: time to read on past the limit, which it must not
     assert 3 <= copier.held() < 50  # a chunk may pass the limit; then it waits for a batch
     assert ahead_limit(None) == AHEAD_MAX_RECORDS and ahead_limit(3000) == 6000
 

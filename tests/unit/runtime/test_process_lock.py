@@ -12,12 +12,12 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from support.processes import no_java_env
+from support.waiting import wait_until
 
 from drkit.errors import RefusedError
 from drkit.layout import JobKind, StateLayout
@@ -168,12 +168,8 @@ def test_a_dead_process_not_reaped_yet_is_not_running(tmp_path: Path) -> None:
     pid_file = tmp_path / "job.pid"
     pid_file.write_text(f"{child.pid}\n")
     try:
-        deadline = time.monotonic() + 10
-        while (
-            time.monotonic() < deadline
-            and Path(f"/proc/{child.pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
-        ):
-            time.sleep(0.01)
+        state = Path(f"/proc/{child.pid}/stat")
+        wait_until(lambda: state.read_text().rpartition(")")[2].split()[0] == "Z", 10, "the child a zombie", 0.01)
         os.kill(child.pid, 0)  # the zombie still answers
         assert not running(pid_file)
     finally:
