@@ -8,7 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Producer
-from support.kafka_io import create_topic, produce, read_all, unique
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
+from support.kafka_io import Rec, create_topic, produce, read_all, unique
 from support.mirror_checks import assert_exact_copy, audit_syncs, partition_syncs
 
 from drkit.config import DrkitConfig
@@ -52,34 +53,57 @@ def test_compacted_topic_with_gaps(
         source = read_all(clusters["A"], topic)
     offsets = [r.offset for r in source]
     assert offsets != list(range(offsets[0], offsets[0] + len(offsets))), "the log was not compacted"
+    # Freeze the log before the copy (no record is a day old, so the cleaner takes none), so that what is on
+    # the source after the copy is what was there during it, and the copy is compared with it exactly.
+    admin = AdminClient({"bootstrap.servers": clusters["A"]})
+    resource = ConfigResource(
+        ConfigResource.Type.TOPIC,
+        topic,
+        incremental_configs=[
+            ConfigEntry("min.compaction.lag.ms", str(24 * 3600 * 1000), incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    admin.incremental_alter_configs([resource])[resource].result(30)
+    source = _settled(clusters["A"], topic)
 
     config = make_config([{"source": "A", "target": "B", "topics": {"include": [topic]}}])
     Drkit(config, spark).mirror(None, once=True)
 
-    source = read_all(clusters["A"], topic)
+    after = read_all(clusters["A"], topic)
+    assert after == source, "the source changed during the copy: compaction was not frozen"
     target = read_all(clusters["B"], f"A.{topic}")
-    # Compaction may continue on the source after the copy; every copied record must exist with
-    # the same content, and what is on the source now must be on the target.
+    # Record by record, both ways: each source record (offset, key, value, headers, timestamp) once on the target,
+    # its copy naming its offset in the origin header; nothing else on the target.
+    assert_exact_copy(source, target)
     syncs = partition_syncs(spark, config, topic)
-    target_by_offset = {r.offset: r for r in target}
-    pairs = [pair for rng in syncs[0] for pair in rng.pairs()]
-    assert len(pairs) == len(target), "every target record is described by exactly one sync"
-    assert len({d for _, d in pairs}) == len(pairs)
-    src_contents = {r.offset: r.content() for r in source}
-    for u, d in pairs:
-        assert d in target_by_offset
-        if u in src_contents:
-            assert src_contents[u] == target_by_offset[d].content()
-    assert set(src_contents) <= {u for u, _ in pairs}, "a record still on the source was not copied"
+    # Each sync pair points at a source record and its copy; each record on either side described exactly once.
+    audit = audit_syncs(syncs, source, target, exact=True)
+    assert audit.described == len(source) == len(target) and audit.duplicates == 0
+    pairs = sorted(pair for rng in syncs[0] for pair in rng.pairs())
+    assert [u for u, _ in pairs] == [r.offset for r in source] and [d for _, d in pairs] == [r.offset for r in target]
     assert len(syncs[0]) > 1, "gaps on the source start new ranges"
-    # Translation of an offset inside a gap goes to the next copied record, never past it.
+    # Translation of an offset inside a gap goes to the next copied record, never past it: a group placed at the
+    # translation reads exactly the copies of the source's records from the committed offset on.
     index = SyncIndex(syncs[0])
-    for committed in range(0, max(src_contents) + 2):
-        expected = [u for u, _ in pairs if u >= committed]
+    for committed in range(0, source[-1].offset + 2):
+        expected = [r.offset for r in source if r.offset >= committed]
         translated = index.translate(committed).offset
         assert translated is not None
-        rest = [r for r in target if r.offset >= translated]
-        assert len(rest) == len(expected)
+        rest = [r.origin("A") for r in target if r.offset >= translated]
+        assert rest == expected, f"a group at {committed} reads the copies of {rest[:5]}..., not of {expected[:5]}..."
+
+
+def _settled(bootstrap: str, topic: str) -> list[Rec]:
+    """The topic's records once two reads a second apart agree (a cleaner pass under way has ended)."""
+    deadline = time.monotonic() + 60
+    before = read_all(bootstrap, topic)
+    while time.monotonic() < deadline:
+        time.sleep(1)
+        now = read_all(bootstrap, topic)
+        if now == before:
+            return now
+        before = now
+    raise AssertionError(f"{topic}: the log still changed after 60 s with compaction frozen")
 
 
 def _transactional(bootstrap: str, topic: str, batches: list[tuple[bool, int]]) -> list[bytes]:
@@ -101,6 +125,10 @@ def _transactional(bootstrap: str, topic: str, batches: list[tuple[bool, int]]) 
     return committed
 
 
+#: The offsets of the committed records the transactions below leave on a fresh partition.
+COMMITTED_OFFSETS = [*range(0, 5), *range(11, 14), *range(18, 24), 25]
+
+
 def test_transactions_only_committed_records_are_mirrored(
     clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig]
 ) -> None:
@@ -115,13 +143,14 @@ def test_transactions_only_committed_records_are_mirrored(
 
     source = read_all(clusters["A"], topic)  # read_committed: aborted records and markers skipped
     target = read_all(clusters["B"], f"A.{topic}")
-    assert [r.value for r in source] == committed
-    assert [r.value for r in target] == committed
-    assert_exact_copy(source, target)
-    syncs = partition_syncs(spark, config, topic)
-    audit = audit_syncs(syncs, source, target)
-    assert audit.orphans == 0 and audit.described == len(committed)
     # Markers and aborted records are gaps upstream: one range per committed transaction (+ tail).
     # Layout: 0-4 committed, 5 marker, 6-9 aborted, 10 marker, 11-13, 14, 15-16 aborted, 17,
     # 18-23, 24 marker, 25 plain.
+    assert [(r.offset, r.value) for r in source] == list(zip(COMMITTED_OFFSETS, committed, strict=True))
+    # Record by record, both ways: each committed source record once on the target, naming its source offset.
+    assert_exact_copy(source, target)
+    assert [(r.origin("A"), r.value) for r in target] == list(zip(COMMITTED_OFFSETS, committed, strict=True))
+    syncs = partition_syncs(spark, config, topic)
+    audit = audit_syncs(syncs, source, target)
+    assert audit.orphans == 0 and audit.described == len(committed)
     assert [(r.upstream_first, r.upstream_last) for r in sorted(syncs[0])] == [(0, 4), (11, 13), (18, 23), (25, 25)]
