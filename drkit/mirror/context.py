@@ -17,6 +17,7 @@ from drkit.kafka import clients
 from drkit.kafka.admin import KafkaAdmin
 from drkit.kafka.tail import TAIL_CONSUMER_SETTINGS
 from drkit.layout import StateLayout, flow_dir_name
+from drkit.mirror.faults import NO_FAULTS, FaultPlan
 from drkit.store.runs import MirrorFiles, RunFiles
 
 if TYPE_CHECKING:
@@ -121,6 +122,8 @@ class MirrorContext:
     clusters: MirrorClusters
     syncs: MirrorSyncLog
     layout: StateLayout
+    #: Tests only inject faults (drkit.mirror.faults); a mirror the facade makes has none.
+    faults: FaultPlan = NO_FAULTS
 
     @property
     def runs(self) -> RunFiles:

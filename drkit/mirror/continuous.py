@@ -34,7 +34,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 import pyarrow as pa
@@ -543,24 +542,3 @@ class ContinuousCopier:
             )
             return
         lane.reported.append(msg.offset())
-
-
-#: Test only: ``<point>:<batch id>``. The mirror's process kills itself with SIGKILL at that point of the
-#: first batch at or after that id, to prove what a crash there leaves (drkit.mirror.job).
-KILL_AT_ENV = "DRKIT_TEST_KILL_AT"
-
-
-class KillPoint(StrEnum):
-    """Where in a batch ``KILL_AT_ENV`` kills the mirror."""
-
-    ACKNOWLEDGED = "acknowledged"  # exactly-once, in the driver: copies acknowledged, transactions not committed
-    COPIED = "copied"  # the batch's copies acknowledged by the target, its syncs not written
-    SYNCED = "synced"  # its syncs durable in offset_syncs, Spark's commit not written
-
-
-def kill_point(value: str) -> tuple[KillPoint, int] | None:
-    """``KILL_AT_ENV``'s value parsed; None when unset."""
-    if not value:
-        return None
-    point, _, batch = value.partition(":")
-    return KillPoint(point), int(batch or 0)

@@ -17,8 +17,9 @@ copies of a failed attempt are orphans (duplicates without syncs, whose origin h
 source offset).
 
 Everything a task gets is pickled into the job's closure: settings only (no logger, no client), the
-task process makes its own. The client settings hold the clusters' secrets, as Spark's Kafka options
-do; they are never printed or logged.
+task process makes its own; a test's faults too (drkit.mirror.faults), so an executor looks nothing up.
+The client settings hold the clusters' secrets, as Spark's Kafka options do; they are never printed or
+logged.
 """
 
 from __future__ import annotations
@@ -37,11 +38,8 @@ import pyarrow as pa
 from drkit.core.copying import CopySite, executor_id
 from drkit.core.offsets import BatchRanges
 from drkit.mirror.deliver import COPY_SCHEMA, Copier, DeliveryFailed, Fenced, new_producer
+from drkit.mirror.faults import NO_FAULTS, FaultPlan
 from drkit.mirror.reader import BatchReader, ReadFailed, RecordsRemoved, SourceStalled
-
-#: Test only: a file path. The first copy task that finds no file there creates it and fails after
-#: copying its records (a retried attempt, whose first copies are orphans). Read by the driver.
-FAIL_ONCE_ENV = "DRKIT_TEST_FAIL_COPY_TASK_ONCE"
 
 
 class TaskFailure(StrEnum):
@@ -88,7 +86,7 @@ class CopyTask:
     stall_seconds: float
     skip_removed: bool
     local: bool
-    fail_once: str = ""  # FAIL_ONCE_ENV's file, tests only
+    faults: FaultPlan = NO_FAULTS  # the driver's plan (drkit.mirror.faults): a test's, or none
     exactly_once: ExactlyOnceTask | None = None
 
     def __repr__(self) -> str:  # a task's settings hold secrets: never in a trace or a log line
@@ -179,10 +177,8 @@ def copy_ranges(task: CopyTask, ranges: BatchRanges, attempt: int) -> TaskResult
         if copier is not None:
             copier.abort()
         raise
-    if task.fail_once and not os.path.exists(task.fail_once):
-        with open(task.fail_once, "w") as marker:
-            marker.write(f"{site.pid} attempt {attempt}\n")
-        raise RuntimeError(f"{FAIL_ONCE_ENV}: copy task failed on purpose after copying (attempt {attempt})")
+    if task.faults.fails_copy_task(f"{site.pid} attempt {attempt}"):
+        raise RuntimeError(f"fault plan: copy task failed on purpose after copying (attempt {attempt})")
     records = sum(int(r["record_count"]) for r in copied.to_pylist())
     site = CopySite(site.executor_id, site.host, site.pid, attempt, len(planned), records)
     return TaskResult(site, copied.to_pylist(), {**reached, **read.reached}, dict(read.removed), copier.skipped)

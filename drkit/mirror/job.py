@@ -99,10 +99,11 @@ from drkit.mirror.context import (
     reader_group_id,
     source_consumer_settings,
 )
-from drkit.mirror.continuous import KILL_AT_ENV, ContinuousCopier, KillPoint, Taken, ahead_limit, kill_point
+from drkit.mirror.continuous import ContinuousCopier, Taken, ahead_limit
 from drkit.mirror.deliver import COPY_SCHEMA, FENCED_MARKER, Copier, DeliveryFailed, Fenced, totals
-from drkit.mirror.executor import FAIL_ONCE_ENV, CopyTask, ExactlyOnceTask, TaskResult, copy_partitions, warm
+from drkit.mirror.executor import CopyTask, ExactlyOnceTask, TaskResult, copy_partitions, warm
 from drkit.mirror.failure import explain, failure_message, looks_like_outage, source_unreachable
+from drkit.mirror.faults import KillPoint
 from drkit.mirror.heartbeat import HeartbeatWriter
 from drkit.mirror.observer import SourceObserver
 from drkit.mirror.offset_log import batch_start_offsets, logged_offsets
@@ -262,7 +263,8 @@ class MirrorJob:
         )
         self._synced_next: dict[Partition, int] | None = None
         self._batch_id = -1
-        self._kill_at = kill_point(os.environ.get(KILL_AT_ENV, ""))
+        #: a test's faults (drkit.mirror.faults), handed to the copy tasks too; none unless injected
+        self.faults = context.faults
         self.reports: list[BatchReport] = []
         self.source_watch = ClusterWatch(flow.name, "source", flow.source)
         self.target_watch = ClusterWatch(flow.name, "target", flow.target)
@@ -422,7 +424,7 @@ class MirrorJob:
             return
         sc, slots = self.spark.sparkContext, self._slots()
         topic_map = {t: target for t, target in self.topology.routes.items() if t not in self.topology.refused}
-        tasks = warm(self._copy_task(self._producer_conf(), topic_map))
+        tasks = warm(self.copy_task(self._producer_conf(), topic_map))
 
         def run() -> None:
             started = time.monotonic()
@@ -566,9 +568,9 @@ class MirrorJob:
         return taken
 
     def _kill_here(self, point: KillPoint, batch_id: int) -> None:
-        """Tests only (``KILL_AT_ENV``): die by SIGKILL at ``point`` of the chosen batch."""
-        if self._kill_at is not None and self._kill_at[0] is point and batch_id >= self._kill_at[1]:
-            log.warning("flow %s: killed at %s of batch %d (%s)", self.flow.name, point, batch_id, KILL_AT_ENV)
+        """A test's fault plan only: die by SIGKILL at ``point`` of the chosen batch."""
+        if self.faults.kills_at(point, batch_id):
+            log.warning("flow %s: killed at %s of batch %d (fault plan)", self.flow.name, point, batch_id)
             for handler in logging.getLogger().handlers:
                 handler.flush()
             os.kill(os.getpid(), signal.SIGKILL)
@@ -683,7 +685,7 @@ class MirrorJob:
         report.sites = ()
         if not groups:
             return COPY_SCHEMA.empty_table(), state
-        task = copy_partitions(self._copy_task(producer_conf, topic_map))
+        task = copy_partitions(self.copy_task(producer_conf, topic_map))
         sc = self.spark.sparkContext
         sc.setJobDescription(f"drkit mirror {self.flow.name}: copy of batch {batch_id}")
         try:
@@ -707,7 +709,8 @@ class MirrorJob:
         report.sites = tuple(r.site for r in results)
         return pa.concat_tables([r.table() for r in results]), state
 
-    def _copy_task(self, producer_conf: dict[str, Any], topic_map: dict[str, str]) -> CopyTask:
+    def copy_task(self, producer_conf: dict[str, Any], topic_map: dict[str, str]) -> CopyTask:
+        """What each copy task of a batch gets: settings, and the driver's fault plan (none unless injected)."""
         consumer_conf = clients.client_config(
             self.source,
             self.flow.source,
@@ -735,7 +738,7 @@ class MirrorJob:
             self.reader.stall_seconds,
             self.skip_removed,
             is_local_master(self._master()),
-            os.environ.get(FAIL_ONCE_ENV, ""),
+            self.faults,
             exactly_once,
         )
 

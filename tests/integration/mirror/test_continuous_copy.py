@@ -11,7 +11,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -19,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import faulty_mirror
 from support.kafka_io import create_topic, produce, read_all, unique
 from support.mirror_checks import audit_syncs, committed_batches, partition_syncs
 
 from drkit.config import DrkitConfig
 from drkit.core.translate import SyncIndex
 from drkit.layout import StateLayout
-from drkit.mirror.continuous import KILL_AT_ENV, KillPoint
+from drkit.mirror.faults import KillAt, KillPoint
 from drkit.mirror.runner import MirrorRunner
 from drkit.service import Drkit
 from drkit.store.offset_syncs import SyncTable
@@ -159,11 +159,10 @@ def test_a_sigkill_between_copies_syncs_and_sparks_commit_loses_nothing(
     load = Load(clusters["A"], topic, partitions, total, 8.0)
     with log_path.open("wb") as log:  # a file, not a pipe: a full pipe would block the job
         proc = subprocess.Popen(
-            [sys.executable, "-m", "drkit.cli.app", "--verbose", "mirror", "-c", str(toml)],
+            faulty_mirror.command("--verbose", "mirror", "-c", str(toml), kill_at=KillAt(point, 4)),
             start_new_session=True,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env={**os.environ, KILL_AT_ENV: f"{point}:4"},
         )
         load.thread.start()
         try:

@@ -13,19 +13,19 @@ import random
 import re
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from support import faulty_mirror
 from support.kafka_io import Rec, create_topic, produce, read_all, unique
 from support.mirror_checks import audit_syncs, partition_syncs
 
 from drkit.config import DrkitConfig
 from drkit.core.translate import SyncIndex
-from drkit.mirror.continuous import KILL_AT_ENV, KillPoint
+from drkit.mirror.faults import KillAt, KillPoint
 from drkit.service import Drkit
 
 COPIED_LINE = re.compile(r"batch (\d+) mirrored [1-9]\d* records")
@@ -49,14 +49,13 @@ def _toml(path: Path, clusters: dict[str, str], state: Path, topic: str, driver_
     return path
 
 
-def _mirror(toml: Path, log_path: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+def _mirror(toml: Path, log_path: Path, kill_at: KillAt | None = None) -> subprocess.Popen[bytes]:
     with log_path.open("ab") as log:  # a file, not a pipe: a full pipe would block the job
         return subprocess.Popen(
-            [sys.executable, "-m", "drkit.cli.app", "--verbose", "mirror", "-c", str(toml)],
+            faulty_mirror.command("--verbose", "mirror", "-c", str(toml), kill_at=kill_at),
             start_new_session=True,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env={**os.environ, **(env or {})},
         )
 
 
@@ -140,7 +139,7 @@ def test_sigkills_at_random_points_on_both_copy_paths_leave_each_record_once(
     hooks = {2: KillPoint.ACKNOWLEDGED, 3: KillPoint.COPIED, 6: KillPoint.COPIED}
     for run in range(10):
         path = "driver" if run % 2 == 0 else "executors"
-        hook = {KILL_AT_ENV: f"{hooks[run]}:0"} if run in hooks else None
+        hook = KillAt(hooks[run]) if run in hooks else None
         seen = len(COPIED_LINE.findall(log_path.read_text(errors="replace"))) if log_path.exists() else 0
         proc = _mirror(paths[path], log_path, hook)
         try:

@@ -9,7 +9,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -17,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import faulty_mirror
 from support.kafka_io import create_topic, delete_records, produce, read_all, unique
 from support.mirror_checks import assert_exact_copy, audit_syncs, committed_batches, partition_syncs
 
 from drkit.config import DrkitConfig
 from drkit.core.batch import BatchPlan, plan_batch
 from drkit.errors import MirrorError
-from drkit.mirror.executor import FAIL_ONCE_ENV
 from drkit.service import Drkit
 
 EXECUTORS = {"driver_copy_max_records": 0}
@@ -78,9 +77,9 @@ def test_a_copy_task_retried_after_a_failure_leaves_nothing_missing_and_syncs_of
         "[flows.mirror]\ndriver_copy_max_records = 0\n[flows.heartbeats]\ninterval_seconds = 0\n"
     )
     marker = tmp_path / "failed-once"
-    env = {**os.environ, FAIL_ONCE_ENV: str(marker), "DRKIT_SPARK_LOG_LEVEL": "ERROR"}
+    env = {**os.environ, "DRKIT_SPARK_LOG_LEVEL": "ERROR"}
     done = subprocess.run(
-        [sys.executable, "-m", "drkit.cli.app", "--verbose", "mirror", "--once", "-c", str(toml)],
+        faulty_mirror.command("--verbose", "mirror", "--once", "-c", str(toml), fail_copy_task_once=marker),
         env=env,
         capture_output=True,
         text=True,

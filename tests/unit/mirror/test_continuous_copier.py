@@ -17,7 +17,7 @@ from support.waiting import wait_until
 from drkit.core.batch import EARLIEST
 from drkit.core.continuous import TakeFailure
 from drkit.core.origin import ORIGIN_HEADER
-from drkit.mirror.continuous import AHEAD_MAX_RECORDS, ContinuousCopier, KillPoint, ahead_limit, kill_point
+from drkit.mirror.continuous import AHEAD_MAX_RECORDS, ContinuousCopier, ahead_limit
 from drkit.mirror.reader import BatchAbandoned
 
 TOPICS = {"t": "A.t", "r": "A.r"}
@@ -298,13 +298,6 @@ def test_the_copier_stops_reading_when_it_holds_its_limit(parts: tuple[Source, T
     time.sleep(0.3)  # on purpose: time to read on past the limit, which it must not
     assert 3 <= copier.held() < 50  # a chunk may pass the limit; then it waits for a batch
     assert ahead_limit(None) == AHEAD_MAX_RECORDS and ahead_limit(3000) == 6000
-
-
-def test_the_test_kill_point_is_parsed() -> None:
-    assert kill_point("") is None
-    assert kill_point("synced:3") == (KillPoint.SYNCED, 3)
-    with pytest.raises(ValueError):
-        kill_point("nowhere:1")
 
 
 def test_a_partition_a_batch_waits_on_reads_though_the_others_filled_the_limit(

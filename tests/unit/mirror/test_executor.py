@@ -16,6 +16,7 @@ from confluent_kafka import KafkaError
 from drkit.mirror import deliver, executor
 from drkit.mirror.deliver import FAILURE_MARKER, DeliveryFailed
 from drkit.mirror.executor import CopyTask, TaskFailure, copy_partitions, copy_ranges
+from drkit.mirror.faults import FaultPlan
 from drkit.mirror.reader import RecordsRemoved, SourceStalled
 from drkit.store import files
 
@@ -215,9 +216,9 @@ def test_a_task_failed_on_purpose_once_raises_after_copying_then_copies_again(
     clients(Source({("t", 0): 3}), target)
     marker = tmp_path / "failed-once"
     with pytest.raises(RuntimeError, match="on purpose"):
-        copy_ranges(task(fail_once=str(marker)), {("t", 0): (0, 3)}, 0)
+        copy_ranges(task(faults=FaultPlan(fail_copy_task_once=str(marker))), {("t", 0): (0, 3)}, 0)
     assert marker.exists() and target.next[("A.t", 0)] == 3  # the first attempt's copies: orphans
-    again = copy_ranges(task(fail_once=str(marker)), {("t", 0): (0, 3)}, 1)
+    again = copy_ranges(task(faults=FaultPlan(fail_copy_task_once=str(marker))), {("t", 0): (0, 3)}, 1)
     assert again.rows[0]["downstream_first"] == 3 and again.site.attempt == 1
 
 
