@@ -93,6 +93,8 @@ def test_notebooks_run_on_real_state(
     service.mirror(None, once=True)
     service.translate(None, once=True)
     version = service.table_versions("checkpoints").versions[-1].version
+    # On purpose: the rendering below is another process that reads with the wall clock (the syncs' times
+    # too), so the two runs' rows straddle a real instant rather than an injected clock's.
     time.sleep(1.5)
     between = datetime.now(UTC)
     time.sleep(1.5)

@@ -20,6 +20,7 @@ from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions
 from support.kafka_io import commit, committed_on, create_topic, produce, read_all, unique
 from support.mirror_checks import assert_exact_copy
+from support.waiting import wait_until
 
 from drkit.config import DrkitConfig, load_config
 from drkit.core.audit import OperationStatus
@@ -72,17 +73,8 @@ class SteadyProducer(threading.Thread):
                     continue
                 i += 1
             self.producer.poll(0)
-            time.sleep(len(targets) / self.rate)
+            time.sleep(len(targets) / self.rate)  # pacing: `rate` records a second
         self.producer.flush(30)
-
-
-def wait_until(check: Callable[[], bool], seconds: float, what: str) -> float:
-    began = time.monotonic()
-    while not check():
-        if time.monotonic() - began > seconds:
-            raise AssertionError(f"{what} not seen within {seconds:.0f}s")
-        time.sleep(0.25)
-    return time.monotonic() - began
 
 
 def partitions_of(bootstrap: str, topic: str) -> int:
@@ -186,7 +178,7 @@ def test_partitions_topics_and_configs_are_followed_under_load(
             lambda: config_of(clusters["B"], f"A.{grown}", "retention.ms") == "3600000", DEADLINE, "the config change"
         )
         assert config_of(clusters["B"], f"A.{fresh}", "cleanup.policy") == "compact,delete"
-        time.sleep(2)
+        time.sleep(2)  # on purpose: the mirror keeps running a while after the changes (nothing to await)
         assert thread.is_alive() and not failure, f"the mirror stopped: {failure}"
     except BaseException:
         runner.stop()
@@ -271,8 +263,7 @@ def test_a_deleted_topic_leaves_the_others_flowing_and_comes_back_as_a_new_incar
 
         wait_until(deleted_named, DEADLINE + 5, "status naming the deleted topic")
         before = len(read_all(clusters["B"], f"A.{kept}"))
-        time.sleep(3)
-        assert len(read_all(clusters["B"], f"A.{kept}")) > before, "the other topics keep flowing"
+        wait_until(lambda: len(read_all(clusters["B"], f"A.{kept}")) > before, 60, "the other topics flowing on")
 
         # Created again: a new incarnation, copied from its start after the old one's copy.
         wait_until(lambda: partitions_of(clusters["A"], doomed) == 0, 30, "the deletion")
@@ -288,9 +279,15 @@ def test_a_deleted_topic_leaves_the_others_flowing_and_comes_back_as_a_new_incar
     finally:
         producer.halt.set()
         producer.join(60)
-    time.sleep(3)
-    runner.stop()
-    thread.join(120)
+    try:
+        wait_until(
+            lambda: len(read_all(clusters["B"], f"A.{kept}")) >= len(read_all(clusters["A"], kept)),
+            120,
+            f"the mirror catching up on {kept}",
+        )
+    finally:
+        runner.stop()
+        thread.join(120)
     assert not failure, f"the mirror stopped: {failure}"
     copy = read_all(clusters["B"], f"A.{doomed}")
     for p in (0, 1):
@@ -419,7 +416,9 @@ def test_a_foreign_target_too_small_is_refused_alone_and_copied_from_where_it_st
         assert service.status("A->B").flows[0].verdict is not Verdict.HEALTHY
         wait_until(lambda: len(read_all(clusters["B"], f"A.{other}")) > 50, 60, "the other topic flowing")
         assert read_all(clusters["B"], f"A.{small}") == [], "nothing of the refused topic is copied"
-        time.sleep(3)  # Spark moves on past the refused topic's records meanwhile
+        # Spark moves on past the refused topic's records: the other topic gets a later batch meanwhile.
+        flowed = len(read_all(clusters["B"], f"A.{other}"))
+        wait_until(lambda: len(read_all(clusters["B"], f"A.{other}")) > flowed, 60, "a later batch of the other topic")
 
         grow(clusters["B"], f"A.{small}", 3)  # the operator's fix, as the refusal says
         wait_until(lambda: len(read_all(clusters["B"], f"A.{small}")) >= 300, DEADLINE + 10, "the held records")
@@ -433,7 +432,7 @@ def test_a_foreign_target_too_small_is_refused_alone_and_copied_from_where_it_st
         producer.join(60)
 
     def caught_up() -> bool:
-        return len(read_all(clusters["B"], f"A.{small}")) >= len(read_all(clusters["A"], small))
+        return all(len(read_all(clusters["B"], f"A.{t}")) >= len(read_all(clusters["A"], t)) for t in (small, other))
 
     try:
         wait_until(caught_up, 120, "the mirror catching up")

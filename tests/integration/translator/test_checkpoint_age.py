@@ -8,9 +8,9 @@ just confirmed is fresh however old its row is, and one it stopped confirming be
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from support.clocks import ManualClock
 from support.kafka_io import commit, create_topic, produce, unique
 
 from drkit.config import DrkitConfig
@@ -18,20 +18,6 @@ from drkit.core.plan import RefusalReason
 from drkit.service import Drkit
 
 LIMIT = 4.0  # max_age_seconds of the flow
-
-
-class ManualClock:
-    """The time drkit reads (rows, confirmations, ages): it moves only when the test moves it, so the ages
-    below do not depend on how long the translator and the failover plan take on this machine."""
-
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC).replace(microsecond=0)  # whole seconds: the ages below are exact
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
 
 
 def test_an_idle_group_confirmed_by_the_translator_is_fresh_and_one_left_unconfirmed_is_stale(

@@ -5,13 +5,14 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
+from support.clocks import ShiftedClock
 from support.kafka_io import commit, consume_as_group, create_topic, produce, read_all, unique
 from support.mirror_checks import by_partition
+from support.waiting import wait_until
 
 from drkit.config import DrkitConfig
 from drkit.core.checkpoints import FindingKind
@@ -131,11 +132,15 @@ def test_compacted_and_transactional_topics(
                 for i in range(20)
             ],
         )
-        time.sleep(0.3)
-    deadline = time.monotonic() + 60
-    while len(read_all(clusters["A"], compacted)) >= 100 and time.monotonic() < deadline:
-        time.sleep(1)
-        produce(clusters["A"], compacted, [{"key": b"roll", "value": b"x"}])
+        time.sleep(0.3)  # pacing: the waves land in segments of their own (segment.ms), for the cleaner
+
+    def compacted_now() -> bool:
+        if len(read_all(clusters["A"], compacted)) < 100:
+            return True
+        produce(clusters["A"], compacted, [{"key": b"roll", "value": b"x"}])  # rolls the active segment
+        return False
+
+    wait_until(compacted_now, 60, f"{compacted} compacted by the log cleaner", interval=1)
     offsets = [r.offset for r in read_all(clusters["A"], compacted)]
     holes = sorted(set(range(offsets[0], offsets[-1])) - set(offsets))
     assert holes, "the log was not compacted"
@@ -169,7 +174,8 @@ def test_time_travel_and_findings(
     config = make_config(
         [{"source": "A", "target": "B", "topics": {"include": [topic]}, "groups": {"include": [group]}}]
     )
-    service = Drkit(config, spark)
+    clock = ShiftedClock()  # the checkpoint rows' time: moved on below instead of sleeping
+    service = Drkit(config, spark, clock=clock)
     service.mirror(None, once=True)
     # A record on partition 1 the mirror has not copied: nothing of it is mirrored, and there is
     # something to mirror (an empty partition would translate to the target's start).
@@ -185,9 +191,9 @@ def test_time_travel_and_findings(
     assert first[(topic, 0)].downstream_offset == 10
     assert first[(topic, 1)].downstream_offset is None and first[(topic, 1)].position is Position.UNMIRRORED
     assert (other, 0) not in first
-    time.sleep(1.1)
-    between = datetime.now(UTC)
-    time.sleep(1.1)
+    clock.advance(1)
+    between = clock()
+    clock.advance(1)
 
     commit(clusters["A"], group, {(topic, 0): 40})
     service.translate(None, once=True)
