@@ -4,7 +4,9 @@ The drill's own steps go through the facade (``plan_failover`` to know it is rea
 detect the disaster, ``failover`` to move the group), the same calls the CLI and the runbooks make.
 The mirror and the translator run as the operator runs them: ``drkit mirror`` and ``drkit checkpoint``
 processes, their output kept in the drill's folder. Records are accounted for one by one
-(drkit.core.drill); nothing here decides a verdict.
+(drkit.core.drill), the copies by the drill's own read of the target topic to its end (an error, not a
+verdict, when that read cannot be done); nothing here decides a verdict. ``records.json`` in the
+drill's folder lists every acknowledged record with where it was held and processed.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import IO, TYPE_CHECKING, Protocol
 
 from drkit._version import __version__
@@ -32,12 +34,13 @@ from drkit.core.drill import (
     Timeline,
     account,
     judge,
+    traces,
 )
 from drkit.core.plan import RefusalReason
 from drkit.core.status import Verdict
 from drkit.core.translate import Position
 from drkit.drill.spec import DrillSpec
-from drkit.drill.workload import Bystander, GroupConsumer, Producer, copies
+from drkit.drill.workload import Bystander, GroupConsumer, OnAcked, Producer, copies
 from drkit.errors import ConfigError, DrkitError, RefusedError
 from drkit.localdev.clusters import LocalKafka
 
@@ -92,10 +95,19 @@ class _Leg:
 
 
 class DrillRunner:
-    def __init__(self, service: DrillFacade, spec: DrillSpec, on_phase: OnPhase | None = None) -> None:
+    def __init__(
+        self,
+        service: DrillFacade,
+        spec: DrillSpec,
+        on_phase: OnPhase | None = None,
+        on_acked: OnAcked | None = None,
+    ) -> None:
+        """``on_acked``: told every delivery report of the drill's producer, as the client got it (a
+        check of the drill's own account against the source's acknowledgements)."""
         self.service = service
         self.spec = spec
         self.on_phase = on_phase or (lambda phase, detail: None)
+        self.on_acked = on_acked
         config = service.config
         self.flow = config.flow(spec.drill.flow)
         self.source = config.clusters[self.flow.source]
@@ -147,7 +159,7 @@ class DrillRunner:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.on_phase(DrillPhase.PREPARE, f"topic {w.topic} ({w.partitions} partitions), group {w.group}")
         self._ensure_topic()
-        producer = Producer(self.source, self.flow.source, w.topic, self.tag, w.keys, w.rate_per_second)
+        producer = Producer(self.source, self.flow.source, w.topic, self.tag, w.keys, w.rate_per_second, self.on_acked)
         consumer = GroupConsumer(self.source, self.flow.source, w.topic, self.tag, w.group)
         refused = failback_refused = None
         failover: OperationResult | None = None
@@ -221,15 +233,19 @@ class DrillRunner:
             winding.join()
         self.on_phase(DrillPhase.VERIFY, "every record, one by one")
         mirrored = copies(self.target, self.flow.target, self.target_topic, self.tag)
+        sent, on_target = producer.sent(), [] if resumed is None else resumed.processed
+        after_failback = back.processed if back.ran else None
         accounting = account(
-            producer.sent(),
+            sent,
             consumer.processed,
             mirrored,
-            [] if resumed is None else resumed.processed,
+            on_target,
             consumer.corrupt + (0 if resumed is None else resumed.corrupt) + back.corrupt,
             resumed=resumed is not None,
-            read_after_failback=back.processed if back.ran else None,
+            read_after_failback=after_failback,
         )
+        rows = traces(sent, consumer.processed, mirrored, on_target, after_failback)
+        (self.dir / "records.json").write_text(json.dumps([asdict(r) for r in rows]) + "\n")
         lower = reported.unmirrored_offsets if reported is not None and not reported.source_reachable else None
         judgement = judge(accounting, spec.budget_rules(), refused, lower, failback_refused)
         report = DrillReport(
@@ -373,8 +389,9 @@ class DrillRunner:
                 proc.wait(30)
 
     def _wait_ready(self, jobs: dict[str, subprocess.Popen[bytes]]) -> None:
-        """Until a failover plan for the group would translate every partition (mirrored and checkpointed);
-        a drill without the translator or the mirror goes on after the timeout, to fail as it would in life."""
+        """Until a failover plan for the group would translate every partition (mirrored and checkpointed); a
+        drill without the translator until the mirror created its copy of the topic, one without the mirror
+        at once: each goes on to fail as it would in life."""
         deadline = time.monotonic() + self.spec.workload.ready_timeout_seconds
         while time.monotonic() < deadline:
             for name, proc in jobs.items():
@@ -387,9 +404,20 @@ class DrillRunner:
                     return
             except DrkitError:
                 pass
-            if not (self.spec.jobs.mirror and self.spec.jobs.translator):
+            if not self.spec.jobs.mirror:
                 return  # a broken setup on purpose: nothing to wait for
+            if not self.spec.jobs.translator and self._target_topic_exists():
+                return  # no translator on purpose: ready once the mirror copies (the drill reads the copies)
             time.sleep(1.0)
+
+    def _target_topic_exists(self) -> bool:
+        from drkit.kafka import clients
+
+        with contextlib.suppress(Exception):  # not yet answering: asked again until the deadline
+            meta = clients.admin(self.target, self.flow.target).list_topics(self.target_topic, timeout=10)
+            found = meta.topics.get(self.target_topic)
+            return found is not None and found.error is None and bool(found.partitions)
+        return False
 
     def _wait_mirrored_past_group(self) -> None:
         """Until the mirror has copied records the stopped group has not processed, on every partition,

@@ -5,6 +5,10 @@ back is checked for integrity and identified exactly. ``<run>`` is the drill's o
 on the same topic and group meets the records of earlier runs (on the source past the group's offset,
 on the target as copies) and counts none of them as its own. The source consumer counts a record as processed
 only once its offset commit succeeded: that is what "processed" means to a failover.
+
+The drill's count of the copies on the target is its own read of the target topic, every partition
+from its start to the end offsets fetched before reading: a missing topic, or a read that cannot reach
+those ends in time, is an error naming the cluster and topic, never an empty or partial list.
 """
 
 from __future__ import annotations
@@ -12,13 +16,18 @@ from __future__ import annotations
 import threading
 import time
 import zlib
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol
 
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from drkit.config import ClusterConfig
-from drkit.core.drill import Key, Sent
+from drkit.core.drill import Key, Sent, shortfall_detail, shortfalls
+from drkit.errors import ClusterError
 from drkit.kafka import clients
+
+#: Told (partition, offset, value) of every record the source acknowledged, from its delivery report.
+OnAcked = Callable[[int, int, bytes], None]
 
 
 def encode(key: str, seq: int) -> bytes:
@@ -48,8 +57,18 @@ def _now_ms() -> int:
 class Producer(threading.Thread):
     """Writes ``rate`` records/s over ``keys`` keys to the source; remembers every acknowledged one."""
 
-    def __init__(self, cluster: ClusterConfig, alias: str, topic: str, run: str, keys: int, rate: float) -> None:
+    def __init__(
+        self,
+        cluster: ClusterConfig,
+        alias: str,
+        topic: str,
+        run: str,
+        keys: int,
+        rate: float,
+        on_acked: OnAcked | None = None,
+    ) -> None:
         super().__init__(name="drkit-drill-producer", daemon=True)
+        self.on_acked = on_acked
         self.topic, self.run_tag, self.keys, self.rate = topic, run, keys, rate
         self.producer = clients.producer(
             cluster,
@@ -73,10 +92,13 @@ class Producer(threading.Thread):
         if err is not None:
             self.failed += 1
             return
-        decoded = decode(msg.value())
+        partition, offset, value = msg.partition(), msg.offset(), msg.value()
+        if self.on_acked is not None:
+            self.on_acked(partition, offset, value)
+        decoded = decode(value)
         if decoded is not None:
             with self._lock:
-                self.acked.append(Sent(decoded[0], decoded[1], _now_ms()))
+                self.acked.append(Sent(decoded[0], decoded[1], _now_ms(), partition, offset))
 
     def run(self) -> None:
         n, started = 0, time.monotonic()
@@ -155,34 +177,97 @@ class GroupConsumer(threading.Thread):
         self.join(timeout)
 
 
-def copies(cluster: ClusterConfig, alias: str, topic: str, run: str, timeout: float = 60.0) -> list[Key]:
-    """Every record of drill ``run`` on ``topic`` (all partitions, from the start), read_committed."""
-    consumer = clients.consumer(
-        cluster, alias, "_drkit-drill-audit", **{"enable.partition.eof": True, "isolation.level": "read_committed"}
-    )
-    out: list[Key] = []
+class TargetConsumer(Protocol):
+    """What :func:`read_run` asks of a consumer (confluent_kafka.Consumer's calls)."""
+
+    def list_topics(self, topic: str, timeout: float) -> Any: ...
+
+    def get_watermark_offsets(self, partition: TopicPartition, timeout: float) -> tuple[int, int]: ...
+
+    def assign(self, partitions: list[TopicPartition]) -> None: ...
+
+    def consume(self, num_messages: int, timeout: float) -> list[Any]: ...
+
+
+def read_run(
+    consumer: TargetConsumer,
+    alias: str,
+    topic: str,
+    run: str,
+    timeout: float,
+    clock: Callable[[], float] = time.monotonic,
+) -> list[Key]:
+    """Every record of drill ``run`` on ``topic``, every partition from its first offset to the end offset
+    fetched before reading, repeats kept. ClusterError (naming ``alias`` and ``topic``) when the topic is
+    missing, its offsets cannot be fetched, or the read has not reached every end after ``timeout`` s."""
+    deadline = clock() + timeout
     try:
-        meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
-        if meta is None or meta.error is not None:
-            return out
-        partitions = sorted(meta.partitions)
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in partitions}
-        pending = {p for p in partitions if ends[p] > 0}
-        consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-        deadline = time.monotonic() + timeout
-        while pending and time.monotonic() < deadline:
-            for msg in consumer.consume(1000, timeout=0.5):
-                error = msg.error()
-                if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
-                        pending.discard(msg.partition())
-                    continue
+        meta = consumer.list_topics(topic, timeout=min(10.0, timeout)).topics.get(topic)
+    except KafkaException as exc:
+        raise ClusterError(f"the drill cannot list {topic} on cluster {alias}: {_first_line(exc)}") from None
+    if meta is None or meta.error is not None or not meta.partitions:
+        unknown = meta is None or meta.error is None or meta.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+        why = "the topic is missing" if unknown else str(meta.error.str())
+        raise ClusterError(
+            f"the drill cannot read {topic} on cluster {alias} ({why}): the mirror's copies cannot be counted; "
+            "check the mirror ran (`drkit mirror` log in the drill's folder) and created the topic"
+        )
+    partitions = sorted(meta.partitions)
+    try:
+        marks = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in partitions}
+    except KafkaException as exc:
+        raise ClusterError(
+            f"the drill cannot fetch the end offsets of {topic} on cluster {alias}: {_first_line(exc)}"
+        ) from None
+    ends = {p: high for p, (_low, high) in marks.items()}
+    # The next offset each partition's read returns: records below the first offset are gone (retention),
+    # not unread.
+    reached = {p: low for p, (low, _high) in marks.items()}
+    consumer.assign([TopicPartition(topic, p, low) for p, (low, _high) in marks.items()])
+    out: list[Key] = []
+    last_error = ""
+    while shortfalls(ends, reached) and clock() < deadline:
+        for msg in consumer.consume(1000, timeout=0.5):
+            error, partition = msg.error(), msg.partition()
+            if error is not None and error.code() != KafkaError._PARTITION_EOF:
+                if error.fatal():
+                    raise ClusterError(f"the drill cannot read {topic} on cluster {alias}: {error.str()}")
+                last_error = f"; last error: {error.str()}"
+                continue
+            # A record, or the end of the partition (its offset: the next one): read_committed skips
+            # aborted records and transaction markers, so the end is known only from there.
+            after = msg.offset() + (0 if error is not None else 1)
+            reached[partition] = max(reached.get(partition, 0), after)
+            if error is None:
                 decoded = decode(msg.value())
                 if decoded is not None and ours(decoded, run):
                     out.append(decoded)
-                if (msg.offset() or 0) >= ends[msg.partition() or 0] - 1:
-                    pending.discard(msg.partition())
-        return out
+    short = shortfalls(ends, reached)
+    if short:
+        raise ClusterError(shortfall_detail(topic, alias, short, timeout) + last_error)
+    return out
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0][:300]
+
+
+def copies(cluster: ClusterConfig, alias: str, topic: str, run: str, timeout: float = 60.0) -> list[Key]:
+    """Every record of drill ``run`` on ``topic`` (all partitions, from the start), read_committed, repeats
+    kept; ClusterError when the topic cannot be read to its end (:func:`read_run`)."""
+    consumer = clients.consumer(
+        cluster,
+        alias,
+        "_drkit-drill-audit",
+        **{
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        },
+    )
+    try:
+        return read_run(consumer, alias, topic, run, timeout)
     finally:
         consumer.close()
 

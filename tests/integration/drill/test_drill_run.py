@@ -7,6 +7,11 @@ with failback once A is back: the group reads on A what the mirror never copied,
 acknowledged by A is processed exactly once over the round trip. One partitions A away (its broker
 frozen by SIGSTOP: connections hang instead of being refused) and thaws it afterwards.
 
+Each passing drill is checked against the producer's delivery reports, not against its own account:
+the exact (partition, offset) list the source acknowledged is the drill's list, each record is on A
+where it was acknowledged, and the copies on B, read by the test itself and placed by their origin
+header, are the drill's, record by record (Counters: a copy twice is two).
+
 The broken setups, each failing with its own reason and leaving B's group as it was: no translator
 running (failover refused, stale), the mirror stopped 4 s before the disaster (more unmirrored records
 than the budget), a member of the group already consuming on B (failover refused, active group).
@@ -15,18 +20,26 @@ than the budget), a member of the group already consuming on B (failover refused
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from support.kafka_io import committed_on, end_offsets
+from support.kafka_io import committed_on, end_offsets, read_all
 from support.ports import DRILL
 
 from drkit.cli.app import main
 from drkit.config import load_config
-from drkit.core.drill import DrillVerdict, FailReason
+from drkit.core.drill import DrillPhase, DrillReport, DrillVerdict, FailReason, Key
+from drkit.drill.runner import DrillRunner
+from drkit.drill.spec import load_spec
+from drkit.drill.workload import decode, ours
 from drkit.localdev.clusters import LocalKafka
 from drkit.service import Drkit
+
+#: (partition, offset, value) of a delivery report the source sent the drill's producer.
+Ack = tuple[int, int, bytes]
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +77,62 @@ def _spec(path: Path, kafka: LocalKafka, name: str, disaster: str, **sections: d
     return path
 
 
+def _run(toml: Path, spec: Path, phases: list[str] | None = None) -> tuple[DrillReport, list[Ack]]:
+    """The drill, with every delivery report its producer got (as the client handed it over)."""
+    acks: list[Ack] = []
+
+    def phase(p: DrillPhase, _detail: str) -> None:
+        if phases is not None:
+            phases.append(p.value)
+
+    runner = DrillRunner(Drkit(load_config(toml)), load_spec(spec), phase, lambda p, o, v: acks.append((p, o, v)))
+    return runner.run(), acks
+
+
+def _check_against_acks(report: DrillReport, acks: list[Ack], toml: Path, name: str) -> list[dict[str, Any]]:
+    """The drill's records are the source's acknowledgements, on A where acknowledged, and the copies the
+    drill counted on B are those the test reads there itself; returns the drill's records.json rows."""
+    clusters, tag = _clusters(toml), report.id.rsplit("-", 1)[1]
+    assert acks, "the source acknowledged nothing"
+    assert max(Counter((p, o) for p, o, _ in acks).values()) == 1, "an offset acknowledged twice"
+    placed: dict[Key, tuple[int, int]] = {}
+    for p, o, value in acks:
+        key = decode(value)
+        assert key is not None and ours(key, tag), f"acknowledged {value!r} at {p}:{o} is not this drill's"
+        placed[key] = (p, o)
+    assert len(placed) == len(acks), "one record acknowledged twice"
+    rows: list[dict[str, Any]] = json.loads((Path(report.report_dir) / "records.json").read_text())
+    assert Counter((r["key"], r["seq"], r["partition"], r["offset"]) for r in rows) == Counter(
+        (*k, p, o) for k, (p, o) in placed.items()
+    ), "the drill's acknowledged records are not the producer's delivery reports"
+    assert report.accounting.acked == len(acks)
+    # The acknowledgements are real: each record is on A at the offset the source gave it.
+    on_a = {(r.partition, r.offset): r.value for r in read_all(clusters["A"], f"drill.{name}")}
+    wrong = [(p, o) for p, o, v in acks if on_a.get((p, o)) != v]
+    assert not wrong, f"{len(wrong)} acknowledged records are not on A where acknowledged, e.g. {wrong[:5]}"
+    # The copies on B as the test reads them, each placed by its origin header on its record's partition.
+    copies: Counter[Key] = Counter()
+    for rec in read_all(clusters["B"], f"A.drill.{name}"):
+        key = decode(rec.value)
+        if key is not None and key in placed:
+            assert (rec.partition, rec.origin("A")) == placed[key], f"copy of {key} at {rec.partition}:{rec.offset}"
+            copies[key] += 1
+    by_key = {(r["key"], r["seq"]): r for r in rows}
+    differ = [
+        (k, by_key[k]["copies_on_target"], copies[k]) for k in placed if by_key[k]["copies_on_target"] != copies[k]
+    ]
+    assert not differ, f"{len(differ)} records' copies on B differ (drill, read): e.g. {differ[:5]}"
+    unmirrored = [k for k in placed if copies[k] == 0 and not by_key[k]["processed_on_source"]]
+    assert report.accounting.not_mirrored == len(unmirrored)
+    assert report.accounting.extra_copies_on_target == sum(n - 1 for n in copies.values())
+    return rows
+
+
+def _times_processed(rows: list[dict[str, Any]]) -> Counter[int]:
+    """How many records the group processed 0, 1, 2... times over the drill."""
+    return Counter(r["processed_on_source"] + r["read_on_target"] + r["read_after_failback"] for r in rows)
+
+
 def _a_is_back(kafka: LocalKafka, toml: Path, name: str) -> None:
     """The drill gave A back: running, and answering (a frozen broker would time out here)."""
     assert kafka.describe("A").running
@@ -71,13 +140,12 @@ def _a_is_back(kafka: LocalKafka, toml: Path, name: str) -> None:
 
 
 def test_a_drill_that_kills_the_source_and_fails_back_passes_with_every_record_accounted_for(
-    drill_clusters: tuple[LocalKafka, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    drill_clusters: tuple[LocalKafka, Path], tmp_path: Path
 ) -> None:
     kafka, toml = drill_clusters
-    service = Drkit(load_config(toml))
     phases: list[str] = []
     spec = _spec(tmp_path / "kill.toml", kafka, "kill", "kill_source", drill={"failback": True})
-    report = service.drill_run(str(spec), lambda p, d: phases.append(p.value))
+    report, acks = _run(toml, spec, phases)
     a, m = report.accounting, report.measured()
     print(report.markdown())
     assert report.verdict is DrillVerdict.PASSED, report.judgement.reasons
@@ -95,20 +163,17 @@ def test_a_drill_that_kills_the_source_and_fails_back_passes_with_every_record_a
     assert phases[0] == "prepare" and phases.index("disaster") < phases.index("failback") < phases.index("verify")
     assert (Path(report.report_dir) / "report.md").read_text().startswith("# Drill kill: PASS")
     _a_is_back(kafka, toml, "kill")
-    # The run is in the drills table, listed by the CLI as JSON.
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as exit_:
-        main(["drill", "history", "-c", str(toml), "-o", "json"])
-    assert exit_.value.code == 0
-    [row] = json.loads(capsys.readouterr().out)["drills"]
-    assert (row["id"], row["verdict"], row["lost"], row["redelivered"]) == (report.id, "pass", 0, 0)
+    rows = _check_against_acks(report, acks, toml, "kill")
+    # Record by record over the round trip: every acknowledged record processed exactly once.
+    assert _times_processed(rows) == Counter({1: len(acks)})
+    assert sum(1 for r in rows if r["read_after_failback"]) == a.not_mirrored
 
 
 def test_a_drill_that_partitions_the_source_away_passes_and_thaws_it(
     drill_clusters: tuple[LocalKafka, Path], tmp_path: Path
 ) -> None:
     kafka, toml = drill_clusters
-    report = Drkit(load_config(toml)).drill_run(str(_spec(tmp_path / "cut.toml", kafka, "cut", "partition_source")))
+    report, acks = _run(toml, _spec(tmp_path / "cut.toml", kafka, "cut", "partition_source"))
     a = report.accounting
     print(report.markdown())
     assert report.verdict is DrillVerdict.PASSED, report.judgement.reasons
@@ -116,10 +181,13 @@ def test_a_drill_that_partitions_the_source_away_passes_and_thaws_it(
     assert a.acked == a.processed_on_source + a.not_mirrored + a.read_on_target
     assert report.reported_rpo is not None and report.reported_rpo.source_reachable is False
     _a_is_back(kafka, toml, "cut")
+    rows = _check_against_acks(report, acks, toml, "cut")
+    # No failback: each record processed once, except those never mirrored (the RPO), processed nowhere.
+    assert _times_processed(rows) == Counter({1: len(acks) - a.not_mirrored, 0: a.not_mirrored}) - Counter()
 
 
 def test_a_drill_without_the_translator_fails_and_says_why(
-    drill_clusters: tuple[LocalKafka, Path], tmp_path: Path
+    drill_clusters: tuple[LocalKafka, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     kafka, toml = drill_clusters
     spec = _spec(tmp_path / "broken.toml", kafka, "broken", "stop_mirror", jobs={"translator": False})
@@ -130,6 +198,13 @@ def test_a_drill_without_the_translator_fails_and_says_why(
     assert "`drkit checkpoint`, was not running" in reasons[FailReason.FAILOVER_REFUSED], reasons
     assert FailReason.LOST not in reasons and report.accounting.lost == 0  # nothing moved: nothing skipped
     assert committed_on(_clusters(toml)["B"], "broken-app", "A.drill.broken") == {}
+    # The facade keeps the run in the drills table, listed by the CLI as JSON.
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_:
+        main(["drill", "history", "-c", str(toml), "-o", "json"])
+    assert exit_.value.code == 0
+    rows = [r for r in json.loads(capsys.readouterr().out)["drills"] if r["id"] == report.id]
+    assert [(r["verdict"], r["lost"]) for r in rows] == [("fail", 0)], rows
 
 
 def test_a_drill_whose_mirror_lags_beyond_the_budget_fails_on_the_rpo(
@@ -144,7 +219,7 @@ def test_a_drill_whose_mirror_lags_beyond_the_budget_fails_on_the_rpo(
         jobs={"mirror_lag_seconds": 4},
         budget={"lost": 0, "redelivered": 0, "rpo_records": 40},
     )
-    report = Drkit(load_config(toml)).drill_run(str(spec))
+    report, acks = _run(toml, spec)
     a = report.accounting
     print(report.markdown())
     # 4 s at 80 records/s went unmirrored: the RPO budget of 40 is exceeded, and nothing else is wrong. The
@@ -155,6 +230,8 @@ def test_a_drill_whose_mirror_lags_beyond_the_budget_fails_on_the_rpo(
     assert f"{a.not_mirrored} records were not mirrored" in dict(report.judgement.reasons)[FailReason.RPO_BUDGET]
     assert a.lost == 0 and a.redelivered == 0 and a.read_on_target > 0
     _a_is_back(kafka, toml, "lag")
+    rows = _check_against_acks(report, acks, toml, "lag")
+    assert _times_processed(rows) == Counter({1: len(acks) - a.not_mirrored, 0: a.not_mirrored}) - Counter()
 
 
 def test_a_drill_whose_group_is_active_on_the_target_fails_and_leaves_the_target_alone(
