@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,13 @@ from support.mirror_checks import audit_syncs, by_partition, committed_batches, 
 from drkit.config import DrkitConfig
 from drkit.core.translate import SyncIndex
 from drkit.errors import MirrorError
+from drkit.layout import StateLayout
+from drkit.mirror.offset_log import batch_start_offsets
 from drkit.service import Drkit
+
+#: The most records one read of the continuous copier takes (drkit.mirror.reader.CHUNK), as README's "Known
+#: limits" states it: written here, not imported, so that the ceilings hold the documented bound.
+COPIER_READ = 5_000
 
 
 def test_record_too_large_for_target_stops_before_the_checkpoint(
@@ -136,6 +143,12 @@ def test_sigkill_mid_copy_then_restart_loses_nothing(
 ) -> None:
     topic = unique("kill")
     partitions, total = 3, 90_000  # batches of at most 3,000 every 0.5 s: 15 s or more of copying
+    per_trigger = 3000
+    # What one SIGKILL can make the restart copy again (README, "Known limits"): the batch Spark had not
+    # committed (at most max_offsets_per_trigger), and what the continuous copier had copied past it: it stops
+    # reading at twice max_offsets_per_trigger, but checks that limit before each read (of at most
+    # COPIER_READ records): the read that crosses it, and one more per partition a waiting batch still reads.
+    ceiling = per_trigger + 2 * per_trigger + (partitions + 1) * COPIER_READ
     create_topic(clusters["A"], topic, partitions)
     now = int(time.time() * 1000)
     produce(
@@ -147,10 +160,17 @@ def test_sigkill_mid_copy_then_restart_loses_nothing(
         ],
     )
     config = make_config(
-        [{"source": "A", "target": "B", "topics": {"include": [topic]}, "mirror": {"max_offsets_per_trigger": 3000}}]
+        [
+            {
+                "source": "A",
+                "target": "B",
+                "topics": {"include": [topic]},
+                "mirror": {"max_offsets_per_trigger": per_trigger},
+            }
+        ]
     )
     toml = tmp_path / "drkit.toml"
-    _write_toml(toml, clusters, config.state_root(), topic, 3000)
+    _write_toml(toml, clusters, config.state_root(), topic, per_trigger)
 
     log = (tmp_path / "mirror.log").open("wb")  # a file, not a pipe: a full pipe would block the job
     proc = subprocess.Popen(
@@ -177,6 +197,17 @@ def test_sigkill_mid_copy_then_restart_loses_nothing(
         log.close()
     assert killed_at > 0, "the mirror did not start copying in time"
     assert killed_at < total, "the copy had finished before the kill: make it larger"
+    # Where the batch Spark had not committed starts: nothing before it may be copied again.
+    committed = [int(b) for b in committed_batches(config)]
+    first_uncommitted = max(committed, default=-1) + 1
+    logged = batch_start_offsets(StateLayout(config.state_root()).stream_checkpoint("A->B"), first_uncommitted)
+    assert logged is not None and topic in logged, f"no start offsets of batch {first_uncommitted}: {logged}"
+    resume = {int(p): offset for p, offset in logged[topic].items()}
+    # The bound is exercised only if more records than it allows lay past the kill's batch.
+    assert total - sum(resume.values()) > ceiling, (
+        f"only {total - sum(resume.values())} records lay past batch {first_uncommitted}, not more than the "
+        f"ceiling of {ceiling}: the test could not catch a restart that copies too much again; make it larger"
+    )
 
     Drkit(config, spark).mirror(None, once=True)
     source, target = read_all(clusters["A"], topic), read_all(clusters["B"], f"A.{topic}")
@@ -184,11 +215,34 @@ def test_sigkill_mid_copy_then_restart_loses_nothing(
     audit = audit_syncs(syncs, source, target, exact=False)  # every source record exactly once, no loss
     assert audit.described == len(source) == total
     assert audit.orphans == audit.duplicates == len(target) - total
+    copies = _copies(source, target)
+    assert sorted(n for n in copies.values() if n == 0) == [], "source records missing on the target"
+    extra = Counter({key: n - 1 for key, n in copies.items() if n > 1})
+    duplicates = sum(extra.values())
+    assert duplicates == audit.duplicates, (duplicates, audit)
+    early = sorted(key for key in extra if key[1] < resume[key[0]])
+    assert early == [], f"records of batches Spark had committed were copied again, e.g. {early[:5]}"
+    assert duplicates <= ceiling, f"{duplicates} duplicates, more than one SIGKILL can leave ({ceiling})"
     checked = _never_skips(syncs, source, target)
     print(
-        f"SIGKILL after {killed_at} of {total} records on the target: 0 missing, "
-        f"{audit.duplicates} duplicates; {checked} translations never skip"
+        f"SIGKILL after {killed_at} of {total} records on the target, in batch {first_uncommitted} "
+        f"(from {sum(resume.values())}): 0 missing, {duplicates} duplicates (ceiling {ceiling}); "
+        f"{checked} translations never skip"
     )
+
+
+def _copies(source: list[Rec], target: list[Rec], alias: str = "A") -> Counter[tuple[int, int]]:
+    """How many copies of each source record (partition, offset) the target holds, counted one by one by
+    the origin header each copy carries; a copy that names no source record, or differs from it, fails."""
+    contents = {(r.partition, r.offset): r.content() for r in source}
+    copies: Counter[tuple[int, int]] = Counter(dict.fromkeys(contents, 0))
+    for r in target:
+        origin = r.origin(alias)
+        assert origin is not None and contents.get((r.partition, origin)) == r.content(), (
+            f"target record {r.partition}@{r.offset} is no copy of a source record (origin {origin})"
+        )
+        copies[(r.partition, origin)] += 1
+    return copies
 
 
 def _exists(bootstrap: str, topic: str) -> bool:
