@@ -107,11 +107,13 @@ def maintain(
     config: DrkitConfig,
     keep_recent_batches: int = 100,
     vacuum_retention_hours: float = MIN_VACUUM_RETENTION_HOURS,
+    today: date | None = None,
 ) -> MaintenanceReport:
     """Coalesce old offset-syncs, then OPTIMIZE and VACUUM ``offset_syncs`` and ``checkpoints``.
 
     ``config`` names the state in messages; every flow found in the table is maintained, including
-    flows no longer configured (their syncs still translate old checkpoints).
+    flows no longer configured (their syncs still translate old checkpoints). Only days before ``today``
+    (default: the UTC date now) are coalesced.
     """
     check_settings(keep_recent_batches, vacuum_retention_hours)
     started = time.monotonic()
@@ -122,7 +124,7 @@ def maintain(
     with _as_store_error("offset_syncs", syncs_at):
         if open_table(tables.offset_syncs, offset_syncs.SPEC.name) is not None:  # with its version guard
             syncs.files_before = _num_files(spark, syncs_at)
-            coalesce, syncs.rows_before = coalesce_syncs(spark, syncs_at, keep_recent_batches)
+            coalesce, syncs.rows_before = coalesce_syncs(spark, syncs_at, keep_recent_batches, today)
             _compact_and_vacuum(spark, syncs_at, syncs, vacuum_retention_hours, config)
             syncs.rows_after = _count(spark, syncs_at)
     with _as_store_error("checkpoints", checkpoints_at):

@@ -1,7 +1,8 @@
 """Writes offset-sync batches the way the mirror does, for tests of the Delta tables.
 
-Old batches are written a day back, as a running mirror would have written them yesterday:
-maintenance rewrites only completed UTC days.
+Old batches are written a day before the test's ``now`` (given, never read at import), as a running
+mirror would have written them yesterday: maintenance rewrites only completed UTC days (give it
+``today=now.date()``, so a test that runs across midnight sees the same days).
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from drkit.layout import StateLayout
 from drkit.store import delta
 from drkit.store.offset_syncs import SPEC, SyncTable, range_table
 
-#: Maintenance rewrites only completed UTC days; old batches are written a day back, as a running
-#: mirror would have written them yesterday.
-YESTERDAY = datetime.now(UTC) - timedelta(days=1)
+
+def yesterday(now: datetime) -> datetime:
+    """A day before ``now``: a completed UTC day for maintenance whose today is ``now``'s date."""
+    return now - timedelta(days=1)
 
 
 def config_for(tmp_path: Path) -> DrkitConfig:
@@ -41,8 +43,12 @@ class Writer:
         flow: str,
         stream_id: str,
         start: dict[tuple[str, int], tuple[int, int]] | None = None,
+        *,
+        now: datetime,
     ) -> None:
         self.store = store
+        #: The test's present: batches are written a day before it, or at it with ``batch(today=True)``.
+        self.now = now
         self.flow = flow
         self.stream_id = stream_id
         self.next: dict[tuple[str, int], tuple[int, int]] = dict(start or {})
@@ -55,7 +61,7 @@ class Writer:
         skip_upstream: dict[tuple[str, int], int] | None = None,
         skip_downstream: dict[tuple[str, int], int] | None = None,
         split: set[tuple[str, int]] | None = None,
-        at: datetime | None = YESTERDAY,
+        today: bool = False,
     ) -> None:
         rows = []
         for topic, target, partition in parts:
@@ -70,6 +76,7 @@ class Writer:
                 continue
             rows.append((topic, target, partition, SyncRange(u, u + records - 1, d, d + records - 1)))
             self.next[key] = (u + records, d + records)
+        at = self.now if today else yesterday(self.now)
         self.store.write(self.flow, self.stream_id, batch_id, range_table(rows), at=at)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.sync_writer import YESTERDAY, Writer, config_for
+from support.sync_writer import Writer, config_for
 
 from drkit.config import DrkitConfig
 from drkit.core.offsets import SyncRange
@@ -71,9 +71,9 @@ def table_version(spark: Any, tables: StateLayout) -> int:
     return int(DeltaTable.forPath(spark, str(tables.offset_syncs)).history(1).first()[0])  # type: ignore[index]
 
 
-def write_history(store: SyncTable) -> None:
+def write_history(store: SyncTable, now: datetime) -> None:
     # Flow A->B, stream s1: batches 0..13, batch 9 empty (no row, no commit).
-    s1 = Writer(store, "A->B", "s1")
+    s1 = Writer(store, "A->B", "s1", now=now)
     for b in range(14):
         if b == 9:
             continue
@@ -87,14 +87,20 @@ def write_history(store: SyncTable) -> None:
         )  # a gap inside a batch
     # Flow A->B, stream s2: the checkpoint was deleted; the replay starts again at upstream 20 of
     # orders, landing after what s1 wrote (overlapping pairs: the same upstream offsets twice).
-    s2 = Writer(store, "A->B", "s2", {("orders", p): (20, s1.next[("orders", p)][1] + 10) for p in (0, 1)})
+    s2 = Writer(store, "A->B", "s2", {("orders", p): (20, s1.next[("orders", p)][1] + 10) for p in (0, 1)}, now=now)
     for b in range(6):
         s2.batch(b, PARTITIONS[:2])
     # Flow B->A (same topic name and partition as A->B): never merged with A->B. Batches 0-2 were
     # written yesterday, 3-7 today: today's partition is never rewritten, even below the cutoff.
-    s3 = Writer(store, "B->A", "s3")
+    s3 = Writer(store, "B->A", "s3", now=now)
     for b in range(8):
-        s3.batch(b, [("orders", "B.orders", 0)], records=3, at=YESTERDAY if b < 3 else datetime.now(UTC))
+        s3.batch(b, [("orders", "B.orders", 0)], records=3, today=b >= 3)
+
+
+@pytest.fixture
+def now() -> datetime:
+    """The test's present, read once: its batches' days and maintenance's today agree across midnight."""
+    return datetime.now(UTC)
 
 
 @pytest.fixture
@@ -107,17 +113,17 @@ def state(spark: Any, tmp_path: Path) -> tuple[DrkitConfig, StateLayout, SyncTab
 
 
 def test_maintain_keeps_translation_and_recent_batches(
-    spark: Any, state: tuple[DrkitConfig, StateLayout, SyncTable]
+    spark: Any, state: tuple[DrkitConfig, StateLayout, SyncTable], now: datetime
 ) -> None:
     config, tables, store = state
-    write_history(store)
+    write_history(store, now)
     rows_before = all_rows(spark, tables)
     pairs_before = pairs(spark, tables)
     ranges_before = store.ranges("A->B")
     recent = {("s1", b) for b in (11, 12, 13)} | {("s2", b) for b in (3, 4, 5)} | {("s3", b) for b in (5, 6, 7)}
     recent_rows = [r for r in rows_before if (r[10], r[9]) in recent]
 
-    result = maintain(spark, tables, config, keep_recent_batches=KEEP).as_dict()
+    result = maintain(spark, tables, config, keep_recent_batches=KEEP, today=now.date()).as_dict()
 
     rows_after = all_rows(spark, tables)
     assert pairs(spark, tables) == pairs_before
@@ -151,23 +157,25 @@ def test_maintain_keeps_translation_and_recent_batches(
     assert syncs["rows_before"] == len(rows_before) and syncs["rows_after"] == len(rows_after)
     assert coalesce["streams"] == 3 and coalesce["streams_rewritten"] == 3
     assert coalesce["cutoffs"] == {"A->B/s1": 10, "A->B/s2": 2, "B->A/s3": 4}
-    assert coalesce["before_date"] == datetime.now(UTC).date().isoformat() and coalesce["attempts"] == 1
+    assert coalesce["before_date"] == now.date().isoformat() and coalesce["attempts"] == 1
     assert coalesce["ranges_merged"] - coalesce["merged_into"] == len(rows_before) - len(rows_after)
     assert syncs["vacuumed"] and syncs["files_after"] <= syncs["files_before"]
     assert result["checkpoints"]["rows_before"] is None  # no checkpoints table: skipped
 
     # A second run has nothing to merge: no row changes, no data commit.
     version = table_version(spark, tables)
-    again = maintain(spark, tables, config, keep_recent_batches=KEEP).as_dict()
+    again = maintain(spark, tables, config, keep_recent_batches=KEEP, today=now.date()).as_dict()
     assert again["offset_syncs"]["coalesce"]["ranges_merged"] == 0
     assert again["offset_syncs"]["coalesce"]["streams_rewritten"] == 0
     assert all_rows(spark, tables) == rows_after
     assert data_commits_since(spark, tables, version) == []
 
 
-def test_retention_below_168_hours_is_refused(spark: Any, state: tuple[DrkitConfig, StateLayout, SyncTable]) -> None:
+def test_retention_below_168_hours_is_refused(
+    spark: Any, state: tuple[DrkitConfig, StateLayout, SyncTable], now: datetime
+) -> None:
     config, tables, store = state
-    write_history(store)
+    write_history(store, now)
     version, rows = table_version(spark, tables), all_rows(spark, tables)
     with pytest.raises(ConfigError, match="168"):
         maintain(spark, tables, config, keep_recent_batches=KEEP, vacuum_retention_hours=24)
@@ -178,17 +186,17 @@ def test_retention_below_168_hours_is_refused(spark: Any, state: tuple[DrkitConf
 
 
 def test_mirror_appending_during_maintenance_is_not_disturbed(
-    spark: Any, state: tuple[DrkitConfig, StateLayout, SyncTable]
+    spark: Any, state: tuple[DrkitConfig, StateLayout, SyncTable], now: datetime
 ) -> None:
     config, tables, store = state
-    s1 = Writer(store, "A->B", "s1")
+    s1 = Writer(store, "A->B", "s1", now=now)
     for b in range(12):
         s1.batch(b, PARTITIONS)
     errors: list[BaseException] = []
 
     def run() -> None:
         try:
-            maintain(spark, tables, config, keep_recent_batches=KEEP)
+            maintain(spark, tables, config, keep_recent_batches=KEEP, today=now.date())
         except BaseException as exc:  # reported by the test thread
             errors.append(exc)
 
@@ -196,7 +204,7 @@ def test_mirror_appending_during_maintenance_is_not_disturbed(
     thread.start()
     appended = 0
     while thread.is_alive() or appended < 3:  # keep appending (today) for as long as maintenance runs
-        s1.batch(12 + appended, PARTITIONS, at=None)
+        s1.batch(12 + appended, PARTITIONS, today=True)
         appended += 1
         time.sleep(0.2)  # a mirror's pace: a commit takes milliseconds, a batch a second
     thread.join()
@@ -211,7 +219,7 @@ def test_mirror_appending_during_maintenance_is_not_disturbed(
 
 
 def test_incremental_sync_cache_matches_full_reads(
-    spark: Any, state: tuple[DrkitConfig, StateLayout, SyncTable]
+    spark: Any, state: tuple[DrkitConfig, StateLayout, SyncTable], now: datetime
 ) -> None:
     """The checkpoint translator's cache reads only new rows; it must always equal a full read."""
     from drkit.store.offset_syncs import SyncIndexCache
@@ -231,17 +239,17 @@ def test_incremental_sync_cache_matches_full_reads(
                 assert cached[key].translate(c) == expected.translate(c), (key, c)
                 assert cached[key].inverse(c) == expected.inverse(c), (key, c)
 
-    s1 = Writer(store, "A->B", "s1")
+    s1 = Writer(store, "A->B", "s1", now=now)
     for b in range(6):
         s1.batch(b, PARTITIONS, skip_downstream={("orders", 1): 1} if b == 2 else None)
     check()
     for b in range(6, 12):  # batches the cache has not seen, some after a gap
         s1.batch(b, PARTITIONS, skip_upstream={("orders", 0): 2} if b == 7 else None)
-    maintain(spark, tables, config, keep_recent_batches=KEEP)  # merges seen and unseen rows together
+    maintain(spark, tables, config, keep_recent_batches=KEEP, today=now.date())  # merges seen and unseen rows together
     check()
-    s2 = Writer(store, "A->B", "s2", {("orders", 0): (5, 500)})  # a replay: a new stream, overlapping pairs
+    s2 = Writer(store, "A->B", "s2", {("orders", 0): (5, 500)}, now=now)  # a replay: a new stream, overlapping pairs
     for b in range(3):
-        s2.batch(b, PARTITIONS[:1], at=None)
-    Writer(store, "B->A", "s3").batch(0, [("orders", "B.orders", 0)], at=None)  # another flow: not included
+        s2.batch(b, PARTITIONS[:1], today=True)
+    Writer(store, "B->A", "s3", now=now).batch(0, [("orders", "B.orders", 0)], today=True)  # another flow: not included
     check()
     assert cache.indexes()[("orders", 0)].translate(5).offset == 5  # the earliest copy of upstream 5

@@ -7,14 +7,13 @@ delta-rs appends on top of Spark's rewrite.
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 from deltalake import DeltaTable
-from support.sync_writer import YESTERDAY, Writer, config_for
+from support.sync_writer import Writer, config_for
 
 from drkit.core.audit import Action, OperationRecord
 from drkit.core.checkpoints import Checkpoint
@@ -94,25 +93,25 @@ def test_spark_reads_what_delta_rs_wrote_and_maintenance_keeps_every_answer(spar
     config = config_for(tmp_path)
     layout = StateLayout(config.state_root())
     syncs = SyncTable(layout, compact_every=3)
+    now = datetime.now(UTC)  # read once: the batches' days and maintenance's today agree across midnight
     # Offset-syncs as the mirror writes them (coalescing every 3 batches): yesterday's and today's, with gaps.
-    writer = Writer(syncs, "A->B", "stream-1")
+    writer = Writer(syncs, "A->B", "stream-1", now=now)
     for b in range(8):
         writer.batch(
             b,
             PARTS,
             skip_upstream={("orders", 0): 2} if b == 3 else None,
             split={("audit", 0)} if b == 5 else None,
-            at=YESTERDAY if b < 6 else datetime.now(UTC),
+            today=b >= 6,
         )
-    Writer(syncs, "B->A", "stream-2").batch(0, [("orders", "B.orders", 0)], at=YESTERDAY)
+    Writer(syncs, "B->A", "stream-2", now=now).batch(0, [("orders", "B.orders", 0)])
     same_everywhere(spark, str(layout.offset_syncs))
 
     checkpoints = CheckpointTable(layout)
-    checkpoints.append([checkpoint("g1", 0, 10), checkpoint("g1", 1, 20)])
-    time.sleep(1.1)
-    between = datetime.now(UTC)
-    time.sleep(1.1)
-    checkpoints.append([checkpoint("g1", 0, 30), checkpoint("g2", 0, 5)])
+    # Two appends a second either side of ``between`` (their times given: no sleeping for the clock to move).
+    between = now - timedelta(seconds=10)
+    checkpoints.append([checkpoint("g1", 0, 10), checkpoint("g1", 1, 20)], at=between - timedelta(seconds=1))
+    checkpoints.append([checkpoint("g1", 0, 30), checkpoint("g2", 0, 5)], at=between + timedelta(seconds=1))
     same_everywhere(spark, str(layout.checkpoints))
 
     operations = OperationTable(layout)
@@ -133,12 +132,12 @@ def test_spark_reads_what_delta_rs_wrote_and_maintenance_keeps_every_answer(spar
     # Maintenance (Spark): coalescing, OPTIMIZE, VACUUM; every answer stays, delta-rs appends after it.
     ranges, progress = syncs.ranges("A->B"), syncs.progress("A->B")
     latest, then = checkpoints.latest("A->B"), checkpoints.latest("A->B", as_of=between)
-    figures = maintain(spark, layout, config, keep_recent_batches=1)
+    figures = maintain(spark, layout, config, keep_recent_batches=1, today=now.date())
     assert figures.coalesce.ranges_merged > 0
     assert syncs.ranges("A->B") == ranges and syncs.progress("A->B") == progress
     assert checkpoints.latest("A->B") == latest and checkpoints.latest("A->B", as_of=between) == then
     checkpoints.append([checkpoint("g2", 0, 6)])  # delta-rs appends after Spark's OPTIMIZE
     assert ("g2", 6) in {(r.checkpoint.group, r.checkpoint.upstream_offset) for r in checkpoints.latest("A->B")}
     same_everywhere(spark, str(layout.checkpoints))
-    writer.batch(8, PARTS, at=datetime.now(UTC))  # and the mirror's next batch on top of the rewrite
+    writer.batch(8, PARTS, today=True)  # and the mirror's next batch on top of the rewrite
     same_everywhere(spark, str(layout.offset_syncs))
