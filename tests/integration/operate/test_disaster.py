@@ -16,6 +16,7 @@ import json
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -105,8 +106,18 @@ def test_disaster_failover_then_failback(dr: tuple[LocalKafka, dict[str, str]], 
     )
     service.translate("A->B", once=True)  # observes A's end offsets: 30 records not mirrored
     source_before = read_all(clusters["A"], TOPIC)
-    mirrored_end = {p: 200 for p in range(PARTITIONS)}  # 400 records over 2 partitions were mirrored
     kafka.stop("A", kill=True)
+    # What B holds, read from B: per partition, one past the newest source offset copied (origin headers),
+    # and the copy of the record the group would have read next on A. The offsets below are these, never the
+    # ones this test committed.
+    copies = read_all(clusters["B"], f"A.{TOPIC}")
+    origins = {(r.partition, r.offset): r.origin("A") for r in copies}
+    assert None not in origins.values(), "a record on B has no origin header"
+    mirrored_end = {p: 1 + max(o or 0 for (q, _), o in origins.items() if q == p) for p in range(PARTITIONS)}
+    assert mirrored_end == {p: 200 for p in range(PARTITIONS)}  # 400 records over 2 partitions were mirrored
+    translated = {r.partition: r.offset for r in copies if r.origin("A") == processed_on_a[(TOPIC, r.partition)]}
+    assert sorted(translated) == list(range(PARTITIONS)), "a partition lacks the copy of the group's next record"
+    unmirrored = Counter(r.partition for r in source_before if r.offset >= mirrored_end[r.partition])
 
     # -- 2. failover with the source gone ---------------------------------------------------------
     code, dry = cli(toml, "failover", "--flow", "A->B", "--group", GROUP)
@@ -116,9 +127,9 @@ def test_disaster_failover_then_failback(dr: tuple[LocalKafka, dict[str, str]], 
     code, out = cli(toml, "failover", "--flow", "A->B", "--group", GROUP, "--apply", "--yes")
     assert code == 0 and out["status"] == "applied", out
     assert out["rpo"]["source_reachable"] is False
-    assert out["rpo"]["unmirrored_offsets"] == 30, out["rpo"]
-    target_offsets = committed_on(clusters["B"], GROUP, f"A.{TOPIC}")
-    assert target_offsets == {0: 120, 1: 35}  # partitions hold offsets 0.. on both sides here
+    assert out["rpo"]["unmirrored_offsets"] == sum(unmirrored.values()) == 30, (out["rpo"], unmirrored)
+    assert {r["partition"]: r["unmirrored_offsets"] for r in out["rpo"]["partitions"]} == dict(unmirrored)
+    assert committed_on(clusters["B"], GROUP, f"A.{TOPIC}") == translated
 
     expected = [
         r
@@ -129,12 +140,15 @@ def test_disaster_failover_then_failback(dr: tuple[LocalKafka, dict[str, str]], 
     assert contents(got) == contents(expected), "the group did not resume exactly on B"
     assert len(got) == 400 - 155
 
-    # Running --apply again gives the same offsets.
-    commit(clusters["B"], GROUP, {(f"A.{TOPIC}", 0): 120, (f"A.{TOPIC}", 1): 35})  # undo the read above
+    # Running --apply again gives the same offsets: from where the read above left the group (its ends on B),
+    # it moves the group back to the translation, read on B.
+    read_to = committed_on(clusters["B"], GROUP, f"A.{TOPIC}")
+    assert read_to == {p: mirrored_end[p] for p in range(PARTITIONS)} != translated
     code, again = cli(toml, "failover", "--flow", "A->B", "--all-groups", "--apply", "--yes")
     assert code == 0 and again["status"] == "applied"
-    assert {m["group"] for m in again["plan"]["moves"]} == {GROUP}
-    assert committed_on(clusters["B"], GROUP, f"A.{TOPIC}") == target_offsets
+    moves = {(m["group"], m["partition"]): (m["current"], m["new"]) for m in again["plan"]["moves"]}
+    assert moves == {(GROUP, p): (read_to[p], translated[p]) for p in range(PARTITIONS)}, again["plan"]["moves"]
+    assert committed_on(clusters["B"], GROUP, f"A.{TOPIC}") == translated
     ops = [o.as_dict() for o in service.history("A->B", limit=50).operations]
     assert [(o["action"], o["dry_run"], o["result"]["status"]) for o in reversed(ops)] == [
         ("failover", True, "dry_run"),
