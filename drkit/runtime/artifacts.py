@@ -85,16 +85,17 @@ def _pom(coordinates: tuple[str, ...], exclusions: tuple[str, ...] = ()) -> str:
     )
 
 
-#: Separates the marker's coordinates from its manifest of the jars' SHA-256 digests.
-_MANIFEST_START = "\n--- sha256\n"
+#: Beside the marker: ``<sha256>  <file name>`` per jar, as fetched. A file of its own, so an earlier drkit
+#: sharing the cache reads the marker as it always did (and never takes the folder for another fetch).
+_MANIFEST = ".sha256"
 #: Folders whose jars were checked against their manifest in this process (a check reads every jar once).
 _verified: set[Path] = set()
 
 
 def _manifest(target: Path) -> str:
-    """``<sha256>  <file name>`` per file of the folder (the marker aside), sorted by name."""
+    """``<sha256>  <file name>`` per file of the folder (drkit's own dot-files aside), sorted by name."""
     lines = []
-    for path in sorted(p for p in target.iterdir() if p.is_file() and not p.name.startswith(_DONE_MARKER)):
+    for path in sorted(p for p in target.iterdir() if p.is_file() and not p.name.startswith(".")):
         digest = hashlib.sha256()
         with path.open("rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):
@@ -128,21 +129,20 @@ def resolve(name: str, coordinates: tuple[str, ...], exclusions: tuple[str, ...]
     """Return a folder holding the runtime closure of ``coordinates``, fetching it once; ``exclusions``
     (``group:artifact``) are left out of every coordinate's closure.
 
-    The marker written after a fetch lists the jars' SHA-256 digests; a later use checks the folder against
-    it (once per process), so a jar changed on disk is never put on a JVM's classpath."""
+    A fetch records the jars' SHA-256 digests beside its marker; a later use checks the folder against them
+    (once per process), so a jar changed on disk is never put on a JVM's classpath."""
     key = "-".join(c.split(":")[-1] for c in coordinates[:1])
     target = cache_root() / "jars" / f"{name}-{key}"
-    marker = target / _DONE_MARKER
+    marker, manifest = target / _DONE_MARKER, target / _MANIFEST
     done = "\n".join(coordinates + tuple(f"-{e}" for e in exclusions))
-    recorded, _, manifest = (marker.read_text() if marker.exists() else "").partition(_MANIFEST_START)
-    if recorded == done and manifest:
-        _check_manifest(target, manifest)
-        return target
-    if recorded == done:
-        # Fetched by a version that recorded no digests: they are recorded now, as of this first use (a fetch
-        # again would pull the jars from under JVMs that run from this folder).
-        _write_marker(marker, done + _MANIFEST_START + _manifest(target))
-        _verified.add(target)
+    if marker.exists() and marker.read_text() == done:
+        if manifest.exists():
+            _check_manifest(target, manifest.read_text())
+        else:
+            # Fetched by a version that recorded no digests: recorded now, as of this first use (fetching again
+            # would pull the jars from under JVMs that run from this folder).
+            _write_atomically(manifest, _manifest(target))
+            _verified.add(target)
         return target
     mvn = shutil.which("mvn")
     if mvn is None:
@@ -176,16 +176,17 @@ def resolve(name: str, coordinates: tuple[str, ...], exclusions: tuple[str, ...]
         lines = [ln for ln in (result.stdout + result.stderr).splitlines() if "ERROR" in ln]
         detail = lines[0] if lines else f"mvn exited with {result.returncode}"
         raise ArtifactError(f"could not fetch {', '.join(coordinates)} from Maven Central: {detail}")
-    _write_marker(marker, done + _MANIFEST_START + _manifest(target))
+    _write_atomically(manifest, _manifest(target))
+    marker.write_text(done)
     _verified.add(target)
     return target
 
 
-def _write_marker(marker: Path, text: str) -> None:
-    """Replace the marker in one step: another process checking the folder never reads half a manifest."""
-    tmp = marker.with_name(f"{marker.name}.{os.getpid()}.tmp")
+def _write_atomically(path: Path, text: str) -> None:
+    """Replace the file in one step: another process checking the folder never reads half a manifest."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text)
-    tmp.replace(marker)
+    tmp.replace(path)
 
 
 def kafka_broker_libs() -> Path:

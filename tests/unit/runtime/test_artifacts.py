@@ -1,6 +1,6 @@
-"""The JVM artifact cache is checked before use: the marker written after a fetch lists each jar's SHA-256,
-and a folder whose jars changed, appeared or vanished since is refused in one line (never put on a
-classpath); a marker of an earlier version (no digests) fetches again."""
+"""The JVM artifact cache is checked before use: a fetch records each jar's SHA-256 beside its marker, and a
+folder whose jars changed, appeared or vanished since is refused in one line (never put on a classpath); a
+folder an earlier version fetched (no digests) gets them at first use."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ def cached(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     target.mkdir(parents=True)
     (target / "a.jar").write_bytes(b"jar a")
     (target / "b.jar").write_bytes(b"jar b")
-    (target / ".complete").write_text("\n".join(COORDINATES) + artifacts._MANIFEST_START + artifacts._manifest(target))
+    (target / ".sha256").write_text(artifacts._manifest(target))
+    (target / ".complete").write_text("\n".join(COORDINATES))
     return target
 
 
@@ -51,9 +52,9 @@ def test_a_changed_cache_is_refused_in_one_line(cached: Path, change: object, na
 def test_a_marker_without_digests_gets_them_at_first_use_and_is_checked_from_then_on(
     cached: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (cached / ".complete").write_text("\n".join(COORDINATES))  # as an earlier version wrote it
+    (cached / ".sha256").unlink()  # as an earlier version left the folder
     assert artifacts.resolve("lib", COORDINATES) == cached
-    assert artifacts._MANIFEST_START in (cached / ".complete").read_text()
+    assert (cached / ".sha256").read_text().splitlines()[0].endswith("  a.jar")
     monkeypatch.setattr(artifacts, "_verified", set())  # another process
     (cached / "a.jar").write_bytes(b"jar A")
     with pytest.raises(ArtifactError, match=r"a\.jar changed"):
