@@ -69,6 +69,7 @@ class FailReason(StrEnum):
     RPO_BOUND = "rpo_bound"  # drkit's lower bound of unmirrored records exceeds the records really lost
     NO_RESUME = "no_resume"  # the group read nothing on the target after failover
     FAILBACK_REFUSED = "failback_refused"  # drkit refused to move the group back to the source
+    TARGET_UNCOUNTED = "target_uncounted"  # the group read copies the drill's own read of the target did not find
 
 
 Key = tuple[str, int]  # (record key, sequence number)
@@ -110,6 +111,10 @@ class Accounting:
     #: Acknowledged records the target holds more than once, beyond the first copy (the mirror's
     #: re-copies): not judged by themselves; a copy the group reads twice is a re-delivery.
     extra_copies_on_target: int = 0
+    #: Acknowledged records the group read on the target of which the drill's own read of the target found
+    #: no copy: that read fell short, so every figure built on it (not mirrored, RPO) is wrong.
+    read_without_copy: int = 0
+    read_without_copy_examples: tuple[Key, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -184,6 +189,7 @@ def account(
     # was lost with the source can still be read twice).
     seen = Counter(processed) + Counter(read_on_target) + Counter(read_after_failback or ())
     redelivered = sorted(k for k, n in seen.items() if n > 1)
+    uncounted = sorted(r.ident for r in rows if r.read_on_target and not r.copies_on_target)
     return Accounting(
         acked=len(rows),
         processed_on_source=sum(1 for r in rows if r.processed_on_source),
@@ -200,6 +206,8 @@ def account(
         read_after_failback=sum(1 for r in rows if r.read_after_failback),
         failed_back=read_after_failback is not None,
         extra_copies_on_target=sum(r.copies_on_target - 1 for r in rows if r.copies_on_target > 1),
+        read_without_copy=len(uncounted),
+        read_without_copy_examples=tuple(uncounted[:5]),
     )
 
 
@@ -298,6 +306,15 @@ def judge(
         reasons.append((FailReason.NO_TRAFFIC, "nothing was mirrored or processed before the disaster"))
     if refused is None and a.read_on_target == 0 and a.acked - a.not_mirrored - a.processed_on_source > 0:
         reasons.append((FailReason.NO_RESUME, "the group read nothing on the target after failover"))
+    if a.read_without_copy:
+        reasons.append(
+            (
+                FailReason.TARGET_UNCOUNTED,
+                f"the group read {a.read_without_copy} records on the target that the drill's own read of the "
+                f"target did not find, e.g. {list(a.read_without_copy_examples)}: the drill's count of the target "
+                "is short, so its RPO and not-mirrored figures cannot be trusted",
+            )
+        )
     if a.lost > budget.lost:
         what = (
             "acknowledged records were never read by the group, failover and failback"
@@ -339,6 +356,7 @@ def accounting_dict(a: Accounting) -> dict[str, Any]:
     d = asdict(a)
     d["lost_examples"] = [list(k) for k in a.lost_examples]
     d["redelivered_examples"] = [list(k) for k in a.redelivered_examples]
+    d["read_without_copy_examples"] = [list(k) for k in a.read_without_copy_examples]
     return d
 
 

@@ -229,3 +229,16 @@ def test_the_report_prints_drkits_rpo_as_a_bound_and_an_estimate() -> None:
         "at least 0 unmirrored offsets (source ends from last observation, observed 17.0s before), "
         "estimated 3174 more produced after the observation"
     )
+
+
+def test_a_copy_the_group_read_but_the_drills_read_of_the_target_missed_fails_the_drill() -> None:
+    """The drill's own read of the target is the ground for not-mirrored and RPO: if the group read a record
+    there that this read did not find, the read fell short and the drill must not pass on its figures."""
+    sent = [Sent("k", i, 1000 + i, 0, i) for i in range(3)]
+    mirrored = [("k", 0), ("k", 1)]  # the drill's read of B: the copy of ("k", 2) not found
+    a = account(sent, [], mirrored, [("k", 0), ("k", 1), ("k", 2)])
+    assert (a.read_without_copy, a.read_without_copy_examples) == (1, (("k", 2),))
+    reasons = dict(judge(a, Budget()).reasons)
+    assert FailReason.TARGET_UNCOUNTED in reasons and "('k', 2)" in reasons[FailReason.TARGET_UNCOUNTED]
+    whole = account(sent, [], [*mirrored, ("k", 2)], [("k", 0), ("k", 1), ("k", 2)])
+    assert whole.read_without_copy == 0 and FailReason.TARGET_UNCOUNTED not in dict(judge(whole, Budget()).reasons)
