@@ -84,7 +84,7 @@ def test_no_checkpoints_at_all_is_refused_before_anything(tmp_path: Path) -> Non
 def test_a_named_group_with_no_checkpoints_in_the_flow_at_all_says_so(tmp_path: Path) -> None:
     """A deleted or misplaced state folder is not a misnamed group: the answer names the state root."""
     w = world(tmp_path)
-    with pytest.raises(RefusedError, match="has no checkpoints .* or check \\[state\\] root if it ran before"):
+    with pytest.raises(RefusedError, match=r"has no checkpoints .* or check \[state\] root if it ran before"):
         failover(w.context, request(groups=["billing"], apply=True))
     assert w.operations.records == [] and w.b.commits == []
 
