@@ -27,6 +27,7 @@ from confluent_kafka import Producer
 from support.kafka_io import Rec, commit, committed_on, create_topic, read_all
 from support.ports import SOURCE_KILLED
 from support.processes import no_java_env
+from support.waiting import wait_until
 
 from drkit.config import load_config
 from drkit.localdev.clusters import LocalKafka
@@ -120,14 +121,6 @@ class Job(threading.Thread):
         return self.result
 
 
-def wait_until(check: Callable[[], bool], seconds: float, what: str) -> None:
-    deadline = time.monotonic() + seconds
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {seconds:.0f}s")
-        time.sleep(1.0)
-
-
 def per_partition(records: list[Rec]) -> Counter[int]:
     return Counter(r.partition for r in records)
 
@@ -162,10 +155,10 @@ def test_rpo_with_the_source_killed_after_load(
         assert mirror.is_alive(), f"the mirror ended: {mirror.error}"
         return len(read_all(clusters["B"], f"A.{TOPIC}"))
 
-    wait_until(lambda: copied() >= 3 * RATE, 180, f"{3 * RATE} records copied to B")
+    wait_until(lambda: copied() >= 3 * RATE, 180, f"{3 * RATE} records copied to B", interval=1.0)
     before = copied()
     # Progress under load: the mirror keeps copying while the producer writes.
-    wait_until(lambda: copied() >= before + 2 * RATE, 60, f"{2 * RATE} more records copied to B")
+    wait_until(lambda: copied() >= before + 2 * RATE, 60, f"{2 * RATE} more records copied to B", interval=1.0)
 
     runner.stop()
     summaries = mirror.finish(180)
