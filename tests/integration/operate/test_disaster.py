@@ -26,6 +26,7 @@ from support.kafka_io import Rec, commit, committed_on, consume_as_group, create
 from support.mirror_checks import by_partition
 from support.ports import DISASTER
 from support.processes import no_java_env
+from support.terminal import Terminal
 
 from drkit.config import DrkitConfig, load_config
 from drkit.localdev.clusters import LocalKafka
@@ -263,6 +264,8 @@ def test_refusals_change_nothing(clusters: dict[str, str], spark: Any, make_conf
     )
     commit(clusters["A"], group, {(topic, 0): 9})
     Drkit(config, spark).translate(None, once=True)
+    terminal = Terminal()  # the prompt needs a terminal (a pipe is refused)
+    terminal.type("n\n")
     proc = subprocess.run(
         [
             sys.executable,
@@ -277,12 +280,13 @@ def test_refusals_change_nothing(clusters: dict[str, str], spark: Any, make_conf
             group,
             "--apply",
         ],
-        input="n\n",
+        stdin=terminal.fd,
         capture_output=True,
         text=True,
         timeout=300,
         env=no_java_env(),
     )
+    terminal.close()
     assert proc.returncode == 1, proc.stderr[-2000:]
     assert "Apply" in proc.stdout + proc.stderr
     assert committed_on(clusters["B"], group, target) == {0: 5}
