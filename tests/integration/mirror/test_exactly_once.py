@@ -33,6 +33,8 @@ KEPT_LINE = "past the last sync: kept, not copied again"
 FENCED_LINE = "fenced this one"
 #: Large batches, so that a random kill often lands inside one's copy (its transaction open).
 PER_TRIGGER = 8_000
+#: The random kills' seed (an integer) to replay; a fresh one otherwise, printed.
+SEED_ENV = "DRKIT_TEST_EOS_SEED"
 
 
 def _toml(path: Path, clusters: dict[str, str], state: Path, topic: str, driver_max: int | None) -> Path:
@@ -52,7 +54,7 @@ def _toml(path: Path, clusters: dict[str, str], state: Path, topic: str, driver_
 def _mirror(toml: Path, log_path: Path, kill_at: KillAt | None = None) -> subprocess.Popen[bytes]:
     with log_path.open("ab") as log:  # a file, not a pipe: a full pipe would block the job
         return subprocess.Popen(
-            faulty_mirror.command("--verbose", "mirror", "-c", str(toml), kill_at=kill_at),
+            faulty_mirror.command("--verbose", "--debug", "mirror", "-c", str(toml), kill_at=kill_at),
             start_new_session=True,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -68,6 +70,13 @@ def _wait_for(log_path: Path, seen: int, what: re.Pattern[str], proc: subprocess
             return found
         time.sleep(0.05)
     return len(what.findall(log_path.read_text(errors="replace")))
+
+
+def _since(log_path: Path, at: int) -> str:
+    """What the log holds from byte ``at`` on (one run's lines)."""
+    with log_path.open("rb") as log:
+        log.seek(at)
+        return log.read().decode(errors="replace")
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:
@@ -130,7 +139,10 @@ def test_sigkills_at_random_points_on_both_copy_paths_leave_each_record_once(
         "driver": _toml(tmp_path / "driver.toml", clusters, state, topic, None),
         "executors": _toml(tmp_path / "executors.toml", clusters, state, topic, 0),
     }
-    rng = random.Random(int.from_bytes(os.urandom(4), "big"))
+    # The random kills' seed, printed first: set SEED_ENV to replay a run's kills.
+    seed = int(os.environ.get(SEED_ENV) or int.from_bytes(os.urandom(4), "big"))
+    print(f"random kills: seed {seed} (replay with {SEED_ENV}={seed})")
+    rng = random.Random(seed)
     log_path = tmp_path / "mirror.log"
     kills: list[str] = []
     # Ten runs, killed with SIGKILL: the copy path alternates; two runs die right after a batch's transactions
@@ -141,31 +153,51 @@ def test_sigkills_at_random_points_on_both_copy_paths_leave_each_record_once(
         path = "driver" if run % 2 == 0 else "executors"
         hook = KillAt(hooks[run]) if run in hooks else None
         seen = len(COPIED_LINE.findall(log_path.read_text(errors="replace"))) if log_path.exists() else 0
+        at = log_path.stat().st_size if log_path.exists() else 0  # this run's log starts here
         proc = _mirror(paths[path], log_path, hook)
         try:
-            if hook is None:
-                _wait_for(log_path, seen, COPIED_LINE, proc, 120)
+            if run not in hooks:
+                # The kill lands while copies are in progress: after this run mirrored a batch (its progress; the
+                # target's ends are no measure: a batch replayed after a kill may keep every copy, writing none),
+                # with more to go (the records copied after the last kill, below).
+                copied = _wait_for(log_path, seen, COPIED_LINE, proc, 120)
+                assert copied > seen, f"seed {seed}, run {run}: no copy before the kill: {_since(log_path, at)[-3000:]}"
                 delay = rng.uniform(0.0, 1.0)
                 time.sleep(delay)
                 kills.append(f"{path} +{delay:.2f}s")
             else:
-                proc.wait(120)
+                try:
+                    proc.wait(120)
+                except subprocess.TimeoutExpired:
+                    raise AssertionError(
+                        f"run {run}: not killed at {hooks[run]} in 120 s: {_since(log_path, at)[-3000:]}"
+                    ) from None
+                # It died by its own SIGKILL, at the intended point of a batch (after the batch's copies were
+                # acknowledged): the progress of this run.
+                killed = re.search(rf"killed at {hooks[run]} of batch \d+", _since(log_path, at))
+                assert killed, f"run {run}: no kill at {hooks[run]}: {_since(log_path, at)[-3000:]}"
                 kills.append(f"{path} at {hooks[run]}")
         finally:
             _kill(proc)
-        assert proc.returncode == -signal.SIGKILL, log_path.read_text(errors="replace")[-3000:]
+        # Died by SIGKILL (not of an error of its own, nor done).
+        assert proc.returncode == -signal.SIGKILL, f"seed {seed}, run {run}: {_since(log_path, at)[-3000:]}"
     text = log_path.read_text(errors="replace")
     assert "delivery exactly_once" in text and re.search(r"copied by \d+ task", text), text[-2000:]
     assert KEPT_LINE in text, "no restart found copies committed before their syncs"
 
-    Drkit(config, spark).mirror(None, once=True)  # the rest
+    [rest] = Drkit(config, spark).mirror(None, once=True)
+    # Records were left for after the last kill: every kill landed before the copy was done.
+    assert rest.records > 0, f"seed {seed}: the copy was done before the last kill ({kills})"
     source, target = read_all(clusters["A"], topic), read_all(clusters["B"], f"A.{topic}")
     assert len(source) == total
     missing, duplicated = _counted(source, target)
     syncs = partition_syncs(spark, config, topic)
     audit = audit_syncs(syncs, source, target, exact=True)  # the syncs describe exactly the committed copies
     checked = _translations_exact(syncs, source, target)
-    print(f"kills: {kills}; {missing} missing, {duplicated} duplicated, {checked} translations exact")
+    print(
+        f"seed {seed}, kills: {kills}; {rest.records} copied after them; {missing} missing, {duplicated} duplicated, "
+        f"{checked} translations exact"
+    )
     assert (missing, duplicated) == (0, 0)
     assert audit.described == total == len(target)
     # What a read_uncommitted reader sees besides: the copies of the transactions the kills left open, aborted.
