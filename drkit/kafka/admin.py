@@ -7,6 +7,7 @@ side failed. It implements ``drkit.core.ports.ClusterAdmin``.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -24,7 +25,7 @@ from drkit.core.reach import Reach
 from drkit.errors import AccessDenied, ClusterError
 from drkit.kafka import clients, topics
 from drkit.kafka.authz import Operation, denied
-from drkit.kafka.tail import TAIL_CONSUMER_SETTINGS, read_tail
+from drkit.kafka.tail import TAIL_CONSUMER_SETTINGS, TAIL_GROUP, read_tail
 
 #: Seconds an admin request may take on a cluster that should answer.
 TIMEOUT = 15.0
@@ -149,9 +150,10 @@ class KafkaAdmin:
         says where reading stopped)."""
         if end <= start:
             return TargetTail(start, start, ())
-        consumer = clients.consumer(self._cluster, self._alias, "_drkit-tail", **TAIL_CONSUMER_SETTINGS)
+        consumer = clients.consumer(self._cluster, self._alias, TAIL_GROUP, **TAIL_CONSUMER_SETTINGS)
         try:
-            return read_tail(consumer, self._alias, topic, partition, start, end, origin_alias, max(self.timeout, 30.0))
+            timeout = max(self.timeout, 30.0)
+            return read_tail(consumer, self._alias, topic, partition, start, end, origin_alias, timeout, TAIL_GROUP)
         finally:
             consumer.close()
 
@@ -166,7 +168,10 @@ class KafkaAdmin:
             except KafkaException as exc:
                 raise self._fail(f"cannot fence transactional id {tid}", exc, Operation.WRITE) from None
             finally:
-                producer.flush(0)
+                # A producer whose init failed fatally (a refused id) raises that error again on flush: it must
+                # not take the place of the refusal above.
+                with contextlib.suppress(KafkaException):
+                    producer.flush(0)
 
     def newest_heartbeat(self, topic: str, key: bytes, scan: int = 200) -> HeartbeatCopy | None:
         """The newest heartbeat with ``key`` among the last ``scan`` records of each partition of ``topic``

@@ -16,12 +16,16 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from drkit.core.origin import TAIL_READ_LIMIT, TailRecord, TargetTail, origin_of
-from drkit.errors import ClusterError
+from drkit.errors import AccessDenied, ClusterError
 from drkit.kafka.authz import Operation, denied
 
 #: How long one read of a tail waits for records: a call returns only with a full chunk or at its
 #: timeout, and a tail is mostly smaller than a chunk (1 s per partition made a failover's RTO seconds longer).
 TAIL_READ_WAIT_SECONDS = 0.05
+
+#: The group id of the operations' tail reader (it never joins the group; librdkafka looks up its coordinator,
+#: so the principal needs DESCRIBE on it: docs/security.md).
+TAIL_GROUP = "_drkit-tail"
 
 #: The consumer settings a tail reader needs (with a group id the caller names). The broker holds a fetch at
 #: the partition's end for ``fetch.wait.max.ms`` before it answers empty, and the end is known only then: 500 ms
@@ -36,11 +40,20 @@ TAIL_CONSUMER_SETTINGS: dict[str, Any] = {
 
 
 def read_tail(
-    consumer: Any, alias: str, topic: str, partition: int, start: int, end: int, origin_alias: str, timeout: float
+    consumer: Any,
+    alias: str,
+    topic: str,
+    partition: int,
+    start: int,
+    end: int,
+    origin_alias: str,
+    timeout: float,
+    group: str | None = None,
 ) -> TargetTail:
     """The committed records of ``topic/partition`` in ``[start, end)`` on cluster ``alias``, with the origin
     each carries from cluster ``origin_alias`` (at most TAIL_READ_LIMIT of them: ``end`` of the result says
-    where reading stopped: there, or the partition's last stable offset). ``consumer`` is assigned here."""
+    where reading stopped: there, or the partition's last stable offset). ``consumer`` is assigned here;
+    ``group``: its group id, named when the cluster refuses it."""
     stop = min(end, start + TAIL_READ_LIMIT)
     records: list[TailRecord] = []
     if stop <= start:
@@ -64,7 +77,7 @@ def read_tail(
                         stop = min(stop, max(start, message.offset() or start))
                         reached = max(reached, stop)
                         continue
-                    refused = denied(alias, error, Operation.READ, topic)
+                    refused = _refused(alias, error, topic, group)
                     raise refused or ClusterError(f"cluster {alias}: cannot read {topic}/{partition}: {error}")
                 offset = message.offset()
                 if offset is None:
@@ -75,9 +88,18 @@ def read_tail(
                 records.append(TailRecord(offset, origin_of(_header_list(message.headers()), origin_alias)))
                 reached = offset + 1
     except KafkaException as exc:
-        refused = denied(alias, exc, Operation.READ, topic)
+        refused = _refused(alias, exc, topic, group)
         raise refused or ClusterError(f"cluster {alias}: cannot read {topic}/{partition}: {exc.args[0]}") from None
     return TargetTail(start, stop, tuple(records))
+
+
+def _refused(alias: str, error: Any, topic: str, group: str | None) -> AccessDenied | None:
+    """A refusal met by a reader that never joins its group: on the group, it is the coordinator's lookup
+    (DESCRIBE on the group); otherwise the fetch (READ on the topic)."""
+    err = error.args[0] if isinstance(error, KafkaException) else error
+    if group is not None and isinstance(err, KafkaError) and err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+        return denied(alias, err, Operation.DESCRIBE, group=group)
+    return denied(alias, error, Operation.READ, topic)
 
 
 def _header_list(headers: object) -> list[tuple[str, bytes | str | None]]:

@@ -1,8 +1,9 @@
 """How a failed batch or a stopped mirror query is told to the operator, and which exit it gets.
 
-Invariant: pure functions of the error's text and the flow's config; a source that cannot be read is
-a ``ClusterError`` naming the source and what to do (exit 4), anything else the mirror's own failure
-(exit 5); a delivery failure (``FAILURE_MARKER``) is never taken for an unreachable source.
+Invariant: pure functions of the error's text and the flow's config; a refusal by a cluster is its access-denied
+line (exit 4), a source that cannot be read is a ``ClusterError`` naming the source and what to do (exit 4),
+anything else the mirror's own failure (exit 5); a delivery failure (``FAILURE_MARKER``) is never taken for an
+unreachable source.
 """
 
 from __future__ import annotations
@@ -107,6 +108,35 @@ def source_lost(flow: FlowConfig, error: BaseException) -> bool:
     if FAILURE_MARKER in text:
         return False
     return f"source cluster {flow.source} (" in text or bool(_SOURCE_READ_FAILURE.search(text))
+
+
+#: An access-denied line of drkit.kafka.authz (a refusal the driver or a copy task met), with the transactional
+#: id a refused exactly-once producer names.
+_REFUSAL = re.compile(
+    r"cluster \S+: principal lacks [A-Z_]+ on [^\n]*?\([A-Z_]+_AUTHORIZATION_FAILED\)(?: \(transactional id [^)\s]+\))?"
+)
+#: A refusal met reading the source: Spark's Java consumer's words, or the batch reader's (drkit.mirror.reader's
+#: ReadFailed as the job reports it: ``batch N cannot be read exactly (<topic>/<partition>: <error>: ...``).
+_SOURCE_REFUSALS = (
+    re.compile(r"TopicAuthorizationException: Not authorized to access topics: \[([^\]\n]*)\]"),
+    re.compile(r"cannot be read exactly \((\S+)/\d+: TOPIC_AUTHORIZATION_FAILED\b"),
+)
+
+
+def refusal_in(flow: FlowConfig, error: BaseException) -> str | None:
+    """The access-denied line a stopped query's error carries (the mirror then exits 4, as every command a
+    cluster refuses), or None. A read of the source refused (Spark's Java consumer, the batch reader) is told
+    in drkit's words: READ on the topic (they fetch; READ implies DESCRIBE)."""
+    text = str(error)
+    found = _REFUSAL.search(text)
+    if found:
+        return found.group(0)
+    for pattern in _SOURCE_REFUSALS:
+        on_source = pattern.search(text)
+        if on_source:
+            topic = on_source.group(1)
+            return f"cluster {flow.source}: principal lacks READ on topic {topic} (TOPIC_AUTHORIZATION_FAILED)"
+    return None
 
 
 def describe_failure(flow: FlowConfig, bootstrap: str, error: BaseException) -> str:

@@ -2,7 +2,8 @@
 
 Invariant: every flow is checked (not registered, targets consistent) before any query starts; on
 SIGINT/SIGTERM (``drkit.runtime.signals``) the running batches get their flow's stop grace, and a
-stopped query's error becomes a ``ClusterError`` (source unreachable, exit 4) or a ``MirrorError`` (5).
+stopped query's error becomes an ``AccessDenied`` (a cluster refused the principal, exit 4), a ``ClusterError``
+(source unreachable, exit 4) or a ``MirrorError`` (5).
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from typing import TYPE_CHECKING
 from drkit import metrics
 from drkit.config import FlowConfig
 from drkit.core.reports import MirrorSummary
-from drkit.errors import ClusterError, MirrorError
+from drkit.errors import AccessDenied, ClusterError, MirrorError
 from drkit.mirror import progress
 from drkit.mirror.context import MirrorContext
-from drkit.mirror.failure import describe_failure, source_lost
+from drkit.mirror.failure import describe_failure, refusal_in, source_lost
 from drkit.mirror.job import MirrorJob
 from drkit.mirror.reader import ABANDONED_MARKER
 from drkit.runtime.signals import stop_on_signals
@@ -83,6 +84,9 @@ class MirrorRunner:
                 continue
             if error is not None:
                 metrics.ERRORS.labels(job.flow.name, "mirror").inc()
+                refused = refusal_in(job.flow, error)
+                if refused is not None:
+                    raise AccessDenied(f"mirror of flow {job.flow.name} stopped: {refused}") from error
                 kind = ClusterError if source_lost(job.flow, error) else MirrorError
                 # The query's own trace (Java and Py4J) is the cause: shown by `drkit --debug` only.
                 reason = describe_failure(job.flow, job.source.bootstrap_servers, error)

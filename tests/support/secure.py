@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from confluent_kafka.admin import (
     AclBinding,
+    AclBindingFilter,
     AclOperation,
     AclPermissionType,
     AdminClient,
@@ -16,33 +18,36 @@ from confluent_kafka.admin import (
 )
 
 from drkit.localdev.clusters import LocalKafka
+from support.acl_table import Acl
 
 #: The jobs' principals, the same names on both clusters (different credentials: a password on A, a
-#: certificate on B). ``intruder`` has no ACL anywhere.
-PRINCIPALS = ("mirror", "translator", "operator", "intruder")
+#: certificate on B). ``intruder`` has no ACL anywhere. The ``lp-`` ones are test_least_privilege's alone:
+#: the ACLs it grants and revokes are never another test's.
+PRINCIPALS = ("mirror", "translator", "operator", "intruder", "lp-mirror", "lp-translator", "lp-operator")
 
 
-@dataclass(frozen=True)
-class Acl:
-    """One ACL: ``principal`` may do ``operation`` on a resource of cluster ``cluster``."""
+#: A filter matching every ACL.
+_ANY = (
+    ResourceType.ANY,
+    None,
+    ResourcePatternType.ANY,
+    None,
+    None,
+    AclOperation.ANY,
+    AclPermissionType.ANY,
+)
 
-    cluster: str
-    principal: str
-    resource: ResourceType
-    name: str
-    operation: AclOperation
-    pattern: ResourcePatternType = ResourcePatternType.LITERAL
 
-    def binding(self) -> AclBinding:
-        return AclBinding(
-            self.resource,
-            self.name,
-            self.pattern,
-            f"User:{self.principal}",
-            "*",
-            self.operation,
-            AclPermissionType.ALLOW,
-        )
+def _fields(binding: AclBinding) -> tuple[object, ...]:
+    return (
+        binding.restype,
+        binding.name,
+        binding.resource_pattern_type,
+        binding.principal,
+        binding.host,
+        binding.operation,
+        binding.permission_type,
+    )
 
 
 @dataclass(frozen=True)
@@ -50,7 +55,7 @@ class SecureClusters:
     kafka: LocalKafka
     bootstrap: dict[str, str]
     #: The SCRAM passwords on A, by principal: every secret the tests grep for.
-    passwords: dict[str, str]
+    passwords: dict[str, str] = field(repr=False)  # never in a failed test's report
 
     def client(self, alias: str, principal: str = "admin") -> dict[str, str]:
         return self.kafka.client_properties(alias, principal)
@@ -61,6 +66,31 @@ class SecureClusters:
             futures = admin.create_acls([a.binding() for a in acls if a.cluster == alias], request_timeout=30)
             for future in futures.values():
                 future.result()
+        self._await(acls, present=True)
+
+    def revoke(self, acls: list[Acl]) -> None:
+        """Delete exactly ``acls`` (each one binding, nothing that merely matches more)."""
+        for alias in sorted({a.cluster for a in acls}):
+            admin = AdminClient({"bootstrap.servers": self.bootstrap[alias], **self.client(alias)})
+            filters = [AclBindingFilter(*_fields(a.binding())) for a in acls if a.cluster == alias]
+            futures = admin.delete_acls(filters, request_timeout=30)
+            for future in futures.values():
+                future.result()
+        self._await(acls, present=False)
+
+    def _await(self, acls: list[Acl], present: bool, timeout: float = 30.0) -> None:
+        """Until the brokers' authorizers answer with ``acls`` (or without them): a change is committed by the
+        controller before the broker applies it, and a job started in between would see the old ACLs."""
+        deadline = time.monotonic() + timeout
+        for alias in sorted({a.cluster for a in acls}):
+            admin = AdminClient({"bootstrap.servers": self.bootstrap[alias], **self.client(alias)})
+            wanted = {a.binding() for a in acls if a.cluster == alias}
+            while True:
+                held = set(admin.describe_acls(AclBindingFilter(*_ANY), request_timeout=30).result())
+                if (wanted <= held) if present else not (wanted & held):
+                    break
+                assert time.monotonic() < deadline, f"cluster {alias}: ACLs not {'granted' if present else 'revoked'}"
+                time.sleep(0.1)
 
     def cluster_properties(self, principal: str) -> dict[str, dict[str, object]]:
         """drkit's ``[clusters]`` table for a job that runs as ``principal`` on both clusters."""

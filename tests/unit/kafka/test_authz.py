@@ -109,3 +109,47 @@ def test_end_offsets_of_a_topic_without_describe_name_the_topic() -> None:
     with pytest.raises(AccessDenied) as refused:
         topics.end_offsets(Offsets(), "A", {"orders": 2})  # type: ignore[arg-type]
     assert str(refused.value) == "cluster A: principal lacks DESCRIBE on topic orders (TOPIC_AUTHORIZATION_FAILED)"
+
+
+def test_a_tail_reader_refused_its_group_names_describe_on_that_group() -> None:
+    """The tail reader never joins its group; a refusal on the group is librdkafka's coordinator lookup."""
+    from drkit.kafka.tail import TAIL_GROUP, read_tail
+
+    class Refused:
+        def assign(self, partitions: object) -> None:
+            pass
+
+        def consume(self, count: int, timeout: float) -> list[Any]:
+            error = KafkaError(KafkaError.GROUP_AUTHORIZATION_FAILED)
+            return [SimpleNamespace(error=lambda: error)]
+
+    with pytest.raises(AccessDenied) as named:
+        read_tail(Refused(), "B", "A.orders", 0, 10, 20, "A", 5.0, TAIL_GROUP)
+    assert str(named.value) == "cluster B: principal lacks DESCRIBE on group _drkit-tail (GROUP_AUTHORIZATION_FAILED)"
+    with pytest.raises(AccessDenied) as unnamed:  # no group given: the fetch's READ on the topic, as before
+        read_tail(Refused(), "B", "A.orders", 0, 10, 20, "A", 5.0)
+    assert "lacks READ on a group" in str(unnamed.value)
+
+
+def test_fencing_a_refused_transactional_id_is_one_line_not_the_producer_s_fatal_flush(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """librdkafka's producer whose init failed fatally raises the error again on flush (seen on a secure
+    cluster): the refusal must still be what fencing raises (failover then records it and goes on)."""
+    from drkit.kafka import clients
+
+    fatal = KafkaException(KafkaError(KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "refused", fatal=True))
+
+    class Refused:
+        def init_transactions(self, timeout: float) -> None:
+            raise fatal
+
+        def flush(self, timeout: float) -> int:
+            raise fatal
+
+    monkeypatch.setattr(clients, "producer", lambda *args, **kwargs: Refused())
+    with pytest.raises(AccessDenied) as refused:
+        KafkaAdmin(ClusterConfig(bootstrap_servers="h:1"), "B").fence_transactions(["drkit-mirror.A->B.0"])
+    assert str(refused.value) == (
+        "cluster B: principal lacks WRITE on a transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED)"
+    )

@@ -1,0 +1,386 @@
+"""docs/security.md's ACL tables proven on the secure clusters: each job, as its own principal holding exactly
+the rows the tables list for its flow and features, does its work, counted record by record on the target;
+and a row revoked makes the job fail naming the ACL (drkit.kafka.authz, one line, exit 4).
+
+Three flows A->B, each in its own state root, as the principals ``lp-mirror``, ``lp-translator`` and
+``lp-operator`` (no other test grants them anything):
+
+* prefix policy, heartbeats on (the default), ``sync_group_offsets`` on; a mirror killed after its copies and
+  before its syncs leaves an unsynced tail, and the group committed inside it: failover reads the tail
+  (``_drkit-tail``);
+* ``delivery = "exactly_once"`` (the TRANSACTIONAL_ID rows, the mirror's and failover's fencing);
+* ``replication_policy = "identity"``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import subprocess
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AclOperation as Op
+from confluent_kafka.admin import ResourceType as Res
+from support import faulty_mirror
+from support.acl_table import Acl, Names, acls, documented_rows
+from support.kafka_io import Rec, commit, committed_on, create_topic, produce, read_all
+from support.secure import SecureClusters
+
+from drkit.config import DrkitConfig, load_config
+from drkit.core.heartbeat import HEARTBEAT_TOPIC, heartbeat_key
+from drkit.core.translate import Position
+from drkit.errors import AccessDenied, DrkitError
+from drkit.mirror.faults import KillAt, KillPoint
+from drkit.mirror.runner import MirrorRunner
+from drkit.service import Drkit
+from drkit.translator.job import TranslatorRunner
+
+ROLES = {"mirror": "lp-mirror", "translator": "lp-translator", "operator": "lp-operator"}
+#: An access-denied line (drkit.kafka.authz.refusal), whole.
+DENIED = re.compile(r"cluster [AB]: principal lacks [A-Z_]+ on [^\n]+ \([A-Z_]+_AUTHORIZATION_FAILED\)")
+
+
+def flow_toml(topic: str, *lines: str) -> str:
+    return f'[[flows]]\nsource = "A"\ntarget = "B"\ntopics = {{ include = ["{topic}"] }}\n' + "".join(
+        f"{line}\n" for line in lines
+    )
+
+
+class Flow:
+    """One flow's configs, one per principal, sharing one state root."""
+
+    def __init__(self, secure: SecureClusters, spark: Any, folder: Path, flow: str) -> None:
+        self.secure, self.spark = secure, spark
+        folder.mkdir()
+        self.paths = {
+            role: secure.write_config(folder / f"{role}.toml", principal, folder / "state", flow)
+            for role, principal in ROLES.items()
+        }
+
+    def config(self, role: str) -> DrkitConfig:
+        return load_config(self.paths[role])
+
+    def drkit(self, role: str) -> Drkit:
+        return Drkit(self.config(role), self.spark)
+
+    def mirror_once(self) -> None:
+        config = self.config("mirror")
+        MirrorRunner(Drkit(config, self.spark).mirror_context(), config.flows).run(once=True)
+
+    def mirror_until(self, done: Callable[[], bool], timeout: float) -> None:
+        """The mirror, continuously, until ``done()``; it fails the test with its error, or at the deadline."""
+        config = self.config("mirror")
+        runner = MirrorRunner(Drkit(config, self.spark).mirror_context(), config.flows)
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                runner.run(once=False)
+            except BaseException as exc:  # the test fails with it below
+                errors.append(exc)
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        deadline = time.monotonic() + timeout
+        try:
+            while not done():
+                assert not errors and thread.is_alive(), f"the mirror stopped: {errors}"
+                assert time.monotonic() < deadline, f"the mirror did not get there within {timeout:.0f}s"
+                time.sleep(0.2)
+        finally:
+            runner.stop()
+            thread.join(120)
+        assert not errors, errors
+        assert not thread.is_alive(), "the mirror did not stop within 120 s"
+
+    def translate(self) -> Any:
+        config = self.config("translator")
+        [run] = TranslatorRunner(Drkit(config, self.spark).translator_context(), config.flows).run(once=True)
+        return run
+
+
+def denied_line(exc: BaseException) -> str:
+    """The access-denied line an error carries (AccessDenied's text, or inside a mirror's failure)."""
+    text = str(exc)
+    match = DENIED.search(text)
+    assert match, f"not an access-denied error: {type(exc).__name__}: {text[:500]}"
+    return match.group(0)
+
+
+@pytest.fixture
+def without(secure: SecureClusters) -> Iterator[Callable[[Acl], Any]]:
+    """``with without(acl):`` the ACL is revoked (and granted again after, whatever happens)."""
+    revoked: list[Acl] = []
+
+    @contextlib.contextmanager
+    def revoke(acl: Acl) -> Iterator[None]:
+        secure.revoke([acl])
+        revoked.append(acl)
+        try:
+            yield
+        finally:
+            secure.grant([acl])
+            revoked.remove(acl)
+
+    yield revoke
+    secure.grant(revoked)
+
+
+def one(granted: list[Acl], resource: Res, name: str, operation: Op, principal_role: str) -> Acl:
+    """The granted row for this resource and operation: it must be in the doc's rows."""
+    found = [
+        a
+        for a in granted
+        if a.resource == resource
+        and a.name == name
+        and a.operation == operation
+        and a.principal == ROLES[principal_role]
+    ]
+    assert len(found) == 1, f"docs/security.md lists {len(found)} rows {principal_role} {operation} {resource} {name}"
+    return found[0]
+
+
+def values(records: list[Rec]) -> Counter[tuple[int, bytes | None]]:
+    """Each record's identity (partition and value: every value is unique on its topic), counted."""
+    return Counter((r.partition, r.value) for r in records)
+
+
+def difference(expected: Counter[Any], got: Counter[Any]) -> str:
+    return f"missing {sum((expected - got).values())}, extra {sum((got - expected).values())}"
+
+
+# -- prefix policy: heartbeats, sync_group_offsets, failover over an unsynced tail ---------------------------
+
+TOPIC, GROUP, PARTITIONS, PER_BATCH = "ledger", "settle", 3, 100
+COPY = f"A.{TOPIC}"
+HEARTBEATS_COPY = f"A.{HEARTBEAT_TOPIC}"
+COMMITTED = {0: 150, 1: 50, 2: 199}  # on A: inside the unsynced tail (0, 2) and below the synced end (1)
+
+
+def _fill(secure: SecureClusters, topic: str, partitions: int, first: int, count: int) -> None:
+    produce(
+        secure.bootstrap["A"],
+        topic,
+        [
+            {"partition": p, "key": f"{p}".encode(), "value": f"{p}:{first + i}".encode()}
+            for p in range(partitions)
+            for i in range(count)
+        ],
+        **secure.client("A"),
+    )
+
+
+def _heartbeat_on_b(secure: SecureClusters) -> bool:
+    copies = read_all(secure.bootstrap["B"], HEARTBEATS_COPY, client=secure.client("B"))  # none: no topic yet
+    return any(r.key == heartbeat_key("A", "B") for r in copies)
+
+
+def test_heartbeats_sync_group_offsets_and_a_failover_over_an_unsynced_tail(
+    secure: SecureClusters, spark: Any, tmp_path: Path, without: Callable[[Acl], Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    a, b = secure.bootstrap["A"], secure.bootstrap["B"]
+    admin_a, admin_b = secure.client("A"), secure.client("B")
+    granted = acls(
+        documented_rows(), Names("A", "B", TOPIC, GROUP), ROLES, frozenset({"heartbeats", "sync_group_offsets"})
+    )
+    secure.grant(granted)
+    flow = Flow(
+        secure,
+        spark,
+        tmp_path / "prefix",
+        flow_toml(
+            TOPIC, "[flows.mirror]", "trigger_interval_seconds = 0.5", "[flows.checkpoint]", "sync_group_offsets = true"
+        ),
+    )
+    create_topic(a, TOPIC, PARTITIONS, client=admin_a)
+    _fill(secure, TOPIC, PARTITIONS, 0, PER_BATCH)
+
+    # The mirror, heartbeats on, until every record and a heartbeat are on B.
+    def caught_up() -> bool:
+        copies = Counter(r.partition for r in read_all(b, COPY, client=admin_b))
+        return copies == dict.fromkeys(range(PARTITIONS), PER_BATCH) and _heartbeat_on_b(secure)
+
+    flow.mirror_until(caught_up, 180)
+
+    # The next batch is copied and the mirror killed before its syncs: an unsynced tail on B.
+    _fill(secure, TOPIC, PARTITIONS, PER_BATCH, PER_BATCH)
+    killed = subprocess.run(
+        faulty_mirror.command("mirror", "--once", "-c", str(flow.paths["mirror"]), kill_at=KillAt(KillPoint.COPIED, 0)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert killed.returncode == -9, (killed.returncode, killed.stderr[-3000:])
+    progress = flow.drkit("operator").context.syncs.progress("A->B")
+    assert {p: progress[(TOPIC, p)].last_upstream for p in range(PARTITIONS)} == dict.fromkeys(
+        range(PARTITIONS), PER_BATCH - 1
+    )
+    on_a = read_all(a, TOPIC, client=admin_a)
+    on_b = read_all(b, COPY, client=admin_b)
+    assert len(on_a) == 2 * PER_BATCH * PARTITIONS
+    assert values(on_b) == values(on_a), "B must hold a copy of every record of A (synced and unsynced), once"
+
+    commit(a, GROUP, {(TOPIC, p): o for p, o in COMMITTED.items()}, client=admin_a)
+
+    # sync_group_offsets: without READ on the group or on the copy (on B) the translator stops, naming it.
+    for acl in (
+        one(granted, Res.GROUP, GROUP, Op.READ, "translator"),
+        one(granted, Res.TOPIC, COPY, Op.READ, "translator"),
+    ):
+        with without(acl), pytest.raises(DrkitError) as refused:
+            flow.translate()
+        line = denied_line(refused.value)
+        print(f"without {acl}: {line}")
+        assert isinstance(refused.value, AccessDenied) and refused.value.exit_code == 4, repr(refused.value)
+        assert line.startswith("cluster B: principal lacks READ"), line
+        assert committed_on(b, GROUP, COPY, client=admin_b) == {}, "nothing committed on B"
+    run = flow.translate()
+    assert run.synced_groups == (GROUP,), run
+    synced = committed_on(b, GROUP, COPY, client=admin_b)
+    assert synced[1] == COMMITTED[1] and all(synced[p] <= COMMITTED[p] for p in (0, 2)), synced
+    print(f"sync_group_offsets committed {synced} on B (the group at {COMMITTED} on A)")
+
+    # Failover over the unsynced tail: without DESCRIBE on the tail reader's group it stops, naming it.
+    operator = flow.drkit("operator")
+    tail_acl = one(granted, Res.GROUP, "_drkit-tail", Op.DESCRIBE, "operator")
+    with without(tail_acl), pytest.raises(DrkitError) as refused:
+        operator.failover("A->B", [GROUP], apply=True)
+    line = denied_line(refused.value)
+    print(f"without {tail_acl}: {line}")
+    assert isinstance(refused.value, AccessDenied), repr(refused.value)
+    assert line == "cluster B: principal lacks DESCRIBE on group _drkit-tail (GROUP_AUTHORIZATION_FAILED)", line
+    assert committed_on(b, GROUP, COPY, client=admin_b) == synced, "a refused failover changed nothing"
+    over = flow.drkit("operator").failover("A->B", [GROUP], apply=True)
+    assert over.status.value == "applied", over.as_dict()
+    positions = {m.partition: m.position for m in over.plan.moves}
+    assert positions[0] == positions[2] == Position.UNSYNCED, over.plan.as_dict()  # the tail was read
+    assert committed_on(b, GROUP, COPY, client=admin_b) == COMMITTED
+
+    # Record by record: what processed on A plus what the group reads on B is every record of A, once.
+    resumed = read_all(b, COPY, start=COMMITTED, client=admin_b)
+    processed = Counter((r.partition, r.value) for r in on_a if r.offset < COMMITTED[r.partition])
+    processed.update(values(resumed))
+    assert processed == values(on_a), difference(values(on_a), processed)
+
+    # Heartbeats seen by status as `lp-operator`; without READ on their copy, status sees none.
+    beat = flow.drkit("operator").status("A->B").flows[0]
+    assert beat.heartbeat_age_seconds is not None and beat.heartbeat_latency_seconds is not None, beat.as_dict()
+    with without(one(granted, Res.TOPIC, HEARTBEATS_COPY, Op.READ, "operator")):
+        blind = flow.drkit("operator").status("A->B").flows[0]
+    assert blind.heartbeat_age_seconds is None, blind.as_dict()
+
+    # The mirror without READ on the source's heartbeat topic (every flow selects it): it stops, naming it.
+    heartbeats_read = one(granted, Res.TOPIC, HEARTBEAT_TOPIC, Op.READ, "mirror")
+    with without(heartbeats_read), pytest.raises(DrkitError) as refused:
+        flow.mirror_once()
+    line = denied_line(refused.value)
+    print(f"without {heartbeats_read}: {line}")
+    assert isinstance(refused.value, AccessDenied), repr(refused.value)
+    assert line == f"cluster A: principal lacks READ on topic {HEARTBEAT_TOPIC} (TOPIC_AUTHORIZATION_FAILED)", line
+
+
+# -- exactly-once: the TRANSACTIONAL_ID rows of the mirror and of failover's fencing -----------------------
+
+EO_TOPIC, EO_GROUPS, EO_PARTITIONS = "journal", ("close", "reconcile"), 2
+EO_COPY = f"A.{EO_TOPIC}"
+EO_COMMITTED = {0: 40, 1: 70}
+
+
+def test_exactly_once_transactional_id_rows(
+    secure: SecureClusters, spark: Any, tmp_path: Path, without: Callable[[Acl], Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    a, b = secure.bootstrap["A"], secure.bootstrap["B"]
+    admin_a, admin_b = secure.client("A"), secure.client("B")
+    rows = documented_rows()
+    granted = list(
+        dict.fromkeys(
+            acl
+            for group in EO_GROUPS
+            for acl in acls(rows, Names("A", "B", EO_TOPIC, group), ROLES, frozenset({"exactly-once"}))
+        )
+    )
+    secure.grant(granted)
+    flow = Flow(
+        secure,
+        spark,
+        tmp_path / "exactly-once",
+        flow_toml(
+            EO_TOPIC, "[flows.mirror]", 'delivery = "exactly_once"', "[flows.heartbeats]", "interval_seconds = 0"
+        ),
+    )
+    create_topic(a, EO_TOPIC, EO_PARTITIONS, client=admin_a)
+    _fill(secure, EO_TOPIC, EO_PARTITIONS, 0, PER_BATCH)
+    on_a = read_all(a, EO_TOPIC, client=admin_a)
+
+    # Without WRITE on its transactional ids the mirror stops, naming them; nothing committed on B.
+    ids = one(granted, Res.TRANSACTIONAL_ID, "drkit-mirror.A->B.", Op.WRITE, "mirror")
+    with without(ids), pytest.raises(DrkitError) as refused:
+        flow.mirror_once()
+    line = denied_line(refused.value)
+    print(f"without {ids}: {type(refused.value).__name__} (exit {refused.value.exit_code}): {line}")
+    assert isinstance(refused.value, AccessDenied), repr(refused.value)
+    assert line.startswith("cluster B: principal lacks WRITE on a transactional id"), line
+    assert read_all(b, EO_COPY, client=admin_b) == [], "a refused exactly-once mirror committed copies"
+
+    flow.mirror_once()
+    copies = read_all(b, EO_COPY, client=admin_b)  # read_committed: what the group's consumers see
+    assert values(copies) == values(on_a), difference(values(on_a), values(copies))
+
+    for group in EO_GROUPS:
+        commit(a, group, {(EO_TOPIC, p): o for p, o in EO_COMMITTED.items()}, client=admin_a)
+    flow.translate()
+
+    # Failover fences the mirror's ids: without WRITE on them it records why and goes on (it still applies).
+    fencing = one(granted, Res.TRANSACTIONAL_ID, "drkit-mirror.A->B.", Op.WRITE, "operator")
+    caplog.set_level("WARNING", logger="drkit.operate.failover")
+    with without(fencing):
+        unfenced = flow.drkit("operator").failover("A->B", [EO_GROUPS[0]], apply=True)
+    assert unfenced.status.value == "applied", unfenced.as_dict()
+    warned = [r.getMessage() for r in caplog.records if "were not fenced" in r.getMessage()]
+    assert len(warned) == 1 and "transactional id" in denied_line(Exception(warned[0])), warned
+    print(f"without {fencing}: {warned[0]}")
+    caplog.clear()
+    fenced = flow.drkit("operator").failover("A->B", [EO_GROUPS[1]], apply=True)
+    assert fenced.status.value == "applied", fenced.as_dict()
+    assert not [r for r in caplog.records if "were not fenced" in r.getMessage()], caplog.text
+    for group in EO_GROUPS:
+        assert committed_on(b, group, EO_COPY, client=admin_b) == EO_COMMITTED
+    resumed = read_all(b, EO_COPY, start=EO_COMMITTED, client=admin_b)
+    expected = values([r for r in on_a if r.offset >= EO_COMMITTED[r.partition]])
+    assert values(resumed) == expected, "the group would not read each remaining record exactly once on B"
+
+
+# -- identity policy ----------------------------------------------------------------------------------------
+
+ID_TOPIC, ID_GROUP, ID_PARTITIONS = "payments", "pay", 2
+ID_COMMITTED = {0: 30, 1: 90}
+
+
+def test_identity_policy(secure: SecureClusters, spark: Any, tmp_path: Path) -> None:
+    a, b = secure.bootstrap["A"], secure.bootstrap["B"]
+    admin_a, admin_b = secure.client("A"), secure.client("B")
+    names = Names("A", "B", ID_TOPIC, ID_GROUP, identity=True)
+    secure.grant(acls(documented_rows(), names, ROLES, frozenset({"heartbeats"})))
+    flow = Flow(secure, spark, tmp_path / "identity", flow_toml(ID_TOPIC, 'replication_policy = "identity"'))
+    create_topic(a, ID_TOPIC, ID_PARTITIONS, client=admin_a)
+    _fill(secure, ID_TOPIC, ID_PARTITIONS, 0, PER_BATCH)
+    on_a = read_all(a, ID_TOPIC, client=admin_a)
+
+    flow.mirror_once()
+    copies = read_all(b, ID_TOPIC, client=admin_b)
+    assert values(copies) == values(on_a), difference(values(on_a), values(copies))
+
+    commit(a, ID_GROUP, {(ID_TOPIC, p): o for p, o in ID_COMMITTED.items()}, client=admin_a)
+    flow.translate()
+    over = flow.drkit("operator").failover("A->B", [ID_GROUP], apply=True)
+    assert over.status.value == "applied", over.as_dict()
+    assert committed_on(b, ID_GROUP, ID_TOPIC, client=admin_b) == ID_COMMITTED
+    resumed = read_all(b, ID_TOPIC, start=ID_COMMITTED, client=admin_b)
+    assert values(resumed) == values([r for r in on_a if r.offset >= ID_COMMITTED[r.partition]])

@@ -1,0 +1,71 @@
+"""docs/security.md's ACL tables parse into ACL rows (tests/support/acl_table.py): what the secure integration
+tests grant is read from them, so a table that stops parsing, or a feature the tests no longer find, fails
+here in milliseconds rather than as a refusal on the secure clusters."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka.admin import AclOperation, ResourcePatternType, ResourceType
+from support.acl_table import BASE, DOC, FEATURES, Names, acls, documented_rows, table_rows
+
+ROLES = {"mirror": "m", "translator": "t", "operator": "o"}
+NAMES = Names("A", "B", "orders", "billing")
+
+
+def test_both_tables_parse_with_known_roles_sides_and_placeholders() -> None:
+    rows = documented_rows()
+    base, features = table_rows(DOC.read_text(), BASE), table_rows(DOC.read_text(), FEATURES)
+    assert len(base) >= 20 and len(features) >= 10, (len(base), len(features))
+    assert {r.role for r in rows} == set(ROLES)
+    assert {r.feature for r in features} == {"heartbeats", "sync_group_offsets", "exactly-once", "sync_acls"}
+    every = acls(rows, NAMES, ROLES, frozenset(r.feature for r in features))
+    assert len(every) == len(rows)
+    assert not [a for a in every if "<" in a.name or ">" in a.name.replace("->", "")], "a placeholder left"
+
+
+def test_the_rows_the_proof_depends_on_are_listed() -> None:
+    granted = set(
+        acls(documented_rows(), NAMES, ROLES, frozenset({"heartbeats", "sync_group_offsets", "exactly-once"}))
+    )
+    kinds = {(a.principal, a.cluster, a.resource, a.name, a.pattern, a.operation) for a in granted}
+    lit, pre = ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
+    for expected in [
+        ("o", "B", ResourceType.GROUP, "_drkit-tail", lit, AclOperation.DESCRIBE),
+        ("m", "A", ResourceType.TOPIC, "drkit-heartbeats", lit, AclOperation.WRITE),
+        ("o", "B", ResourceType.TOPIC, "A.drkit-heartbeats", lit, AclOperation.READ),
+        ("t", "B", ResourceType.GROUP, "billing", lit, AclOperation.READ),
+        ("t", "B", ResourceType.TOPIC, "A.orders", lit, AclOperation.READ),
+        ("m", "B", ResourceType.TRANSACTIONAL_ID, "drkit-mirror.A->B.", pre, AclOperation.WRITE),
+        ("o", "B", ResourceType.TRANSACTIONAL_ID, "drkit-mirror.A->B.", pre, AclOperation.WRITE),
+    ]:
+        assert expected in kinds, expected
+
+
+def test_identity_grants_each_copy_literally() -> None:
+    identity = Names("A", "B", "orders", "billing", identity=True)
+    granted = acls(documented_rows(), identity, ROLES, frozenset({"heartbeats"}))
+    on_b = {(a.name, a.pattern) for a in granted if a.principal == "m" and a.cluster == "B"}
+    assert on_b == {("orders", ResourcePatternType.LITERAL), ("drkit-heartbeats", ResourcePatternType.LITERAL)}
+
+
+def test_sync_acls_is_said_to_make_an_acl_administrator() -> None:
+    text = " ".join(DOC.read_text().split())
+    assert "`sync_acls` makes the mirror's principal an ACL administrator of the target" in text
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        "| mirror | source | TOPIC | `<topic>` | LITERAL | RAED | mirror | typo |",  # no such operation
+        "| mirror | elsewhere | TOPIC | `<topic>` | LITERAL | READ | mirror | side |",  # neither side
+        "| mirror | source | TOPIC | `<topic>` | LITERAL | READ |",  # a cell short
+    ],
+)
+def test_a_broken_row_fails_to_parse(broken: str) -> None:
+    text = DOC.read_text()
+    row = "| mirror | source | TOPIC | `<topic>` | LITERAL | READ | mirror |"
+    assert row in text
+    start = text.index(row)
+    end = text.index("\n", start)
+    with pytest.raises((AssertionError, KeyError)):
+        table_rows(text[:start] + broken + text[end:], BASE)
