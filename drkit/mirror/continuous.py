@@ -53,7 +53,8 @@ STALL_SECONDS = 5.0
 #: The copier stops reading while this many acknowledged or in-flight copies wait for a batch to take them
 #: (memory: about 40 bytes each), or twice ``max_offsets_per_trigger`` when the flow sets one: that setting
 #: keeps its meaning, the most a batch (so a trigger interval) moves the mirror on, and it bounds what a crash
-#: makes the restart copy again.
+#: makes the restart copy again. The limit is checked before each read of up to ``CHUNK`` records, so the copies
+#: held can pass it by one read, and by one more per lane a batch still waits for (those lanes are not paused).
 AHEAD_MAX_RECORDS = 1_000_000
 
 
