@@ -108,3 +108,17 @@ def audit_syncs(
     content_counts = Counter(r.content() for r in target)
     duplicates = sum(n - 1 for n in content_counts.values() if n > 1)
     return SyncAudit(described=len(down_seen), orphans=len(orphans), duplicates=duplicates)
+
+
+def copies_by_origin(source: list[Rec], target: list[Rec], alias: str = "A") -> Counter[tuple[int, int]]:
+    """How many copies of each source record (partition, offset) the target holds, counted one by one by
+    the origin header each copy carries; a copy that names no source record, or differs from it, fails."""
+    contents = {(r.partition, r.offset): r.content() for r in source}
+    copies: Counter[tuple[int, int]] = Counter(dict.fromkeys(contents, 0))
+    for r in target:
+        origin = r.origin(alias)
+        assert origin is not None and contents.get((r.partition, origin)) == r.content(), (
+            f"target record {r.partition}@{r.offset} is no copy of a source record (origin {origin})"
+        )
+        copies[(r.partition, origin)] += 1
+    return copies

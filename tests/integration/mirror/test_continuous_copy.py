@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 from support import faulty_mirror
-from support.kafka_io import Rec, create_topic, produce, read_all, unique
-from support.mirror_checks import audit_syncs, committed_batches, partition_syncs
+from support.kafka_io import create_topic, produce, read_all, unique
+from support.mirror_checks import audit_syncs, committed_batches, copies_by_origin, partition_syncs
 
 from drkit.config import DrkitConfig
 from drkit.core.translate import SyncIndex
@@ -237,7 +237,7 @@ def test_a_sigkill_between_copies_syncs_and_sparks_commit_loses_nothing(
     audit = audit_syncs(syncs, source, target, exact=False)
     assert len(source) == total and audit.described == total  # every record described once: none lost
     assert audit.orphans == audit.duplicates == len(target) - total
-    copies = _copies(source, target)
+    copies = copies_by_origin(source, target)
     assert [key for key, n in copies.items() if n == 0] == [], "source records missing on the target"
     extra = Counter({key: n - 1 for key, n in copies.items() if n > 1})
     duplicates = sum(extra.values())
@@ -259,17 +259,3 @@ def test_a_sigkill_between_copies_syncs_and_sparks_commit_loses_nothing(
         f"SIGKILL at {point} of batch {batch}: {total} records, 0 missing, {duplicates} duplicates (orphans; "
         f"{in_batch} of the batch, {past} past it; ceiling {ceiling}), {checked} translations never skip"
     )
-
-
-def _copies(source: list[Rec], target: list[Rec], alias: str = "A") -> Counter[tuple[int, int]]:
-    """How many copies of each source record (partition, offset) the target holds, counted one by one by
-    the origin header each copy carries; a copy that names no source record, or differs from it, fails."""
-    contents = {(r.partition, r.offset): r.content() for r in source}
-    copies: Counter[tuple[int, int]] = Counter(dict.fromkeys(contents, 0))
-    for r in target:
-        origin = r.origin(alias)
-        assert origin is not None and contents.get((r.partition, origin)) == r.content(), (
-            f"target record {r.partition}@{r.offset} is no copy of a source record (origin {origin})"
-        )
-        copies[(r.partition, origin)] += 1
-    return copies

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 from support.blackhole import BlackholeProxy
-from support.kafka_io import Rec, create_topic, end_offsets, produce, read_all, unique
-from support.mirror_checks import audit_syncs
+from support.kafka_io import create_topic, end_offsets, produce, read_all, unique
+from support.mirror_checks import audit_syncs, copies_by_origin
 from support.ports import LONG_OUTAGE
 
 from drkit.layout import StateLayout
@@ -167,20 +167,6 @@ def _ceiling(log: str, flow: str) -> tuple[int, Counter[str]]:
     return sum(events[kind] * most for kind, (_, most) in kinds.items()), events
 
 
-def _copies(source: list[Rec], target: list[Rec], alias: str) -> Counter[tuple[int, int]]:
-    """How many copies of each source record (partition, offset) the target holds, counted one by one by
-    the origin header each copy carries; a copy that names no source record, or differs from it, fails."""
-    contents = {(r.partition, r.offset): r.content() for r in source}
-    copies: Counter[tuple[int, int]] = Counter(dict.fromkeys(contents, 0))
-    for r in target:
-        origin = r.origin(alias)
-        assert origin is not None and contents.get((r.partition, origin)) == r.content(), (
-            f"target record {r.partition}@{r.offset} is no copy of a source record (origin {origin})"
-        )
-        copies[(r.partition, origin)] += 1
-    return copies
-
-
 def _account(
     state: Path, clusters: dict[str, str], topics: dict[str, str], log: str
 ) -> dict[str, tuple[int, int, int, Counter[str]]]:
@@ -198,7 +184,7 @@ def _account(
         # a batch that failed before Spark committed it (an orphan: no sync describes it).
         assert audit.described == len(src), f"{source}->{target}: {len(src) - audit.described} records missing"
         assert audit.orphans == audit.duplicates == len(tgt) - len(src), (source, audit)
-        copies = _copies(src, tgt, source)
+        copies = copies_by_origin(src, tgt, source)
         assert [key for key, n in copies.items() if n == 0] == [], f"{source}->{target}: records missing"
         duplicates = sum(n - 1 for n in copies.values() if n > 1)
         assert duplicates == audit.duplicates, (source, duplicates, audit)

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from support.kafka_io import Rec, create_topic, end_offsets, produce, read_all, unique
-from support.mirror_checks import audit_syncs, by_partition, committed_batches, partition_syncs
+from support.mirror_checks import audit_syncs, by_partition, committed_batches, copies_by_origin, partition_syncs
 
 from drkit.config import DrkitConfig
 from drkit.core.translate import SyncIndex
@@ -215,7 +215,7 @@ def test_sigkill_mid_copy_then_restart_loses_nothing(
     audit = audit_syncs(syncs, source, target, exact=False)  # every source record exactly once, no loss
     assert audit.described == len(source) == total
     assert audit.orphans == audit.duplicates == len(target) - total
-    copies = _copies(source, target)
+    copies = copies_by_origin(source, target)
     assert sorted(n for n in copies.values() if n == 0) == [], "source records missing on the target"
     extra = Counter({key: n - 1 for key, n in copies.items() if n > 1})
     duplicates = sum(extra.values())
@@ -229,20 +229,6 @@ def test_sigkill_mid_copy_then_restart_loses_nothing(
         f"(from {sum(resume.values())}): 0 missing, {duplicates} duplicates (ceiling {ceiling}); "
         f"{checked} translations never skip"
     )
-
-
-def _copies(source: list[Rec], target: list[Rec], alias: str = "A") -> Counter[tuple[int, int]]:
-    """How many copies of each source record (partition, offset) the target holds, counted one by one by
-    the origin header each copy carries; a copy that names no source record, or differs from it, fails."""
-    contents = {(r.partition, r.offset): r.content() for r in source}
-    copies: Counter[tuple[int, int]] = Counter(dict.fromkeys(contents, 0))
-    for r in target:
-        origin = r.origin(alias)
-        assert origin is not None and contents.get((r.partition, origin)) == r.content(), (
-            f"target record {r.partition}@{r.offset} is no copy of a source record (origin {origin})"
-        )
-        copies[(r.partition, origin)] += 1
-    return copies
 
 
 def _exists(bootstrap: str, topic: str) -> bool:
