@@ -6,6 +6,11 @@ and keeps accepting new connections without forwarding them either: clients see 
 an answer (timeouts), as on a dead network, not a refused port. ``heal()`` resets the connections that
 lived through the blackhole (a client whose requests timed out has given up on them anyway) and forwards
 new ones again.
+
+``listen_port=0`` lets the kernel choose the port while the proxy binds it (no window in which another
+process could take a port chosen in advance); ``listen_port`` then holds the chosen one. A connection the
+proxy could not serve (the upstream refused it, a socket error) is recorded in ``failures``: a client sees a
+reset there, and the test can say why.
 """
 
 from __future__ import annotations
@@ -27,9 +32,11 @@ class BlackholeProxy:
         self._server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self._server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self._server.bind((host, listen_port))
+        self.listen_port = int(self._server.getsockname()[1])
+        self.failures: list[str] = []
         self._server.listen(128)
         self._server.settimeout(0.2)
-        self._thread = threading.Thread(target=self._accept, name=f"blackhole-{listen_port}", daemon=True)
+        self._thread = threading.Thread(target=self._accept, name=f"blackhole-{self.listen_port}", daemon=True)
         self._thread.start()
 
     @property
@@ -74,7 +81,8 @@ class BlackholeProxy:
                 return
         try:
             upstream = socket.create_connection((self.host, self.upstream_port), timeout=10)
-        except OSError:
+        except OSError as e:
+            self.failures.append(f"upstream {self.host}:{self.upstream_port} refused a connection: {e!r}")
             with contextlib.suppress(OSError):
                 client.close()
             return
@@ -94,7 +102,9 @@ class BlackholeProxy:
                     if not data:
                         return
                     pair[s].sendall(data)
-        except (OSError, ValueError):  # reset by heal() or close() (a closed socket's descriptor is -1)
+        except (OSError, ValueError) as e:  # reset by heal() or close() (a closed socket's descriptor is -1)
+            if all(s.fileno() != -1 for s in pair):  # not closed by heal() or close(): a real failure
+                self.failures.append(f"a forwarded connection failed: {e!r}")
             return
         finally:
             for s in pair:
