@@ -15,9 +15,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from drkit.config.model import DrkitConfig, _KeyedError
-from drkit.config.properties import _PropertyError
-from drkit.config.secrets import _mask_tree, mask_text, secret_values
+from drkit.config.base import KeyedError
+from drkit.config.model import DrkitConfig
+from drkit.config.properties import PropertyError
+from drkit.config.secrets import mask_text, mask_tree, secret_values
 from drkit.errors import ConfigError
 
 _ENV_REF = re.compile(r"\$\{env:([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -64,11 +65,11 @@ def _format_loc(loc: tuple[Any, ...]) -> str:
 def _format_error(path: str, exc: ValidationError) -> str:
     err = exc.errors(include_url=False, include_input=False)[0]
     ctx_error = (err.get("ctx") or {}).get("error")
-    if isinstance(ctx_error, _KeyedError):
+    if isinstance(ctx_error, KeyedError):
         return f"{path}: {ctx_error.key}: {ctx_error.message}"
     key = _format_loc(tuple(err["loc"])) or "(top level)"
     kind = err["type"]
-    if isinstance(ctx_error, _PropertyError):
+    if isinstance(ctx_error, PropertyError):
         key, message = f"{key}.{ctx_error.name}", ctx_error.message
     elif kind == "extra_forbidden":
         message = "unknown key"
@@ -158,5 +159,5 @@ def masked_dump(config: DrkitConfig) -> dict[str, Any]:
     """The config as plain data with every secret replaced by ``********``: values of secret keys, secrets
     inside values (JAAS, OAuth configs, URLs), and any other occurrence of those values."""
     data = config.model_dump(mode="json", exclude={"source_path"})
-    masked: dict[str, Any] = _mask_tree(data, secret_values(data))
+    masked: dict[str, Any] = mask_tree(data, secret_values(data))
     return masked

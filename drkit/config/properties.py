@@ -12,6 +12,8 @@ import math
 import re
 from typing import Any
 
+from drkit.config.paths import shell_syntax_problem
+
 #: Cluster properties only the Java client (Spark's Kafka source) reads; drkit.kafka.clients leaves
 #: these out of its librdkafka clients, so librdkafka is not asked about them.
 JAVA_ONLY_PROPERTIES = ("ssl.truststore.", "ssl.keystore.", "sasl.jaas.config", "ssl.endpoint.identification.algorithm")
@@ -22,7 +24,7 @@ _SILENT = logging.getLogger("drkit.config.librdkafka")
 _SILENT.disabled = True  # the probe clients warn that they have no bootstrap servers; of course
 
 
-class _PropertyError(ValueError):
+class PropertyError(ValueError):
     """A problem with one property of a property table; the key is the table's plus the property."""
 
     def __init__(self, name: str, message: str) -> None:
@@ -66,27 +68,27 @@ _PATH_SUFFIXES = (".location", ".keytab")
 
 
 def _path_problem(value: str) -> str | None:
-    from drkit.config.sanity import shell_syntax_problem
-
     if value.startswith("~"):
         return "starts with '~', which the Kafka clients do not expand; write the full path"
     return shell_syntax_problem(value)
 
 
-def _check_client_properties(props: dict[str, str], skip: tuple[str, ...] = ()) -> dict[str, str]:
+def check_client_properties(props: dict[str, str], skip: tuple[str, ...] = ()) -> dict[str, str]:
+    """``props`` unchanged, or PropertyError for the first property whose file path holds shell syntax or
+    that librdkafka refuses; names starting with one of ``skip`` are left to the Java client (not probed)."""
     for name, value in props.items():
         problem = _path_problem(value) if name.endswith(_PATH_SUFFIXES) else None
         if problem:
-            raise _PropertyError(name, problem)
+            raise PropertyError(name, problem)
         if name.startswith(skip) and not name.endswith((".class", ".classes")):
             continue
         problem = librdkafka_problem(name, value)
         if problem:
-            raise _PropertyError(name, problem)
+            raise PropertyError(name, problem)
     return props
 
 
-def _flatten_properties(value: Any) -> Any:
+def flatten_properties(value: Any) -> Any:
     """Client or Spark properties as a flat ``{"a.b": "value"}`` dict of strings.
 
     TOML reads an unquoted dotted key (``sasl.password = "x"``) as a nested table; it is flattened
@@ -108,7 +110,7 @@ def _flatten_properties(value: Any) -> Any:
             if isinstance(item, bool):
                 flat[name] = str(item).lower()
             elif isinstance(item, float) and not math.isfinite(item):
-                raise _PropertyError(name, "must be a finite number")
+                raise PropertyError(name, "must be a finite number")
             elif isinstance(item, int | float | str):
                 flat[name] = str(item)
             else:
@@ -116,14 +118,3 @@ def _flatten_properties(value: Any) -> Any:
 
     walk("", value)
     return flat
-
-
-#: What SparkContext accepts as a master (Spark 4): local, local[N|*], local[N|*,F], local-cluster,
-#: standalone (HA: several host:port), YARN, Kubernetes.
-_SPARK_MASTER = re.compile(
-    r"local(?:\[(?:\*|[1-9]\d*)(?:,[1-9]\d*)?\])?"
-    r"|local-cluster\[[1-9]\d*,[1-9]\d*,[1-9]\d*\]"
-    r"|spark://[^\s,/:]+:\d+(?:,[^\s,/:]+:\d+)*"
-    r"|yarn"
-    r"|k8s://\S+"
-)

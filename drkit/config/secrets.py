@@ -87,11 +87,12 @@ def mask_text(text: str, secrets: set[str]) -> str:
     return text
 
 
-def _mask_tree(node: Any, secrets: set[str], key: str = "") -> Any:
+def mask_tree(node: Any, secrets: set[str], key: str = "") -> Any:
+    """``node`` (config data) with the values of secret keys masked, and ``secrets`` masked in every other string."""
     if isinstance(node, dict):
-        return {k: _mask_tree(v, secrets, str(k)) for k, v in node.items()}
+        return {k: mask_tree(v, secrets, str(k)) for k, v in node.items()}
     if isinstance(node, list):
-        return [_mask_tree(v, secrets, key) for v in node]
+        return [mask_tree(v, secrets, key) for v in node]
     if isinstance(node, str):
         return MASK if node and is_secret_key(key) else mask_text(node, secrets)
     return node

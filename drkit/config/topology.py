@@ -15,7 +15,7 @@ from drkit.core.flows import Finding, Flow, Policy, Problem, topology_findings
 from drkit.core.selection import NameSelector
 
 if TYPE_CHECKING:
-    from drkit.config.model import FlowConfig
+    from drkit.config.flows import FlowConfig
 
 
 def topology_problem(flows: Sequence[FlowConfig], selectors: Sequence[NameSelector]) -> tuple[str, str] | None:

@@ -322,7 +322,7 @@ CONFIG_CASES: list[Any] = [
     pytest.param(
         BASE.replace('root = "state"', "root = 5"), "state.root: input should be a valid string", id="state-root-int"
     ),
-    # -- configs that validate one key at a time but cannot work (drkit.config.sanity) --
+    # -- configs that validate one key at a time but cannot work (beside each component, drkit.config.flows, ...) --
     pytest.param(
         _flow('separator = "/"'),
         "flows[0].separator: holds '/', which Kafka does not allow in topic names",

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from drkit.core.storage import RootUri, Scheme, StorageSettings
 from drkit.layout import JobKind, StateLayout, flow_dir_name, legacy_flow_dir_name
 
-#: Cluster aliases as the config allows them (drkit.config.model).
+#: Cluster aliases as the config allows them (drkit.config.clusters).
 aliases = st.from_regex(r"[A-Za-z0-9][A-Za-z0-9_-]{0,12}", fullmatch=True)
 flows = st.builds(lambda s, t: f"{s}->{t}", aliases, aliases)
 

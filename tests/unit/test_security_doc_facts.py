@@ -6,8 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from drkit.config import JAVA_ONLY_PROPERTIES
-from drkit.config.model import HeartbeatSettings
+from drkit.config import JAVA_ONLY_PROPERTIES, HeartbeatSettings
 from drkit.core.heartbeat import HEARTBEAT_TOPIC
 
 SECURITY = Path(__file__).resolve().parents[2] / "docs" / "security.md"

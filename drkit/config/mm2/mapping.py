@@ -19,10 +19,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from drkit.config.clusters import ALIAS
 from drkit.config.mm2 import catalogue as cat
 from drkit.config.mm2.clients import ClientCheck, ClusterClients, SecretNames
 from drkit.config.mm2.model import Carried, Dropped, DropReason, EnvSecret, Mm2Mapping, Mm2Properties
-from drkit.config.model import _ALIAS
 from drkit.config.secrets import secret_values
 from drkit.core.topology import CONFIG_EXCLUDE_DEFAULT
 from drkit.errors import ConfigError
@@ -81,7 +81,7 @@ def _clusters(props: Mm2Properties) -> list[str]:
     if not aliases:
         raise ConfigError("no clusters: a MirrorMaker 2 file lists its cluster aliases as clusters = A, B")
     for alias in aliases:
-        if not _ALIAS.fullmatch(alias):
+        if not ALIAS.fullmatch(alias):
             raise ConfigError(
                 f"clusters: alias {alias!r} is not a drkit alias (letters, digits, '_' or '-', starting with a letter "
                 "or digit); the alias is the prefix of the copies' names, so drkit cannot rename it"

@@ -362,7 +362,7 @@ def test_path_through_a_file_is_not_found(tmp_path: Path) -> None:
         load_config(tmp_path / "file" / "drkit.toml")
 
 
-# --- configs that cannot work (drkit.config.sanity) ---------------------------------------------------
+# --- configs that cannot work (the checks beside each component: drkit.config.flows, clusters, ...) ---
 
 
 def test_an_empty_environment_variable_is_refused_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,117 +1,84 @@
-"""Settings that are valid one by one but cannot work: refused at load, naming the key.
+"""The flows of the config (``[[flows]]``): what each copies from which cluster to which, and its checks.
 
-Invariant: each check returns ``(dotted key, reason)`` or None, quotes no value that could be secret
-(cluster aliases, topic names and environment variable names are not), and depends on nothing but the
-config itself (no cluster, no file system beyond the user database for ``~user``).
+Invariant: a :class:`FlowConfig` that exists has a separator Kafka allows in topic names and valid
+sections (:mod:`drkit.config.flow_settings`); :func:`flow_problem` finds what a flow valid on its own
+cannot do among the configured clusters. Each check returns ``(dotted key, reason)`` or None and quotes
+no value that could be secret (cluster aliases and topic names are not). What it refuses and why:
 
-What is refused and why:
-
-- names the replication policy would turn into topic names Kafka refuses (:func:`topic_name_problem`):
-  a separator with characters Kafka does not allow, a literal topic include whose copy (``A.<topic>``)
-  is longer than 249 characters, the heartbeat topic's copy;
+- names the replication policy would turn into topic names Kafka refuses: a separator with characters
+  Kafka does not allow, a literal topic include whose copy (``A.<topic>``) is longer than 249 characters,
+  the heartbeat topic's copy;
 - a ``prefix`` separator that occurs inside a cluster alias: the origin of ``us-east.orders`` could not
   be told with separator ``-`` (read as from ``us``), so copies would go round two-way flows;
 - selections that select nothing: an empty ``include`` list, an empty pattern, an exclude of everything,
   plain-text includes the flow's ``exclude`` removes all of (one of several is a deliberate pause), a
   plain-text include drkit itself never selects (an internal topic, a copy of the target's, drkit's own
   groups);
-- a flow between two aliases of one cluster (the same bootstrap servers): it would copy into itself;
-- intervals below a floor (:data:`MIN_INTERVAL_SECONDS`, :data:`MIN_REFRESH_INTERVAL_SECONDS`) or above
-  :data:`MAX_INTERVAL_SECONDS`;
-- a driver address (``[spark] driver_host``, ``driver_bind_address``) that is a URL, holds a port or is not
-  a host name: Spark would fail at session start with a Java trace;
-- shell syntax in paths (``$HOME/x``, ``~nobody``): drkit runs no shell. ``~`` and ``~user`` (a user of
-  this machine) in ``[state] root`` are expanded deliberately, as a shell would; librdkafka expands
-  neither, so a ``*.location`` property holding them is refused too.
+- a flow between two aliases of one cluster (the same bootstrap servers): it would copy into itself.
 """
 
 from __future__ import annotations
 
-import contextlib
-import ipaddress
-import os
-import re
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Literal
 
+from pydantic import Field, field_validator
+
+from drkit.config.base import ConfigModel
+from drkit.config.clusters import ClusterConfig
+from drkit.config.flow_settings import CheckpointSettings, HeartbeatSettings, MirrorSettings, TopologySettings
+from drkit.config.regex import Pattern
 from drkit.core.flows import alternatives, literal_names
 from drkit.core.heartbeat import HEARTBEAT_TOPIC
-from drkit.core.policy import TOPIC_NAME_CHARS, topic_name_problem
+from drkit.core.policy import TOPIC_NAME_CHARS, ReplicationPolicy, policy_for, topic_name_problem
 from drkit.core.selection import NameSelector, group_selector, topic_selector
-
-if TYPE_CHECKING:
-    from drkit.config.model import ClusterConfig, FlowConfig
-
-#: Trigger, translator, observation and heartbeat intervals below this would spend the machine on
-#: bookkeeping (each trigger is a Spark job; each translator run reads every group's offsets).
-MIN_INTERVAL_SECONDS = 0.1
-#: A reconciliation describes every selected topic on both clusters; 0 turns it off.
-MIN_REFRESH_INTERVAL_SECONDS = 1.0
-#: A longer interval (or stop grace) is a typo of units: a mirror that would trigger once a day.
-MAX_INTERVAL_SECONDS = 86_400.0
-#: Longest cluster alias: a flow's state folder name (two aliases, each ``_`` doubled) stays under 255 bytes.
-MAX_ALIAS_LENGTH = 60
 
 #: Exclude patterns that match every name.
 _EVERYTHING = frozenset({".*", ".+", ".*?", ".+?", "(.*)", "(.+)", "^.*$", "^.+$", "(?s:.*)", "(?s).*"})
-#: A DNS host name (RFC 1123 labels; a trailing dot allowed).
-_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-_HOST_NAME = re.compile(rf"(?=.{{1,253}}$){_LABEL}(?:\.{_LABEL})*\.?")
-_SHELL_VARIABLE = re.compile(r"\$(\{[^}]*\}?|[A-Za-z_][A-Za-z0-9_]*)")
 
 
-def interval_problem(value: float, floor: float, off: bool = False) -> str | None:
-    """Why ``value`` seconds is not a sane interval (``off``: 0 is allowed and means off), or None."""
-    if off and value == 0:
-        return None
-    if value < floor:
-        zero = " (or 0: off)" if off else ""
-        return f"must be at least {floor:g} seconds{zero}"
-    if value > MAX_INTERVAL_SECONDS:
-        return f"must be at most {MAX_INTERVAL_SECONDS:g} seconds (one day)"
-    return None
+class Selection(ConfigModel):
+    """Names selected by full-match regular expressions: included and not excluded."""
+
+    include: list[Pattern] = Field(default_factory=lambda: [".*"])
+    exclude: list[Pattern] = Field(default_factory=list)
 
 
-def shell_syntax_problem(value: str) -> str | None:
-    """Why a path holds shell syntax drkit would take literally, or None (``~`` is left to the caller)."""
-    found = _SHELL_VARIABLE.search(value)
-    if found is None:
-        return None
-    return (
-        f"holds {found[0]!r}, a shell variable drkit does not expand: write the path itself, or "
-        "${env:NAME} to read it from the environment"
-    )
+class FlowConfig(ConfigModel):
+    """One replication flow, ``source -> target``."""
 
+    source: str
+    target: str
+    topics: Selection = Field(default_factory=Selection)
+    groups: Selection = Field(default_factory=Selection)
+    replication_policy: Literal["prefix", "identity"] = "prefix"
+    separator: str = Field(default=".", min_length=1)
+    mirror: MirrorSettings = Field(default_factory=MirrorSettings)
+    checkpoint: CheckpointSettings = Field(default_factory=CheckpointSettings)
+    topology: TopologySettings = Field(default_factory=TopologySettings)
+    heartbeats: HeartbeatSettings = Field(default_factory=HeartbeatSettings)
 
-def home_problem(value: str) -> str | None:
-    """Why a ``~user`` at the start of a path cannot be expanded, or None."""
-    if not value.startswith("~"):
-        return None
-    user = value[1:].split("/", 1)[0]
-    if os.path.expanduser(value) == value:
-        return f"'~{user}' is not a user of this machine, so the path cannot be expanded; write the path itself"
-    return None
+    @field_validator("separator")
+    @classmethod
+    def _separator(cls, value: str) -> str:
+        problem = separator_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
+    @property
+    def name(self) -> str:
+        return f"{self.source}->{self.target}"
 
-def address_problem(value: str) -> str | None:
-    """Why ``value`` is not a host name or an IP address the Spark driver could use, or None.
+    def policy(self) -> ReplicationPolicy:
+        return policy_for(self.replication_policy, self.separator)
 
-    The driver's addresses (``[spark] driver_host``, ``driver_bind_address``) are handed to Spark, which
-    would fail at session start with a Java trace for a URL, a host:port or a blank.
-    """
-    if "://" in value:
-        return "expected a host name or an IP address, not a URL"
-    with contextlib.suppress(ValueError):
-        ipaddress.ip_address(value)
-        return None
-    if ":" in value:
-        return "expected a host name or an IP address without a port (the port is [spark] driver_port)"
-    if not _HOST_NAME.fullmatch(value):
-        return "expected a host name (letters, digits, '-' and '.') or an IP address"
-    return None
+    def group_selector(self) -> NameSelector:
+        """The consumer groups this flow translates (never drkit's own or Connect's)."""
+        return group_selector(self.groups.include, self.groups.exclude)
 
 
 def separator_problem(separator: str) -> str | None:
+    """Why ``separator`` cannot be part of topic names, or None."""
     bad = next((c for c in separator if c not in TOPIC_NAME_CHARS), None)
     if bad is not None:
         return f"holds {bad!r}, which Kafka does not allow in topic names (only ASCII letters, digits, '.', '_', '-')"
@@ -208,13 +175,3 @@ def _include_problem(pattern: str, part: str, flow: FlowConfig, own: NameSelecto
 
 def _servers(cluster: ClusterConfig) -> frozenset[str]:
     return frozenset(s.strip().lower() for s in cluster.bootstrap_servers.split(","))
-
-
-def duplicate_alias(aliases: Sequence[str]) -> tuple[str, str] | None:
-    """Two aliases equal up to case (their folders and topic prefixes collide on case-insensitive systems)."""
-    seen: dict[str, str] = {}
-    for alias in aliases:
-        other = seen.setdefault(alias.casefold(), alias)
-        if other != alias:
-            return other, alias
-    return None
