@@ -3,8 +3,8 @@ consumer of the target sees them.
 
 Usage::
 
-    .venv/bin/python scripts/bench/exactly_once.py                 # ~10 min on 2 cores
-    .venv/bin/python scripts/bench/exactly_once.py --records 50000 --step-seconds 10 --repetitions 1
+    .venv/bin/python -m scripts.bench.exactly_once                 # ~10 min on 2 cores
+    .venv/bin/python -m scripts.bench.exactly_once --records 50000 --step-seconds 10 --repetitions 1
 
 Prints one JSON document to stdout and a Markdown table to stderr (and to ``--markdown FILE``).
 
@@ -41,14 +41,18 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent.parent)]
+from confluent_kafka import Consumer, TopicPartition
 
-from confluent_kafka import Consumer, TopicPartition  # noqa: E402
-from copiers import Running, start_drkit  # noqa: E402
-from run import PARTITIONS, Pacer, create_pair, load, log, pct, produce_backlog  # noqa: E402
+from scripts.bench.lib.clusters import create_pair, local_kafka, start_pair
+from scripts.bench.lib.copiers import Running, start_drkit
+from scripts.bench.lib.machine import load1 as load
+from scripts.bench.lib.output import finish_report, logger
+from scripts.bench.lib.producers import Pacer, produce_backlog
+from scripts.bench.lib.stats import index_rank
 
-from drkit.localdev.clusters import LocalKafka  # noqa: E402
+PARTITIONS = 12
+
+log = logger("bench")
 
 MODES: dict[str, dict[str, Any]] = {
     "at_least_once": {},
@@ -99,8 +103,8 @@ def mirror(mode: str, work: Path, a: str, b: str, topic: str) -> Running:
 
 def backlog(mode: str, records: int, size: int, a: str, b: str, work: Path, timeout: float) -> dict[str, Any]:
     topic = f"eos-bl-{mode}-{uuid.uuid4().hex[:6]}"
-    target = create_pair(a, b, topic)
-    produce_backlog(a, topic, records, size)
+    target = create_pair(a, b, topic, PARTITIONS)
+    produce_backlog(a, topic, records, size, PARTITIONS)
     reader = Reader(b, target)
     reader.start()
     load_before = load()
@@ -137,20 +141,20 @@ def backlog(mode: str, records: int, size: int, a: str, b: str, work: Path, time
 
 def steady(mode: str, rate: int, seconds: float, warmup: float, a: str, b: str, work: Path) -> dict[str, Any]:
     topic = f"eos-st-{mode}-{uuid.uuid4().hex[:6]}"
-    target = create_pair(a, b, topic)
+    target = create_pair(a, b, topic, PARTITIONS)
     reader = Reader(b, target)
     reader.start()
     running = mirror(mode, work / topic, a, b, topic)
     try:
         deadline = time.monotonic() + 180
         while reader.seen() == 0 and time.monotonic() < deadline:  # a trickle until the mirror copies
-            Pacer(a, topic, 50, 0.5).run()
-        warm = Pacer(a, topic, rate, warmup)
+            Pacer(a, topic, 50, 0.5, PARTITIONS).run()
+        warm = Pacer(a, topic, rate, warmup, PARTITIONS)
         warm.run()
         time.sleep(3.0)
         skip = reader.seen()
         load_before = load()
-        pacer = Pacer(a, topic, rate, seconds)
+        pacer = Pacer(a, topic, rate, seconds, PARTITIONS)
         pacer.run()
         deadline = time.monotonic() + 30
         while reader.seen() - skip < pacer.sent and time.monotonic() < deadline:
@@ -169,8 +173,8 @@ def steady(mode: str, rate: int, seconds: float, warmup: float, a: str, b: str, 
         "received": len(lat),
         "load_before": load_before,
         "load_after": load_after,
-        "p50_ms": pct(lat, 0.50),
-        "p99_ms": pct(lat, 0.99),
+        "p50_ms": index_rank(lat, 0.50),
+        "p99_ms": index_rank(lat, 0.99),
         "max_ms": round(max(lat), 1) if lat else None,
     }
 
@@ -212,7 +216,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m scripts.bench.exactly_once", description=__doc__.split("\n\n")[0])
     p.add_argument("--base-port", type=int, default=49292, help="broker port of A; B gets base+10")
     p.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of " + ",".join(MODES))
     p.add_argument("--records", type=int, default=200_000)
@@ -231,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"unknown mode {unknown[0]!r}: choose from {', '.join(MODES)}")
     tmp = tempfile.TemporaryDirectory(prefix="drkit-bench-eos-")
     state = Path(tmp.name)
-    kafka = LocalKafka(state / "kafka", base_port=args.base_port, heap="512m")
+    kafka = local_kafka(state / "kafka", args.base_port, "512m")
     results: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "modes": modes,
@@ -244,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         "steady": [],
     }
     try:
-        a, b = (c.bootstrap_servers for c in kafka.up(["A", "B"]))
+        a, b = start_pair(kafka)
         for rep in range(args.repetitions):
             for mode in modes if rep % 2 == 0 else list(reversed(modes)):
                 log(f"backlog rep {rep}: {mode} (load {load()})")
@@ -263,13 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         with contextlib.suppress(Exception):
             kafka.down()
         tmp.cleanup()
-    results["summary"] = summarize(results)
-    table = markdown(results)
-    results["markdown"] = table
-    print(json.dumps(results, indent=2, default=str))
-    print(table, file=sys.stderr)
-    if args.markdown:
-        args.markdown.write_text(table)
+    finish_report(results, summarize, markdown, args.markdown)
     return 0
 
 

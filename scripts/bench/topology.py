@@ -1,9 +1,8 @@
-#!/usr/bin/env python
 """What following the topology costs the copy: drkit's 1 KB backlog rate with the periodic reconciliation
 on (``refresh_interval_seconds = 10``, the default) and off (0), alternated in one run on one pair of
 clusters, as JSON on stdout (a Markdown line on stderr).
 
-    .venv/bin/python scripts/bench/topology.py [--repetitions 3] [--records 100000] [--refresh 10]
+    .venv/bin/python -m scripts.bench.topology [--repetitions 3] [--records 100000] [--refresh 10]
 
 Each repetition copies the same backlog once per setting, the order swapped every repetition; the load
 average is recorded at each copy, and the ratio (on / off) is given per repetition and as the median.
@@ -12,7 +11,6 @@ average is recorded at each copy, and the ratio (on / off) is given per repetiti
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import tempfile
@@ -20,17 +18,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE)]
+from confluent_kafka import Consumer
 
-import run  # noqa: E402
-from confluent_kafka import Consumer  # noqa: E402
+from scripts.bench import against_mm2
+from scripts.bench.lib.clusters import local_kafka, start_pair
+from scripts.bench.lib.machine import load1
+from scripts.bench.lib.output import logger, print_json
 
-from drkit.localdev.clusters import LocalKafka  # noqa: E402
+log = logger("bench")
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m scripts.bench.topology", description=__doc__.split("\n\n")[0])
     p.add_argument("--repetitions", type=int, default=3)
     p.add_argument("--records", type=int, default=100_000)
     p.add_argument("--size", type=int, default=1000)
@@ -44,13 +43,13 @@ def main() -> int:
         "records": args.records,
         "size": args.size,
         "refresh_on_seconds": args.refresh,
-        "load_start": run.load(),
+        "load_start": load1(),
         "runs": [],
     }
     with tempfile.TemporaryDirectory(prefix="drkit-bench-topology-") as tmp:
-        kafka = LocalKafka(Path(tmp) / "kafka", base_port=args.base_port, heap="512m")
+        kafka = local_kafka(Path(tmp) / "kafka", args.base_port, "512m")
         try:
-            a, b = (c.bootstrap_servers for c in kafka.up(["A", "B"]))
+            a, b = start_pair(kafka)
             watcher = Consumer({"bootstrap.servers": b, "group.id": "bench-watch", "enable.auto.commit": False})
             for rep in range(args.repetitions):
                 order = ["on", "off"] if rep % 2 == 0 else ["off", "on"]
@@ -58,16 +57,16 @@ def main() -> int:
                     ns = argparse.Namespace(
                         drkit_mirror=[], drkit_topology=settings[name], timeout=args.timeout, compression="lz4"
                     )
-                    run.log(f"rep {rep}: refresh {name} (load {run.load()})")
-                    r = run.backlog("drkit", args.size, args.records, a, b, Path(tmp) / "runs", ns, watcher)
+                    log(f"rep {rep}: refresh {name} (load {load1()})")
+                    r = against_mm2.backlog("drkit", args.size, args.records, a, b, Path(tmp) / "runs", ns, watcher)
                     r.update({"rep": rep, "refresh": name})
                     r.pop("phases", None)
-                    run.log(f"  -> {r.get('records_per_s')} records/s")
+                    log(f"  -> {r.get('records_per_s')} records/s")
                     results["runs"].append(r)
             watcher.close()
         finally:
             kafka.down()
-    results["load_end"] = run.load()
+    results["load_end"] = load1()
     ratios = []
     for rep in range(args.repetitions):
         by = {r["refresh"]: r for r in results["runs"] if r["rep"] == rep and "error" not in r}
@@ -82,7 +81,7 @@ def main() -> int:
         "ratio_on_off_per_rep": ratios,
         "ratio_on_off_median": statistics.median(ratios) if ratios else None,
     }
-    print(json.dumps(results, indent=2, default=str))
+    print_json(results)
     s = results["summary"]
     print(
         f"1 KB backlog, refresh {args.refresh:g} s vs off: {s['records_per_s_median']['on']} vs "

@@ -2,7 +2,7 @@
 never answered). Each command, run as the operator runs it (a CLI process, ``-o json``), gives the verdict
 and exit code of drkit.core.reach and drkit.core.status and names the cluster and how it failed.
 
-No timing is asserted here (the machine is shared); scripts/bench_operator.py --phases clusters_down
+No timing is asserted here (the machine is shared); python -m scripts.bench.operator --phases clusters_down
 measures how fast these answers come (docs/performance.md).
 """
 

@@ -121,7 +121,7 @@ def test_spark_reads_what_delta_rs_wrote_and_maintenance_keeps_every_answer(spar
     same_everywhere(spark, str(layout.operations))
     assert [o.id for o in operations.list()] == ["op3", "op2", "op1"]
 
-    # A row Spark appends (a foreign writer, e.g. scripts/bench_translate.py's fill) reads the same in delta-rs.
+    # A row Spark appends (a foreign writer, e.g. scripts/bench/translate.py's fill) reads the same in delta-rs.
     spark.createDataFrame(
         [("A->B", "g3", "orders", "A.orders", 0, 7, 7, "mirrored", None, datetime.now(UTC))],
         spark_ddl(CHECKPOINTS.schema),

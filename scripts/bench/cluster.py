@@ -27,7 +27,7 @@ Definitions:
 
 Example::
 
-    .venv/bin/python scripts/bench_cluster.py --records 100000 --size 1000 --rounds 2
+    .venv/bin/python -m scripts.bench.cluster --records 100000 --size 1000 --rounds 2
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ import json
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,16 +45,22 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from bench_mirror import SOURCE_ALIAS, TARGET_ALIAS, _rate, _toml, create_topics, log, produce, read_target, versions
-
-from drkit.localdev.clusters import LocalKafka
 from drkit.localdev.spark_cluster import LocalSpark
+from scripts.bench.lib.clusters import create_pair, local_kafka, start_pair
+from scripts.bench.lib.drkit_config import flow_config
+from scripts.bench.lib.machine import versions
+from scripts.bench.lib.output import logger, print_json
+from scripts.bench.lib.producers import produce_timed_backlog
+from scripts.bench.lib.stats import median, rate
+from scripts.bench.lib.target import read_target
+
+log = logger("bench")
 
 _BATCH = re.compile(r"batch (\d+) mirrored (\d+) records in \d+ ranges \(([\d.]+)s, (?:[a-z]+ [\d.]+s, )*(.*)\)$")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m scripts.bench.cluster", description=__doc__.split("\n\n")[0])
     p.add_argument("--records", type=int, default=100_000, help="records of each backlog")
     p.add_argument("--size", type=int, default=1000, help="value size in bytes")
     p.add_argument("--partitions", type=int, default=12, help="partitions of each source topic")
@@ -72,31 +77,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def write_config(path: Path, root: Path, master: str, source: str, target: str, topic: str, args: Any) -> None:
-    conf = {"spark.executor.memory": args.executor_memory, "spark.driver.memory": "1g"}
-    path.write_text(
-        "\n".join(
-            [
-                "[state]",
-                f"root = {_toml(str(root))}",
-                "[spark]",
-                f"master = {_toml(master)}",
-                'driver_host = "127.0.0.1"',
-                'driver_bind_address = "127.0.0.1"',
-                "conf = { " + ", ".join(f"{_toml(k)} = {_toml(v)}" for k, v in conf.items()) + " }",
-                f"[clusters.{SOURCE_ALIAS}]",
-                f"bootstrap_servers = {_toml(source)}",
-                f"[clusters.{TARGET_ALIAS}]",
-                f"bootstrap_servers = {_toml(target)}",
-                "[[flows]]",
-                f'source = "{SOURCE_ALIAS}"',
-                f'target = "{TARGET_ALIAS}"',
-                f"topics.include = [{_toml(re.escape(topic))}]",
-                "heartbeats.interval_seconds = 0",
-                f"mirror.max_offsets_per_trigger = {args.max_offsets_per_trigger}",
-            ]
-        )
-        + "\n"
-    )
+    spark = {
+        "master": master,
+        "driver_host": "127.0.0.1",
+        "driver_bind_address": "127.0.0.1",
+        "conf": {"spark.executor.memory": args.executor_memory, "spark.driver.memory": "1g"},
+    }
+    flow = {
+        "topics.include": [re.escape(topic)],
+        "heartbeats.interval_seconds": 0,
+        "mirror.max_offsets_per_trigger": args.max_offsets_per_trigger,
+    }
+    path.write_text(flow_config(str(root), source, target, flow, spark))
 
 
 def set_workers(spark: LocalSpark, workers: int) -> None:
@@ -114,12 +106,11 @@ def set_workers(spark: LocalSpark, workers: int) -> None:
 def one_run(args: Any, state: Path, spark: LocalSpark, source: str, target: str, workers: int) -> dict[str, Any]:
     set_workers(spark, workers)
     topic = f"bench-cluster-{uuid.uuid4().hex[:8]}"
-    target_topic = f"{SOURCE_ALIAS}.{topic}"
     run_dir = state / "runs" / topic
     run_dir.mkdir(parents=True)
-    create_topics(source, target, topic, target_topic, args.partitions)
+    target_topic = create_pair(source, target, topic, args.partitions)
     log(f"{workers} worker(s): producing {args.records} records of {args.size} bytes to {topic}")
-    source_ts, _ = produce(source, topic, args.records, args.size, args.partitions)
+    source_ts, _ = produce_timed_backlog(source, topic, args.records, args.size, args.partitions)
     config = run_dir / "drkit.toml"
     write_config(config, run_dir / "state", spark.master_url(), source, target, topic, args)
     command = [sys.executable, "-m", "drkit.cli.app", "--verbose", "mirror", "-c", str(config), "--once", "-o", "json"]
@@ -145,11 +136,11 @@ def one_run(args: Any, state: Path, spark: LocalSpark, source: str, target: str,
         "topic": topic,
         "mirror_seconds": round(seconds, 3),
         "copy_seconds": copy_seconds,
-        "records_per_s": _rate(args.records, seconds),
-        "copy_records_per_s": _rate(args.records, copy_seconds),
-        "copy_mb_per_s": _rate(args.records * args.size / 1e6, copy_seconds, 3),
+        "records_per_s": rate(args.records, seconds),
+        "copy_records_per_s": rate(args.records, copy_seconds),
+        "copy_mb_per_s": rate(args.records * args.size / 1e6, copy_seconds, 3),
         "later_batches_seconds": later_seconds,
-        "later_batches_records_per_s": _rate(later_records, later_seconds),
+        "later_batches_records_per_s": rate(later_records, later_seconds),
         "batches": [
             {"batch_id": int(m[1]), "records": int(m[2]), "seconds": float(m[3]), "where": m[4]} for m in batches
         ],
@@ -162,29 +153,24 @@ def one_run(args: Any, state: Path, spark: LocalSpark, source: str, target: str,
     }
 
 
-_LATER = "later_batches_records_per_s"
-
-
-def _median(runs: list[dict[str, Any]], key: str) -> float | None:
-    values = [r[key] for r in runs if r[key] is not None]
-    return round(statistics.median(values), 1) if values else None
+LATER = "later_batches_records_per_s"
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     temp = args.state is None
     state = Path(tempfile.mkdtemp(prefix="drkit-bench-cluster-")) if temp else args.state.resolve()
-    kafka = LocalKafka(state / "kafka", base_port=args.base_port, heap="512m")
+    kafka = local_kafka(state / "kafka", args.base_port, "512m")
     spark = LocalSpark(state / "spark", args.spark_base_port, args.worker_cores, args.worker_memory)
     runs: list[dict[str, Any]] = []
     try:
         log("starting clusters A, B and the Spark standalone cluster")
-        clusters = {c.alias: c.bootstrap_servers for c in kafka.up([SOURCE_ALIAS, TARGET_ALIAS])}
+        source, target = start_pair(kafka)
         spark.up(2)
         for round_number in range(args.rounds):
             order = (1, 2) if round_number % 2 == 0 else (2, 1)
             for workers in order:
-                runs.append(one_run(args, state, spark, clusters[SOURCE_ALIAS], clusters[TARGET_ALIAS], workers))
+                runs.append(one_run(args, state, spark, source, target, workers))
     except Exception as exc:
         log(f"failed: {exc}")
         return 1
@@ -194,10 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         if temp:
             shutil.rmtree(state, ignore_errors=True)
     by_workers = {w: [r for r in runs if r["workers"] == w] for w in (1, 2)}
-    medians = {
-        str(w): {k: _median(rs, k) for k in ("records_per_s", "copy_records_per_s", "copy_mb_per_s", _LATER)}
-        for w, rs in by_workers.items()
-    }
+    figures = ("records_per_s", "copy_records_per_s", "copy_mb_per_s", LATER)
+    medians = {str(w): {k: median((r[k] for r in rs), 1) for k in figures} for w, rs in by_workers.items()}
 
     def ratio(key: str) -> float | None:
         one, two = medians["1"][key], medians["2"][key]
@@ -216,11 +200,11 @@ def main(argv: list[str] | None = None) -> int:
             "host_cpus": os.cpu_count(),
         },
         "median": medians,
-        "ratio_2_over_1": {k: ratio(k) for k in ("records_per_s", "copy_records_per_s", _LATER)},
+        "ratio_2_over_1": {k: ratio(k) for k in ("records_per_s", "copy_records_per_s", LATER)},
         "runs": runs,
         "versions": versions(True),
     }
-    print(json.dumps(result, indent=2))
+    print_json(result)
     return 0
 
 

@@ -34,14 +34,13 @@ driver's own peak RSS plus the Spark JVM's (VmHWM), read at the end.
 
 Example::
 
-    .venv/bin/python scripts/bench_translate.py                      # a day: 8.64M rows
-    .venv/bin/python scripts/bench_translate.py --batches 3600       # an hour
+    .venv/bin/python -m scripts.bench.translate                      # a day: 8.64M rows
+    .venv/bin/python -m scripts.bench.translate --batches 3600       # an hour
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import resource
@@ -51,27 +50,24 @@ import time
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-
-from drkit.config import DrkitConfig, parse_config  # noqa: E402
-from drkit.core.checkpoints import CommittedOffset, plan_checkpoints  # noqa: E402
-from drkit.core.offsets import SyncRange  # noqa: E402
-from drkit.core.translate import SyncIndex  # noqa: E402
-from drkit.layout import StateLayout  # noqa: E402
-from drkit.store.offset_syncs import SyncIndexCache, SyncTable, range_table  # noqa: E402
+from drkit.config import DrkitConfig, parse_config
+from drkit.core.checkpoints import CommittedOffset, plan_checkpoints
+from drkit.core.offsets import SyncRange
+from drkit.core.translate import SyncIndex
+from drkit.layout import StateLayout
+from drkit.store.offset_syncs import SyncIndexCache, SyncTable, range_table
+from scripts.bench.lib.output import logger, print_json
 
 FLOW = "A->B"
 TOPIC = "orders"
 TARGET = "A.orders"
 
 
-def log(message: str) -> None:
-    print(f"[bench_translate] {message}", file=sys.stderr, flush=True)
+log = logger("bench_translate")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m scripts.bench.translate", description=__doc__.split("\n\n")[0])
     p.add_argument("--batches", type=int, default=86_400, help="one-second micro-batches (default: a day)")
     p.add_argument("--partitions", type=int, default=100)
     p.add_argument("--records", type=int, default=10, help="records per partition per batch")
@@ -115,7 +111,7 @@ def fill(
     target: str = TARGET,
 ) -> float:
     """Append ``args.batches`` one-second batches x ``args.partitions`` rows (see the module docstring)
-    written ``start_epoch + b`` seconds; also used by scripts/bench_operator.py. Returns seconds taken."""
+    written ``start_epoch + b`` seconds. Returns seconds taken."""
     from pyspark.sql import functions as F
 
     started = time.monotonic()
@@ -319,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
             "peak_rss_mb": peak_rss_mb(),
         }
         spark.stop()
-    print(json.dumps(report, indent=2))
+    print_json(report)
     return 0
 
 

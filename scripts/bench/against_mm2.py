@@ -2,8 +2,8 @@
 
 Usage::
 
-    .venv/bin/python scripts/bench/run.py --quick        # a few minutes: one repetition, small backlogs
-    .venv/bin/python scripts/bench/run.py                # the full suite (~20-30 min on 2 cores)
+    .venv/bin/python -m scripts.bench.against_mm2 --quick   # a few minutes: one repetition, small backlogs
+    .venv/bin/python -m scripts.bench.against_mm2           # the full suite (~20-30 min on 2 cores)
 
 Prints one JSON document to stdout and a Markdown table to stderr (and to ``--markdown FILE``).
 
@@ -38,142 +38,29 @@ import argparse
 import contextlib
 import json
 import os
-import statistics
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent.parent)]
+from confluent_kafka import Consumer
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
-from copiers import Running, drkit_phases, start_drkit, start_mm2, start_plain  # noqa: E402
-
-from drkit.localdev.clusters import LocalKafka  # noqa: E402
+from scripts.bench.lib.clusters import create_pair, local_kafka, start_pair
+from scripts.bench.lib.copiers import Running, start_drkit, start_mm2, start_plain
+from scripts.bench.lib.drkit_child import drkit_phases
+from scripts.bench.lib.machine import load1
+from scripts.bench.lib.output import finish_report, logger
+from scripts.bench.lib.producers import Pacer, produce_backlog
+from scripts.bench.lib.stats import index_rank, median
+from scripts.bench.lib.watch import append_span, ends, latencies, total, wait_for
 
 PARTITIONS = 12
 COPIERS = ("drkit", "mm2", "plain")
 
-
-def log(message: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
-
-def load() -> float:
-    return round(os.getloadavg()[0], 2)
-
-
-# -- topics, load, target watching ------------------------------------------------------------------------
-
-
-def create_pair(source: str, target: str, topic: str) -> str:
-    """The source topic and its pre-created target ``A.<topic>`` (LogAppendTime: B's append time)."""
-    target_topic = f"A.{topic}"
-    for bootstrap, name, config in (
-        (source, topic, {}),
-        (target, target_topic, {"message.timestamp.type": "LogAppendTime"}),
-    ):
-        admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the result is in
-        admin.create_topics([NewTopic(name, PARTITIONS, 1, config=config)])[name].result(30)
-    return target_topic
-
-
-def _load_producer(bootstrap: str) -> Producer:
-    return Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "acks": "all",
-            "enable.idempotence": True,
-            "linger.ms": 5,
-            "batch.size": 1_000_000,
-            "compression.type": "none",
-            "queue.buffering.max.messages": 1_000_000,
-            "queue.buffering.max.kbytes": 2_097_151,
-        }
-    )
-
-
-def produce_backlog(bootstrap: str, topic: str, records: int, size: int) -> float:
-    producer = _load_producer(bootstrap)
-    started = time.monotonic()
-    pool = os.urandom(size * 64)
-    for seq in range(records):
-        start = (seq * 7919) % (len(pool) - size)
-        value = seq.to_bytes(8, "big") + pool[start : start + size - 8]
-        while True:
-            try:
-                producer.produce(topic, value, None, seq % PARTITIONS)
-                break
-            except BufferError:
-                producer.poll(0.05)
-        if seq % 1000 == 0:
-            producer.poll(0)
-    if producer.flush(300):
-        raise RuntimeError("backlog not acknowledged")
-    return time.monotonic() - started
-
-
-def ends(admin_consumer: Consumer, topic: str) -> dict[int, tuple[int, int]]:
-    for attempt in range(50):  # a topic created a moment ago may not have its leaders known yet
-        try:
-            return {
-                p: admin_consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10) for p in range(PARTITIONS)
-            }
-        except KafkaException:
-            if attempt == 49:
-                raise
-            time.sleep(0.2)
-    raise AssertionError("unreachable")
-
-
-def total(consumer: Consumer, topic: str) -> int:
-    return sum(hi for _, hi in ends(consumer, topic).values())
-
-
-def append_span(bootstrap: str, topic: str) -> tuple[int, int]:
-    """(first, last) LogAppendTime in ms over the topic's partitions."""
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": f"bench-{uuid.uuid4().hex[:6]}", "enable.auto.commit": False}
-    )
-    first, last = None, None
-    try:
-        for p, (lo, hi) in ends(consumer, topic).items():
-            if hi <= lo:
-                continue
-            for offset in (lo, hi - 1):
-                consumer.assign([TopicPartition(topic, p, offset)])
-                deadline = time.monotonic() + 10
-                while time.monotonic() < deadline:
-                    msg = consumer.poll(1.0)
-                    if msg is not None and not msg.error():
-                        ts = msg.timestamp()[1]
-                        first = ts if first is None else min(first, ts)
-                        last = ts if last is None else max(last, ts)
-                        break
-    finally:
-        consumer.close()
-    if first is None or last is None:
-        raise RuntimeError(f"nothing on {topic}")
-    return first, last
-
-
-def wait_for(consumer: Consumer, topic: str, records: int, timeout: float, proc: Running | None = None) -> float | None:
-    """Monotonic time when the topic held ``records`` records, or None at the timeout (or if the copier died)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if total(consumer, topic) >= records:
-            return time.monotonic()
-        if proc is not None and proc.proc.poll() is not None:
-            log(f"{proc.name} exited with {proc.proc.returncode}: see {proc.log}")
-            return None
-        time.sleep(0.2)
-    return None
-
+log = logger("bench")
+load = load1
 
 #: Copiers started and not yet stopped: stopped on the way out whatever happens.
 LIVE: list[Running] = []
@@ -226,12 +113,12 @@ def backlog(
     copier: str, size: int, records: int, a: str, b: str, work: Path, args: argparse.Namespace, watcher: Consumer
 ) -> dict[str, Any]:
     topic = f"bl-{copier}-{size}-{uuid.uuid4().hex[:6]}"
-    target_topic = create_pair(a, b, topic)
-    produce_backlog(a, topic, records, size)
+    target_topic = create_pair(a, b, topic, PARTITIONS)
+    produce_backlog(a, topic, records, size, PARTITIONS)
     load_before = load()
     began_wall = time.time()
     running = start(copier, work / topic, a, b, topic, target_topic, args, records)
-    done = wait_for(watcher, target_topic, records, args.timeout, running)
+    done = wait_for(watcher, target_topic, PARTITIONS, records, args.timeout, running)
     load_after = load()
     stopped = running.stop()
     result: dict[str, Any] = {
@@ -243,9 +130,10 @@ def backlog(
         **stopped,
     }
     if done is None:
-        result["error"] = f"not copied within {args.timeout:g}s ({total(watcher, target_topic)} of {records})"
+        copied = total(watcher, target_topic, PARTITIONS)
+        result["error"] = f"not copied within {args.timeout:g}s ({copied} of {records})"
         return result
-    first, last = append_span(b, target_topic)
+    first, last = append_span(b, target_topic, PARTITIONS)
     span = max((last - first) / 1000, 0.001)
     result.update(
         {
@@ -253,7 +141,7 @@ def backlog(
             "copy_seconds": round(span, 3),
             "records_per_s": round(records / span),
             "mb_per_s": round(records * size / span / 1e6, 2),
-            "on_target": total(watcher, target_topic),
+            "on_target": total(watcher, target_topic, PARTITIONS),
         }
     )
     if copier == "drkit":
@@ -261,84 +149,16 @@ def backlog(
     return result
 
 
-class Pacer(threading.Thread):
-    """Produces ``rate`` records/s of ``size`` bytes for ``seconds``; each value starts with its send time (us)."""
-
-    def __init__(self, bootstrap: str, topic: str, rate: int, seconds: float, size: int = 1000) -> None:
-        super().__init__(daemon=True)
-        self.producer = _load_producer(bootstrap)
-        self.topic, self.rate, self.seconds, self.size = topic, rate, seconds, size
-        self.sent = 0
-        self.elapsed = 0.0
-
-    def run(self) -> None:
-        pad = os.urandom(self.size - 8)
-        started = time.monotonic()
-        tick = 0.01
-        while True:
-            now = time.monotonic()
-            elapsed = now - started
-            if elapsed >= self.seconds:
-                break
-            due = int(elapsed * self.rate)
-            while self.sent < due:
-                value = int(time.time() * 1e6).to_bytes(8, "big") + pad
-                try:
-                    self.producer.produce(self.topic, value, None, self.sent % PARTITIONS)
-                except BufferError:
-                    self.producer.poll(0.01)
-                    continue
-                self.sent += 1
-            self.producer.poll(0)
-            time.sleep(max(0.0, tick - (time.monotonic() - now)))
-        self.producer.flush(60)
-        self.elapsed = time.monotonic() - started
-
-
-def latencies(bootstrap: str, topic: str, since: dict[int, int], until: dict[int, int]) -> list[float]:
-    """B's append time minus the send time in the value, in ms, for the records in [since, until)."""
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"bench-{uuid.uuid4().hex[:6]}",
-            "enable.auto.commit": False,
-            "fetch.max.bytes": 52_428_800,
-        }
-    )
-    out: list[float] = []
-    try:
-        consumer.assign([TopicPartition(topic, p, since[p]) for p in since if until[p] > since[p]])
-        remaining = sum(until[p] - since[p] for p in since)
-        deadline = time.monotonic() + 60
-        while remaining > 0 and time.monotonic() < deadline:
-            for msg in consumer.consume(10_000, 1.0):
-                if msg.error() or msg.offset() >= until[msg.partition()]:
-                    continue
-                sent_us = int.from_bytes(msg.value()[:8], "big")
-                out.append(msg.timestamp()[1] - sent_us / 1000)
-                remaining -= 1
-    finally:
-        consumer.close()
-    return out
-
-
-def pct(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 1)
-
-
 def steady(copier: str, a: str, b: str, work: Path, args: argparse.Namespace, watcher: Consumer) -> dict[str, Any]:
     topic = f"ss-{copier}-{uuid.uuid4().hex[:6]}"
-    target_topic = create_pair(a, b, topic)
+    target_topic = create_pair(a, b, topic, PARTITIONS)
     began_wall = time.time()
     load_before = load()
     running = start(copier, work / topic, a, b, topic, target_topic, args)
     # Start-up with an idle copier: a trickle of 20 records/s until the first one arrives on B.
-    trickle = Pacer(a, topic, 20, args.timeout)
+    trickle = Pacer(a, topic, 20, args.timeout, PARTITIONS)
     trickle.start()
-    first = wait_for(watcher, target_topic, 1, args.timeout, running)
+    first = wait_for(watcher, target_topic, PARTITIONS, 1, args.timeout, running)
     trickle.seconds = 0  # ends the trickle
     trickle.join()
     result: dict[str, Any] = {"copier": copier, "load_before_start": load_before, "steps": []}
@@ -346,35 +166,37 @@ def steady(copier: str, a: str, b: str, work: Path, args: argparse.Namespace, wa
         result["error"] = "no record mirrored"
         result.update(running.stop())
         return result
-    result["startup_to_first_record_seconds"] = round(append_span(b, target_topic)[0] / 1000 - began_wall, 2)
-    wait_for(watcher, target_topic, trickle.sent, 60, running)
+    first_append_ms = append_span(b, target_topic, PARTITIONS)[0]
+    result["startup_to_first_record_seconds"] = round(first_append_ms / 1000 - began_wall, 2)
+    wait_for(watcher, target_topic, PARTITIONS, trickle.sent, 60, running)
     if args.warmup_seconds > 0 and args.rates:
-        before = total(watcher, target_topic)
-        warmup = Pacer(a, topic, args.rates[0], args.warmup_seconds)
+        before = total(watcher, target_topic, PARTITIONS)
+        warmup = Pacer(a, topic, args.rates[0], args.warmup_seconds, PARTITIONS)
         warmup.start()
         warmup.join()
-        result["warmup_caught_up"] = wait_for(watcher, target_topic, before + warmup.sent, 60, running) is not None
+        caught_up = wait_for(watcher, target_topic, PARTITIONS, before + warmup.sent, 60, running)
+        result["warmup_caught_up"] = caught_up is not None
     sustained = 0
     for rate in args.rates:
-        since = {p: hi for p, (_, hi) in ends(watcher, target_topic).items()}
-        before = total(watcher, target_topic)
+        since = {p: hi for p, (_, hi) in ends(watcher, target_topic, PARTITIONS).items()}
+        before = total(watcher, target_topic, PARTITIONS)
         step_load = load()
-        pacer = Pacer(a, topic, rate, args.step_seconds)
+        pacer = Pacer(a, topic, rate, args.step_seconds, PARTITIONS)
         pacer.start()
         pacer.join()
-        caught = wait_for(watcher, target_topic, before + pacer.sent, 30, running)
-        until = {p: hi for p, (_, hi) in ends(watcher, target_topic).items()}
+        caught = wait_for(watcher, target_topic, PARTITIONS, before + pacer.sent, 30, running)
+        until = {p: hi for p, (_, hi) in ends(watcher, target_topic, PARTITIONS).items()}
         lat = latencies(b, target_topic, since, until)
-        p99 = pct(lat, 0.99)
+        p99 = index_rank(lat, 0.99)
         ok = caught is not None and p99 is not None and p99 < 2000 and len(lat) >= pacer.sent * 0.99
         step = {
             "rate": rate,
             "achieved_rate": round(pacer.sent / max(pacer.elapsed, 0.001)),
             "records": pacer.sent,
             "measured": len(lat),
-            "p50_ms": pct(lat, 0.5),
+            "p50_ms": index_rank(lat, 0.5),
             "p99_ms": p99,
-            "max_ms": pct(lat, 1.0),
+            "max_ms": index_rank(lat, 1.0),
             "caught_up": caught is not None,
             "sustained": ok,
             "load_before": step_load,
@@ -393,11 +215,6 @@ def steady(copier: str, a: str, b: str, work: Path, args: argparse.Namespace, wa
 
 
 # -- report -----------------------------------------------------------------------------------------------
-
-
-def median(values: list[float]) -> float | None:
-    values = [v for v in values if v is not None]
-    return round(statistics.median(values), 2) if values else None
 
 
 def summarize(results: dict[str, Any]) -> dict[str, Any]:
@@ -496,7 +313,9 @@ def markdown(results: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m scripts.bench.against_mm2",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--quick", action="store_true", help="one repetition, small backlogs, two rates")
     p.add_argument("--base-port", type=int, default=49192, help="broker port of A; B gets base+10")
@@ -538,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.state is None:
         tmp = tempfile.TemporaryDirectory(prefix="drkit-bench-")
         args.state = Path(tmp.name)
-    kafka = LocalKafka(args.state / "kafka", base_port=args.base_port, heap="512m")
+    kafka = local_kafka(args.state / "kafka", args.base_port, "512m")
     results: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "quick": args.quick,
@@ -554,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     try:
         log(f"starting clusters A, B on {args.base_port}/{args.base_port + 10}")
-        a, b = (c.bootstrap_servers for c in kafka.up(["A", "B"]))
+        a, b = start_pair(kafka)
         watcher = Consumer({"bootstrap.servers": b, "group.id": "bench-watch", "enable.auto.commit": False})
         work = args.state / "runs"
         for rep in range(args.repetitions):
@@ -582,13 +401,7 @@ def main(argv: list[str] | None = None) -> int:
             kafka.down()
         if tmp is not None:
             tmp.cleanup()
-    results["summary"] = summarize(results)
-    table = markdown(results)
-    results["markdown"] = table
-    print(json.dumps(results, indent=2, default=str))
-    print(table, file=sys.stderr)
-    if args.markdown:
-        args.markdown.write_text(table)
+    finish_report(results, summarize, markdown, args.markdown)
     return 0
 
 

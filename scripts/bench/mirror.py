@@ -59,8 +59,8 @@ is not in it) and of the wall-time rates, with the host's load average around ev
 
 Example::
 
-    .venv/bin/python scripts/bench_mirror.py --records 20000 --size 200 --partitions 3
-    .venv/bin/python scripts/bench_mirror.py --compare-paths --records 200000 --size 1000 --partitions 12 --rounds 3
+    .venv/bin/python -m scripts.bench.mirror --records 20000 --size 200 --partitions 3
+    .venv/bin/python -m scripts.bench.mirror --compare-paths --records 200000 --size 1000 --partitions 12 --rounds 3
 """
 
 from __future__ import annotations
@@ -68,7 +68,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import re
 import shutil
@@ -77,66 +76,37 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import tomllib
 import uuid
-from array import array
-from dataclasses import dataclass, field
-from importlib import metadata
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from scripts.bench.lib.clusters import create_pair, local_kafka, start_pair
+from scripts.bench.lib.drkit_child import child_code, phase_sums
+from scripts.bench.lib.drkit_config import flow_config
+from scripts.bench.lib.machine import versions
+from scripts.bench.lib.memory import TreeMemory
+from scripts.bench.lib.output import logger, print_json
+from scripts.bench.lib.producers import SEQ_BYTES, produce_timed_backlog
+from scripts.bench.lib.stats import nearest_rank_summary, rate
+from scripts.bench.lib.target import read_target
 
-SOURCE_ALIAS, TARGET_ALIAS = "A", "B"
-_SEQ_BYTES = 8
-_BATCH_LINE = re.compile(r"flow \S+: batch (\d+) mirrored (\d+) records in (\d+) ranges \(([\d.]+)s[,)]")
-_PHASE_LINE = re.compile(r"DRKIT-BENCH-PHASE (\S+) ([\d.]+)")
-#: Runs the CLI as ``python -m drkit.cli.app`` would, with two additions that only observe: the
-#: mirror's INFO lines (per-batch timing) go to stderr, and a few steps of the job are timed
-#: (session start-up, the recorded-batch check, target topic preparation, the offset-syncs append).
-_CHILD_CODE = """\
-import functools, logging, sys, time
-logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
-                    format="%(asctime)s %(name)s %(levelname)s %(message)s")
-logging.getLogger("drkit.mirror.job").setLevel(logging.INFO)
-import drkit.runtime.spark
-from drkit.mirror.job import MirrorJob
-from drkit.store.offset_syncs import SyncTable
+#: The mirror's per-batch INFO line (batch id, records, ranges, seconds).
+BATCH_LINE = re.compile(r"flow \S+: batch (\d+) mirrored (\d+) records in (\d+) ranges \(([\d.]+)s[,)]")
 
-def timed(owner, name, phase):
-    original = getattr(owner, name)
-    @functools.wraps(original)
-    def wrapper(*args, **kwargs):
-        started = time.monotonic()
-        try:
-            return original(*args, **kwargs)
-        finally:
-            print(f"DRKIT-BENCH-PHASE {phase} {time.monotonic() - started:.3f}", file=sys.stderr, flush=True)
-    setattr(owner, name, wrapper)
-
-timed(drkit.runtime.spark, "build_session", "spark_session")
-timed(SyncTable, "ensure", "syncs_table_ensure")
-timed(SyncTable, "batch_written", "batch_recorded_check")
-timed(MirrorJob, "_plan", "plan_batch")
-timed(SyncTable, "write", "syncs_append")
-from drkit.cli.app import main
-main()
-"""
-
-
-def log(message: str) -> None:
-    print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+log = logger("bench")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="python -m scripts.bench.mirror",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--records", type=int, default=200_000, help="records to produce and mirror")
-    p.add_argument("--size", type=int, default=512, help=f"value size in bytes (>= {_SEQ_BYTES})")
+    p.add_argument("--size", type=int, default=512, help=f"value size in bytes (>= {SEQ_BYTES})")
     p.add_argument("--partitions", type=int, default=6, help="partitions of the source topic")
     p.add_argument("--base-port", type=int, default=39092, help="broker port of A; B gets base+10")
     p.add_argument("--bootstrap-source", help="use this existing cluster as A instead of starting one")
@@ -152,8 +122,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--compare-paths", action="store_true", help="driver copy path against executor copy path")
     p.add_argument("--rounds", type=int, default=3, help="rounds of --compare-paths (each path once per round)")
     args = p.parse_args(argv)
-    if args.size < _SEQ_BYTES:
-        p.error(f"--size must be at least {_SEQ_BYTES} (the sequence number is in the value)")
+    if args.size < SEQ_BYTES:
+        p.error(f"--size must be at least {SEQ_BYTES} (the sequence number is in the value)")
     if args.records < 1 or args.partitions < 1:
         p.error("--records and --partitions must be positive")
     if bool(args.bootstrap_source) != bool(args.bootstrap_target):
@@ -161,83 +131,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return args
 
 
-# -- clusters and topics ----------------------------------------------------------------------
-
-
-def create_topics(source: str, target: str, topic: str, target_topic: str, partitions: int) -> None:
-    """The source topic, and its target topic with broker append time as record timestamps."""
-    for bootstrap, name, config in (
-        (source, topic, {}),
-        (target, target_topic, {"message.timestamp.type": "LogAppendTime"}),
-    ):
-        admin = AdminClient({"bootstrap.servers": bootstrap})
-        admin.create_topics([NewTopic(name, partitions, config=config)])[name].result(30)
-
-
-# -- produce ----------------------------------------------------------------------------------
-
-
-def produce(bootstrap: str, topic: str, records: int, size: int, partitions: int) -> tuple[array[int], float]:
-    """Produce the records; returns each record's CreateTime (index = seq) and the seconds taken."""
-    producer = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "acks": "all",
-            "enable.idempotence": True,
-            "linger.ms": 50,
-            "batch.size": 1_000_000,
-            "compression.type": "none",
-            "queue.buffering.max.messages": 1_000_000,
-            "queue.buffering.max.kbytes": 1_048_576,
-        }
-    )
-    timestamps = array("q", bytes(8 * records))
-    failures: list[str] = []
-    acked = 0
-
-    def on_delivery(err: Any, _msg: Any) -> None:
-        nonlocal acked
-        if err is not None:
-            failures.append(str(err))
-        else:
-            acked += 1
-
-    rand_len = size - _SEQ_BYTES
-    chunk_records = 1024
-    started = time.monotonic()
-    for base in range(0, records, chunk_records):
-        pool = os.urandom(rand_len * chunk_records)
-        for i in range(min(chunk_records, records - base)):
-            seq = base + i
-            value = seq.to_bytes(_SEQ_BYTES, "big") + pool[i * rand_len : (i + 1) * rand_len]
-            ts = int(time.time() * 1000)
-            timestamps[seq] = ts
-            while True:
-                try:
-                    producer.produce(
-                        topic, value=value, partition=seq % partitions, timestamp=ts, on_delivery=on_delivery
-                    )
-                    break
-                except BufferError:
-                    producer.poll(0.05)
-        producer.poll(0)
-        if failures:
-            break
-    remaining = producer.flush(120)
-    seconds = time.monotonic() - started
-    if failures or remaining or acked != records:
-        raise RuntimeError(
-            f"produce failed: acked {acked}/{records}, unflushed {remaining}, "
-            f"first error: {failures[0] if failures else None}"
-        )
-    return timestamps, seconds
-
-
 # -- the mirror child process and its memory ---------------------------------------------------
-
-
-def _toml(value: str) -> str:
-    return json.dumps(value)  # a JSON string of ASCII text is a valid TOML basic string
 
 
 def write_config(
@@ -249,124 +143,15 @@ def write_config(
     max_offsets: int | None,
     driver_copy_max_records: int | None = None,
 ) -> None:
-    lines = [
-        "[state]",
-        f"root = {_toml(str(state_root))}",
-        "",
-        "[spark]",
-        'master = "local[2]"',
-        "",
-        f"[clusters.{SOURCE_ALIAS}]",
-        f"bootstrap_servers = {_toml(source)}",
-        "",
-        f"[clusters.{TARGET_ALIAS}]",
-        f"bootstrap_servers = {_toml(target)}",
-        "",
-        "[[flows]]",
-        f'source = "{SOURCE_ALIAS}"',
-        f'target = "{TARGET_ALIAS}"',
-        f"topics.include = [{_toml(re.escape(topic))}]",
-    ]
+    flow: dict[str, Any] = {"topics.include": [re.escape(topic)]}
     if max_offsets:
-        lines.append(f"mirror.max_offsets_per_trigger = {max_offsets}")
+        flow["mirror.max_offsets_per_trigger"] = max_offsets
     if driver_copy_max_records is not None:
-        lines.append(f"mirror.driver_copy_max_records = {driver_copy_max_records}")
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        flow["mirror.driver_copy_max_records"] = driver_copy_max_records
+    path.write_text(flow_config(str(state_root), source, target, flow), encoding="utf-8")
     from drkit.config import parse_config  # validate with drkit's own rules before starting Spark
 
     parse_config(tomllib.loads(path.read_text(encoding="utf-8")), str(path))
-
-
-def _proc_kb(text: str, key: str) -> int:
-    for line in text.splitlines():
-        if line.startswith(key):
-            return int(line.split()[1])
-    return 0
-
-
-@dataclass
-class TreeMemory:
-    """Samples the memory of a process and all its descendants from /proc."""
-
-    root: int
-    interval: float
-    peak_rss_kb: int = 0
-    peak_pss_kb: int = 0
-    hwm_kb: dict[int, int] = field(default_factory=dict)
-    names: dict[int, str] = field(default_factory=dict)
-    samples: int = 0
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
-
-    def _tree(self) -> list[int]:
-        children: dict[int, list[int]] = {}
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            try:
-                stat = Path(f"/proc/{entry.name}/stat").read_text()
-            except OSError:
-                continue
-            children.setdefault(int(stat.rsplit(")", 1)[1].split()[1]), []).append(int(entry.name))
-        tree, todo = [], [self.root]
-        while todo:
-            pid = todo.pop()
-            tree.append(pid)
-            todo.extend(children.get(pid, []))
-        return tree
-
-    def sample(self) -> None:
-        rss = pss = 0
-        for pid in self._tree():
-            try:
-                status = Path(f"/proc/{pid}/status").read_text()
-                rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
-            except OSError:
-                continue  # exited meanwhile
-            rss += _proc_kb(status, "VmRSS:")
-            pss += _proc_kb(rollup, "Pss:")
-            hwm = _proc_kb(status, "VmHWM:")
-            if hwm:
-                self.hwm_kb[pid] = max(self.hwm_kb.get(pid, 0), hwm)
-                self.names[pid] = _proc_name(status)  # latest: spark-submit (bash) execs java
-        self.peak_rss_kb = max(self.peak_rss_kb, rss)
-        self.peak_pss_kb = max(self.peak_pss_kb, pss)
-        self.samples += 1
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self.sample()
-            self._stop.wait(self.interval)
-
-    def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="tree-memory", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-
-    def summary(self) -> dict[str, Any]:
-        by_name: dict[str, int] = {}
-        for pid, kb in self.hwm_kb.items():
-            by_name[self.names[pid]] = by_name.get(self.names[pid], 0) + kb
-        return {
-            "peak_rss_mb": round(self.peak_rss_kb / 1024, 1),
-            "peak_pss_mb": round(self.peak_pss_kb / 1024, 1),
-            "sum_process_hwm_mb": round(sum(self.hwm_kb.values()) / 1024, 1),
-            "hwm_mb_by_process_name": {k: round(v / 1024, 1) for k, v in sorted(by_name.items())},
-            "processes_seen": len(self.hwm_kb),
-            "samples": self.samples,
-            "sample_interval_s": self.interval,
-        }
-
-
-def _proc_name(status: str) -> str:
-    for line in status.splitlines():
-        if line.startswith("Name:"):
-            return line.split(None, 1)[1].strip() if len(line.split()) > 1 else "?"
-    return "?"
 
 
 @dataclass
@@ -382,7 +167,8 @@ class MirrorRun:
 def run_mirror(config: Path, workdir: Path, interval: float, timeout: float) -> MirrorRun:
     """``drkit mirror --once --output json`` in a child process, with its tree's memory sampled."""
     out_path, err_path = workdir / "mirror.stdout", workdir / "mirror.stderr"
-    cmd = [sys.executable, "-c", _CHILD_CODE, "mirror", "-c", str(config), "--once", "--output", "json"]
+    code = child_code(progress=False, query_start=False)
+    cmd = [sys.executable, "-c", code, "mirror", "-c", str(config), "--once", "--output", "json"]
     started_ms = int(time.time() * 1000)
     started = time.monotonic()
     with out_path.open("wb") as out, err_path.open("wb") as err:
@@ -390,8 +176,7 @@ def run_mirror(config: Path, workdir: Path, interval: float, timeout: float) -> 
         child = subprocess.Popen(
             cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=workdir, start_new_session=True
         )
-        memory = TreeMemory(child.pid, interval)
-        memory.start()
+        memory = TreeMemory(child.pid, interval, pss=True).start()
         try:
             child.wait(timeout)
         except BaseException as exc:
@@ -412,11 +197,9 @@ def run_mirror(config: Path, workdir: Path, interval: float, timeout: float) -> 
         )
     batches = [
         {"batch_id": int(m[1]), "records": int(m[2]), "ranges": int(m[3]), "seconds": float(m[4])}
-        for m in _BATCH_LINE.finditer(stderr)
+        for m in BATCH_LINE.finditer(stderr)
     ]
-    phases: dict[str, float] = {}
-    for m in _PHASE_LINE.finditer(stderr):
-        phases[m[1]] = round(phases.get(m[1], 0.0) + float(m[2]), 3)
+    phases = phase_sums(stderr)
     if batches:
         # What is left of the batches' time once their timed steps are taken out: delivery, which
         # includes Spark reading the source partitions and the Python workers producing them.
@@ -425,131 +208,16 @@ def run_mirror(config: Path, workdir: Path, interval: float, timeout: float) -> 
     return MirrorRun(seconds, started_ms, json.loads(stdout), batches, phases, memory.summary())
 
 
-# -- read back and check ----------------------------------------------------------------------
-
-
-@dataclass
-class TargetCheck:
-    records: int = 0
-    missing: int = 0
-    duplicates: int = 0
-    unexpected: int = 0  # sequence numbers out of range, or values of the wrong size
-    wrong_partition: int = 0
-    timestamp_types: dict[str, int] = field(default_factory=dict)
-    latencies: array[int] = field(default_factory=lambda: array("q"))
-    first_append_ms: int | None = None
-    last_append_ms: int | None = None
-
-
-_TS_TYPES = {0: "not_available", 1: "create_time", 2: "log_append_time"}
-
-
-def read_target(
-    bootstrap: str, topic: str, partitions: int, source_ts: array[int], size: int, idle_timeout: float = 60.0
-) -> TargetCheck:
-    """Read every record of ``topic`` and compare it with what was produced."""
-    records = len(source_ts)
-    seen = bytearray(records)  # copies per sequence number, saturating at 255
-    check = TargetCheck()
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"_drkit-bench-read-{uuid.uuid4().hex[:8]}",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-        }
-    )
-    try:
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        pending = {p for p, end in ends.items() if end > 0}
-        last_progress = time.monotonic()
-        while pending:
-            if time.monotonic() - last_progress > idle_timeout:
-                raise TimeoutError(f"could not read {topic} partitions {sorted(pending)} to their end")
-            for msg in consumer.consume(2000, 1.0):
-                if msg.error():
-                    raise KafkaException(msg.error())
-                last_progress = time.monotonic()
-                partition, value = msg.partition(), msg.value() or b""
-                if msg.offset() >= ends[partition] - 1:
-                    pending.discard(partition)
-                check.records += 1
-                ts_type, ts = msg.timestamp()
-                name = _TS_TYPES.get(ts_type, str(ts_type))
-                check.timestamp_types[name] = check.timestamp_types.get(name, 0) + 1
-                seq = int.from_bytes(value[:_SEQ_BYTES], "big")
-                if len(value) != size or seq >= records:
-                    check.unexpected += 1
-                    continue
-                if partition != seq % partitions:
-                    check.wrong_partition += 1
-                if seen[seq]:
-                    check.duplicates += 1
-                elif ts_type == 2:  # broker append time: only then is there a latency
-                    check.latencies.append(ts - source_ts[seq])
-                    first, last = check.first_append_ms, check.last_append_ms
-                    check.first_append_ms = ts if first is None else min(first, ts)
-                    check.last_append_ms = ts if last is None else max(last, ts)
-                seen[seq] = min(255, seen[seq] + 1)
-    finally:
-        consumer.close()
-    check.missing = seen.count(0)
-    return check
-
-
-def percentiles(values: array[int]) -> dict[str, int] | None:
-    """Nearest-rank percentiles."""
-    if not values:
-        return None
-    ordered = sorted(values)
-
-    def rank(q: float) -> int:
-        return ordered[max(0, math.ceil(q * len(ordered)) - 1)]
-
-    return {"p50": rank(0.50), "p90": rank(0.90), "p99": rank(0.99), "max": ordered[-1]}
-
-
-def versions(local_brokers: bool) -> dict[str, str | None]:
-    import confluent_kafka
-
-    import drkit
-    from drkit import versions as jvm
-
-    def dist(name: str) -> str | None:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            return None
-
-    return {
-        "drkit": drkit.__version__,
-        "spark": dist("pyspark"),
-        "delta_spark": dist("delta-spark"),
-        "confluent_kafka": dist("confluent-kafka"),
-        "librdkafka": confluent_kafka.libversion()[0],
-        "kafka_broker": jvm.KAFKA_VERSION if local_brokers else None,
-        "python": sys.version.split()[0],
-    }
-
-
 # -- main -------------------------------------------------------------------------------------
-
-
-def _rate(amount: float, seconds: float | None, digits: int = 1) -> float | None:
-    return round(amount / seconds, digits) if seconds else None
 
 
 def bench(args: argparse.Namespace, state: Path) -> dict[str, Any]:
     local = args.bootstrap_source is None
     kafka = None
     if local:
-        from drkit.localdev.clusters import LocalKafka
-
-        kafka = LocalKafka(state / "kafka", base_port=args.base_port, heap=args.broker_heap)
+        kafka = local_kafka(state / "kafka", args.base_port, args.broker_heap)
         log(f"starting clusters A and B on ports {args.base_port} and {args.base_port + 10}")
-        clusters = {c.alias: c.bootstrap_servers for c in kafka.up([SOURCE_ALIAS, TARGET_ALIAS])}
-        source, target = clusters[SOURCE_ALIAS], clusters[TARGET_ALIAS]
+        source, target = start_pair(kafka)
     else:
         source, target = args.bootstrap_source, args.bootstrap_target
     try:
@@ -634,13 +302,12 @@ def _measure(
 ) -> dict[str, Any]:
     n, size, partitions = args.records, args.size, args.partitions
     topic = f"bench-mirror-{uuid.uuid4().hex[:8]}"
-    target_topic = f"{SOURCE_ALIAS}.{topic}"  # the default prefix replication policy
     run_dir = state / "runs" / topic
     run_dir.mkdir(parents=True)
-    create_topics(source, target, topic, target_topic, partitions)
+    copy_topic = create_pair(source, target, topic, partitions)
 
     log(f"producing {n} records of {size} bytes to {topic} ({partitions} partitions) on {source}")
-    source_ts, produce_seconds = produce(source, topic, n, size, partitions)
+    source_ts, produce_seconds = produce_timed_backlog(source, topic, n, size, partitions)
     log(f"produced in {produce_seconds:.2f}s")
 
     config = run_dir / "drkit.toml"
@@ -651,9 +318,9 @@ def _measure(
     load_before = os.getloadavg()[0]
     run = run_mirror(config, run_dir, args.sample_interval, args.timeout)
     load_after = os.getloadavg()[0]
-    log(f"mirror finished in {run.seconds:.1f}s; reading {target_topic} back")
+    log(f"mirror finished in {run.seconds:.1f}s; reading {copy_topic} back")
 
-    check = read_target(target, target_topic, partitions, source_ts, size)
+    check = read_target(target, copy_topic, partitions, source_ts, size)
     flow = run.summary[0] if run.summary else {}
     copy_seconds = round(sum(b["seconds"] for b in run.batches), 3) if run.batches else None
     mb = n * size / 1e6
@@ -667,16 +334,16 @@ def _measure(
         "partitions": partitions,
         "record_size": size,
         "produce_seconds": round(produce_seconds, 3),
-        "produce_records_per_s": _rate(n, produce_seconds),
+        "produce_records_per_s": rate(n, produce_seconds),
         "mirror_seconds": round(run.seconds, 3),
         "mirror_copy_seconds": copy_seconds,
         "mirror_startup_seconds": startup,
         "target_append_span_seconds": span,
-        "records_per_s": _rate(n, run.seconds),
-        "mb_per_s": _rate(mb, run.seconds, 3),
-        "copy_records_per_s": _rate(n, copy_seconds),
-        "copy_mb_per_s": _rate(mb, copy_seconds, 3),
-        "latency_ms": percentiles(check.latencies),
+        "records_per_s": rate(n, run.seconds),
+        "mb_per_s": rate(mb, run.seconds, 3),
+        "copy_records_per_s": rate(n, copy_seconds),
+        "copy_mb_per_s": rate(mb, copy_seconds, 3),
+        "latency_ms": nearest_rank_summary(check.latencies),
         "peak_rss_mb": run.memory["peak_rss_mb"],
         "memory": run.memory,
         "target_records": check.records,
@@ -700,7 +367,7 @@ def _measure(
             "spark_master": "local[2]",
         },
         "topic": topic,
-        "target_topic": target_topic,
+        "target_topic": copy_topic,
         "clusters": {"source": source, "target": target, "started_by_bench": local},
         "host_cpus": os.cpu_count(),
         "host_load_1m": {"before_mirror": round(load_before, 2), "after_mirror": round(load_after, 2)},
@@ -732,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(state, ignore_errors=True)
         elif args.keep_clusters:
             log(f"state kept in {state}")
-    print(json.dumps(result, indent=2))
+    print_json(result)
     return 0
 
 

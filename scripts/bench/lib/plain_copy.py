@@ -1,5 +1,6 @@
-"""The plain client copy: one confluent-kafka consumer, one producer, one loop. The machine's limit for a
-client copy, not a DR tool: no offset-syncs, no restart safety beyond the consumer group.
+"""The plain client copy: one confluent-kafka consumer, one producer, one loop, run as a file by copiers.py.
+The machine's limit for a client copy, not a DR tool: no offset-syncs, no restart safety beyond the consumer
+group.
 
 Copies every record of ``--topic`` on ``--source`` to the same partition of ``--target-topic`` on
 ``--target`` (key, value, headers, timestamp), with the producer settings of the other copiers

@@ -1,0 +1,1 @@
+"""What the benchmarks share; nothing here runs on import."""
