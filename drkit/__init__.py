@@ -38,13 +38,13 @@ _EXPORTS = {
     "MaintenanceReport": "drkit.core.reports",
     "DrillReport": "drkit.core.drill",
     "DrillVerdict": "drkit.core.drill",
-    "OffsetsReport": "drkit.service",
-    "History": "drkit.service",
-    "SyncHistory": "drkit.service",
-    "CheckpointHistory": "drkit.service",
-    "TableVersions": "drkit.service",
-    "TopicsSyncReport": "drkit.service",
-    "DrillHistory": "drkit.service",
+    "OffsetsReport": "drkit.results",
+    "History": "drkit.results",
+    "SyncHistory": "drkit.results",
+    "CheckpointHistory": "drkit.results",
+    "TableVersions": "drkit.results",
+    "TopicsSyncReport": "drkit.results",
+    "DrillHistory": "drkit.results",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -70,14 +70,14 @@ if TYPE_CHECKING:  # the names for type checkers, as re-exports
     from drkit.core.status import Verdict as Verdict
     from drkit.core.translate import Position as Position
     from drkit.errors import DrkitError as DrkitError
-    from drkit.service import CheckpointHistory as CheckpointHistory
-    from drkit.service import DrillHistory as DrillHistory
+    from drkit.results import CheckpointHistory as CheckpointHistory
+    from drkit.results import DrillHistory as DrillHistory
+    from drkit.results import History as History
+    from drkit.results import OffsetsReport as OffsetsReport
+    from drkit.results import SyncHistory as SyncHistory
+    from drkit.results import TableVersions as TableVersions
+    from drkit.results import TopicsSyncReport as TopicsSyncReport
     from drkit.service import Drkit as Drkit
-    from drkit.service import History as History
-    from drkit.service import OffsetsReport as OffsetsReport
-    from drkit.service import SyncHistory as SyncHistory
-    from drkit.service import TableVersions as TableVersions
-    from drkit.service import TopicsSyncReport as TopicsSyncReport
 
 
 def __getattr__(name: str) -> Any:

@@ -1,23 +1,22 @@
 """The one door: every drkit capability is a method of :class:`Drkit` returning a frozen, typed result.
 
-The CLI parses, calls one method and renders; notebooks and drills call the same methods. The
-facade wires the real adapters (confluent-kafka, the Delta stores) into an
-:class:`~drkit.operate.context.OperateContext` the first time an operation needs them, so a
-bad argument is refused before any cluster is contacted. Only the mirror and maintenance start
-Spark; the operator commands and the translator read and write the tables through delta-rs. Tests hand it a
-context of in-memory fakes instead. Nothing here renders output.
+The CLI parses, calls one method and renders; notebooks and drills call the same methods. Each method
+resolves its flows from the config once (operations receive ``FlowConfig``, never a name), calls one
+operation or job, and returns its result (drkit.core's decisions, or drkit.results). The facade wires the
+real adapters (drkit.wiring) into an :class:`~drkit.operate.context.OperateContext` the first time an
+operation needs them, so a bad argument is refused before any cluster is contacted. Only the mirror and
+maintenance start Spark; the operator commands and the translator read and write the tables through
+delta-rs. Tests hand it a context of in-memory fakes instead. Nothing here renders output.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
-from enum import StrEnum
+from datetime import datetime
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from drkit.config import DrkitConfig, load_config
 from drkit.core.audit import fold
@@ -27,251 +26,28 @@ from drkit.layout import JobKind, StateLayout
 from drkit.operate.context import OperateContext
 from drkit.runtime.process import adopt_legacy_dirs, running_jobs
 
-#: How many of the newest audit rows the status exporter reads for its failover/failback gauges.
-OPERATIONS_WINDOW = 200
-
 if TYPE_CHECKING:
     # Result types, named in annotations only: each command's process imports the modules it uses
     # (a frozen dataclass costs about a millisecond to define; drkit.core defines some 150).
     from pyspark.sql import SparkSession
 
-    from drkit.config.mm2 import Mm2Mapping
-    from drkit.core.audit import OperationRecord
-    from drkit.core.drill import DrillPhase, DrillRecord, DrillReport
+    from drkit.core.drill import DrillPhase, DrillReport
     from drkit.core.outcome import OperationResult
     from drkit.core.plan import Plan
-    from drkit.core.ports import CheckpointLog, OperationLog, SyncLog
     from drkit.core.reports import MaintenanceReport, MirrorSummary, TranslationRun
-    from drkit.core.status import GroupOffsets, StatusReport
-    from drkit.core.topology import TopologyPlan
+    from drkit.core.status import StatusReport
     from drkit.mirror.context import MirrorContext
-    from drkit.store.delta import TableVersion
-    from drkit.store.offset_syncs import SyncRow
+    from drkit.results import (
+        CheckpointHistory,
+        DrillHistory,
+        History,
+        Mm2Import,
+        OffsetsReport,
+        SyncHistory,
+        TableVersions,
+        TopicsSyncReport,
+    )
     from drkit.translator.context import TranslatorContext
-
-
-@dataclass(frozen=True)
-class OffsetsReport:
-    """A group's offsets in each selected flow."""
-
-    groups: tuple[GroupOffsets, ...]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"flows": [g.as_dict() for g in self.groups]}
-
-
-@dataclass(frozen=True)
-class History:
-    """The audit trail, newest first."""
-
-    operations: tuple[OperationRecord, ...]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"operations": [o.as_dict() for o in self.operations]}
-
-
-class GapKind(StrEnum):
-    """What a gap between the offset-sync ranges of a partition means."""
-
-    #: Source offsets never copied: compaction, transaction markers, aborted records (read_committed).
-    UPSTREAM = "upstream"
-    #: Target offsets no recorded range describes: copies of a failed attempt (a replay after a crash)
-    #: or records another writer put on the target partition.
-    DOWNSTREAM = "downstream"
-    #: Source offsets copied again (a replay from an earlier position, e.g. a new mirror stream).
-    REPLAY = "replay"
-
-
-@dataclass(frozen=True)
-class SyncGap:
-    """A gap on one side of a partition's offset-syncs: offsets ``first``..``last`` on that side."""
-
-    kind: GapKind
-    partition: int
-    first: int
-    last: int
-    written_at: datetime  # when the range after the gap was written
-    stream_id: str
-    batch_id: int
-
-    @property
-    def size(self) -> int:
-        return self.last - self.first + 1
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"kind": self.kind.value, "size": self.size}
-
-
-@dataclass(frozen=True)
-class SyncHistory:
-    """The raw ``offset_syncs`` rows of a source topic's partition (or all its partitions), as written."""
-
-    flow: str
-    topic: str
-    partition: int | None
-    version: int | None  # the Delta version read (None: the latest)
-    rows: tuple[SyncRow, ...]
-
-    def gaps(self) -> tuple[SyncGap, ...]:
-        """Gaps on either side of each partition's ranges, and source offsets copied more than once."""
-        out: list[SyncGap] = []
-        partitions = sorted({r.partition for r in self.rows})
-        for p in partitions:
-            rows = [r for r in self.rows if r.partition == p]
-            top: int | None = None
-            for r in sorted(rows, key=lambda r: (r.upstream_first, r.downstream_first)):
-                if top is not None and r.upstream_first > top + 1:
-                    out.append(
-                        SyncGap(
-                            GapKind.UPSTREAM, p, top + 1, r.upstream_first - 1, r.written_at, r.stream_id, r.batch_id
-                        )
-                    )
-                elif top is not None and r.upstream_first <= top:
-                    out.append(
-                        SyncGap(
-                            GapKind.REPLAY,
-                            p,
-                            r.upstream_first,
-                            min(r.upstream_last, top),
-                            r.written_at,
-                            r.stream_id,
-                            r.batch_id,
-                        )
-                    )
-                top = r.upstream_last if top is None else max(top, r.upstream_last)
-            top = None
-            for r in sorted(rows, key=lambda r: (r.downstream_first, r.upstream_first)):
-                if top is not None and r.downstream_first > top + 1:
-                    out.append(
-                        SyncGap(
-                            GapKind.DOWNSTREAM,
-                            p,
-                            top + 1,
-                            r.downstream_first - 1,
-                            r.written_at,
-                            r.stream_id,
-                            r.batch_id,
-                        )
-                    )
-                top = r.downstream_last if top is None else max(top, r.downstream_last)
-        return tuple(sorted(out, key=lambda g: (g.partition, g.kind.value, g.first)))
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "flow": self.flow,
-            "topic": self.topic,
-            "partition": self.partition,
-            "version": self.version,
-            "rows": [r.as_dict() for r in self.rows],
-            "gaps": [g.as_dict() for g in self.gaps()],
-        }
-
-
-@dataclass(frozen=True)
-class CheckpointRow:
-    """One ``checkpoints`` row: the group's committed offset on the source and its translation."""
-
-    group: str
-    source_topic: str
-    target_topic: str
-    partition: int
-    upstream_offset: int  # the group's committed offset on the source
-    downstream_offset: int | None  # its translation on the target (None: not mirrored yet)
-    position: str
-    checkpointed_at: datetime
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class CheckpointHistory:
-    """A group's checkpoint rows in one flow, oldest first (up to ``as_of``, at Delta ``version``)."""
-
-    flow: str
-    group: str
-    as_of: datetime | None
-    version: int | None
-    rows: tuple[CheckpointRow, ...]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "flow": self.flow,
-            "group": self.group,
-            "as_of": self.as_of,
-            "version": self.version,
-            "rows": [r.as_dict() for r in self.rows],
-        }
-
-
-@dataclass(frozen=True)
-class TableVersions:
-    """The commits of one Delta table (``offset_syncs``, ``checkpoints`` or ``operations``), oldest first."""
-
-    table: str
-    versions: tuple[TableVersion, ...]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"table": self.table, "versions": [v.as_dict() for v in self.versions]}
-
-
-@dataclass(frozen=True)
-class FlowTopology:
-    """One flow's reconciliation: the plan, and what was changed on the target (nothing on a dry run)."""
-
-    plan: TopologyPlan
-    dry_run: bool
-    created: tuple[str, ...] = ()
-    grown: tuple[str, ...] = ()
-    configured: tuple[str, ...] = ()
-    acls_created: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        applied = {"created": list(self.created), "grown": list(self.grown), "configured": list(self.configured)}
-        return self.plan.as_dict() | {"dry_run": self.dry_run, "applied": applied | {"acls": self.acls_created}}
-
-
-@dataclass(frozen=True)
-class TopicsSyncReport:
-    """``drkit topics sync``: the reconciliation of each selected flow."""
-
-    flows: tuple[FlowTopology, ...]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"flows": [f.as_dict() for f in self.flows]}
-
-
-@dataclass(frozen=True)
-class DrillHistory:
-    drills: tuple[DrillRecord, ...]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"drills": [d.as_dict() for d in self.drills]}
-
-
-@dataclass(frozen=True)
-class Mm2Import:
-    """A MirrorMaker 2 file imported as a drkit config: the TOML (validated; secrets as ``${env:...}``), where
-    it was written (None: not written), and what became of every MM2 property."""
-
-    source: str
-    written: str | None
-    toml: str
-    mapping: Mm2Mapping
-
-    def as_dict(self) -> dict[str, Any]:
-        m = self.mapping
-        return {
-            "source": self.source,
-            "written": self.written,
-            "toml": self.toml,
-            "clusters": sorted(m.config["clusters"]),
-            "flows": [f"{f['source']}->{f['target']}" for f in m.config.get("flows", [])],
-            "env": [s.as_dict() for s in m.secrets],
-            "carried": [c.as_dict() for c in m.carried],
-            "dropped": [d.as_dict() for d in m.dropped],
-            "notes": list(m.notes),
-        }
 
 
 class Drkit:
@@ -300,6 +76,7 @@ class Drkit:
         from drkit.config.mm2 import generated_toml, map_mm2, read_mm2_properties
         from drkit.config.mm2.files import write_new_config
         from drkit.config.properties import librdkafka_problem
+        from drkit.results import Mm2Import
 
         path = Path(source)
         try:
@@ -344,25 +121,13 @@ class Drkit:
         check_state_root(layout.root, write=True)
         return layout
 
-    def _stores(self) -> tuple[SyncLog, CheckpointLog, OperationLog]:
-        """The Delta tables, read and written through delta-rs (no JVM)."""
-        from drkit.store.checkpoints import CheckpointTable
-        from drkit.store.offset_syncs import SyncTable
-        from drkit.store.operations import OperationTable
-
-        layout = self.layout
-        return SyncTable(layout), CheckpointTable(layout), OperationTable(layout)
-
     @property
     def context(self) -> OperateContext:
         """The operations' collaborators, built on first use."""
         if self._context is None:
-            from drkit.kafka.admin import KafkaClusters
+            from drkit.wiring import operate_context
 
-            syncs, checkpoints, operations = self._stores()
-            self._context = OperateContext(
-                self.config, KafkaClusters(self.config), syncs, checkpoints, operations, self.layout, self.clock
-            )
+            self._context = operate_context(self.config, self.layout, self.clock)
         return self._context
 
     # -- operator commands ------------------------------------------------------------------------
@@ -379,28 +144,28 @@ class Drkit:
         """Move ``groups`` (None: every group with checkpoints) to the flow's target; dry run unless ``apply``."""
         from drkit.operate.failover import FailoverRequest, failover
 
-        name = self.config.flow(flow).name
+        request = FailoverRequest(self.config.flow(flow), groups, as_of, allow_stale, apply)
         if self._context is None:  # the audit trail is written, dry runs included
             self._writable_state()
-        return failover(self.context, FailoverRequest(name, groups, as_of, allow_stale, apply), confirm)
+        return failover(self.context, request, confirm)
 
     def failback(
         self, flow: str, groups: list[str] | None, apply: bool = False, confirm: Callable[[Plan], bool] | None = None
     ) -> OperationResult:
         """Move ``groups`` (None: every group the flow selects) back to the flow's source."""
-        from drkit.operate.failover import FailbackRequest, failback
+        from drkit.operate.failback import FailbackRequest, failback
 
-        name = self.config.flow(flow).name
+        request = FailbackRequest(self.config.flow(flow), groups, apply)
         if self._context is None:
             self._writable_state()
-        return failback(self.context, FailbackRequest(name, groups, apply), confirm)
+        return failback(self.context, request, confirm)
 
     def status(self, flow: str | None = None) -> StatusReport:
         """Lag, sync and checkpoint freshness per flow, with a verdict."""
         from drkit.operate.status import status
 
-        self.config.flows_named(flow)
-        return status(self.context, flow)
+        flows = self.config.flows_named(flow)
+        return status(self.context, flows)
 
     def watch_status(
         self,
@@ -411,58 +176,32 @@ class Drkit:
         on_report: Callable[[StatusReport], None] | None = None,
         stop: threading.Event | None = None,
     ) -> StatusReport | None:
-        """The status exporter: ``status`` every ``interval`` seconds until SIGINT/SIGTERM (or ``stop``, or
-        ``max_runs``), each report exported as the ``drkit_status_*`` gauges with the newest audited
-        failovers and failbacks (``drkit.metrics.record_status``) and handed to ``on_report``. A status that
-        fails with a drkit error is logged and counted (``drkit_errors_total{process="status"}``); the
-        exporter keeps going, and its ``drkit_status_last_run_timestamp_seconds`` stops moving. Returns
-        the last report (None: none succeeded)."""
-        import logging
-        import time
-
+        """The status exporter (drkit.operate.watch): ``status`` every ``interval`` seconds until SIGINT/SIGTERM
+        (or ``stop``, or ``max_runs``), exported as the ``drkit_status_*`` gauges on ``metrics_port`` (default
+        ``[metrics] port``) and handed to ``on_report``. Returns the last report (None: none succeeded)."""
         from drkit import metrics  # prometheus_client: only the long-running processes serve metrics
-        from drkit.errors import DrkitError
-        from drkit.runtime.signals import stop_on_signals
+        from drkit.operate.watch import watch_status
 
-        names = [f.name for f in self.config.flows_named(flow)]
+        flows = self.config.flows_named(flow)
         metrics.serve(metrics_port or self.config.metrics.port, self.config.metrics.host)
-        stopped = stop or threading.Event()
-        last: StatusReport | None = None
-        runs = 0
-        with stop_on_signals(stopped):
-            while not stopped.is_set() and (max_runs is None or runs < max_runs):
-                runs += 1
-                try:
-                    report = self.status(flow)
-                    operations = fold(self.context.operations.recent(OPERATIONS_WINDOW))
-                    metrics.record_status(report, [o for o in operations if o.flow in names], time.time())
-                except DrkitError as exc:
-                    for name in names:
-                        metrics.ERRORS.labels(name, "status").inc()
-                    logging.getLogger(__name__).error("status not exported: %s", exc)
-                else:
-                    last = report
-                    if on_report is not None:
-                        on_report(report)
-                if max_runs is None or runs < max_runs:
-                    stopped.wait(interval)
-        return last
+        status, operations = (lambda: self.status(flow)), (lambda: self.context.operations)
+        return watch_status(status, operations, flows, interval, max_runs, on_report, stop)
 
     def offsets(
         self, group: str, flow: str | None = None, as_of: datetime | None = None, version: int | None = None
     ) -> OffsetsReport:
         """A group's offsets in each flow: source committed, checkpointed, translated now, on the target."""
-        from drkit.operate.reach import probing
-        from drkit.operate.status import group_offsets
+        from drkit.operate.status import offsets
+        from drkit.results import OffsetsReport
 
         flows = self.config.flows_named(flow)
-        # Every cluster of the flows probed once, all at once, however many flows share it.
-        reaches = probing(self.context, (a for f in flows for a in (f.source, f.target)))
-        return OffsetsReport(tuple(group_offsets(self.context, f.name, group, as_of, version, reaches) for f in flows))
+        return OffsetsReport(offsets(self.context, flows, group, as_of, version))
 
     def history(self, flow: str | None = None, limit: int = 20) -> History:
         """The audit trail of failovers and failbacks (dry runs included), newest first: one record per
         operation, an apply's outcome row in place of its intent (an intent alone: it never recorded an end)."""
+        from drkit.results import History
+
         name = None if flow is None else self.config.flow(flow).name
         return History(tuple(fold(self.context.operations.list(name, 2 * limit))[:limit]))
 
@@ -473,42 +212,19 @@ class Drkit:
         the source is not probed and nothing is written to the audit trail ("what if we failed over at T")."""
         from drkit.operate.failover import FailoverRequest, plan_failover
 
-        name = self.config.flow(flow).name
-        return plan_failover(self.context, FailoverRequest(name, groups, as_of, allow_stale))
+        return plan_failover(self.context, FailoverRequest(self.config.flow(flow), groups, as_of, allow_stale))
 
     def topics_sync(self, flow: str | None = None, dry_run: bool = False) -> TopicsSyncReport:
         """Reconcile the flows' target topics with their sources once, as a running mirror does every
         ``refresh_interval_seconds``: create missing topics, grow the ones drkit created, set changed configs;
         ``dry_run``: describe both clusters and plan, change nothing."""
-        from drkit.kafka.admin import KafkaAdmin
-        from drkit.kafka.topology import TopologyReconciler
-        from drkit.store.runs import MirrorFiles
+        from drkit.operate.topics import sync_topics
+        from drkit.results import TopicsSyncReport
+        from drkit.wiring import reconcilers
 
         flows = self.config.flows_named(flow)
         layout = self.layout if dry_run else self._writable_state()
-        files = MirrorFiles(layout)
-        out: list[FlowTopology] = []
-        for f in flows:
-            name = f.name
-            reconciler = TopologyReconciler(
-                f,
-                self.config.topic_selector(f),
-                KafkaAdmin(self.config.clusters[f.source], f.source),
-                KafkaAdmin(self.config.clusters[f.target], f.target),
-                owned=lambda name=name: files.created_topics(name),  # type: ignore[misc]
-                on_created=lambda names, name=name: files.add_created_topics(name, names),  # type: ignore[misc]
-            )
-            mirrored = {topic for topic, _ in self.context.syncs.progress(name)}
-            if dry_run:
-                out.append(FlowTopology(reconciler.plan(mirrored), True))
-                continue
-            applied = reconciler.reconcile(mirrored)
-            out.append(
-                FlowTopology(
-                    applied.plan, False, applied.created, applied.grown, applied.configured, applied.acls_created
-                )
-            )
-        return TopicsSyncReport(tuple(out))
+        return TopicsSyncReport.of(sync_topics(self.context, flows, reconcilers(self.config, layout), dry_run))
 
     # -- inspection (notebooks): the Delta tables as written, through delta-rs ----------------------
 
@@ -517,6 +233,7 @@ class Drkit:
     ) -> SyncHistory:
         """The ``offset_syncs`` rows of a source topic's partition (None: all partitions) as the mirror wrote
         them (write time, batch, stream), at Delta ``version`` (None: now), with their gaps (``gaps()``)."""
+        from drkit.results import SyncHistory
         from drkit.store.offset_syncs import SyncTable
 
         name = self.config.flow(flow).name
@@ -527,28 +244,17 @@ class Drkit:
         self, flow: str, group: str, as_of: datetime | None = None, version: int | None = None
     ) -> CheckpointHistory:
         """Every checkpoint of ``group`` in ``flow``, oldest first: up to ``as_of``, at Delta ``version``."""
+        from drkit.results import CheckpointHistory, CheckpointRow
         from drkit.store.checkpoints import CheckpointTable
 
         name = self.config.flow(flow).name
         recorded = CheckpointTable(self.layout).history(name, group, as_of, version)
-        rows = tuple(
-            CheckpointRow(
-                r.checkpoint.group,
-                r.checkpoint.source_topic,
-                r.checkpoint.target_topic,
-                r.checkpoint.partition,
-                r.checkpoint.upstream_offset,
-                r.checkpoint.downstream_offset,
-                r.checkpoint.position.value,
-                datetime.fromtimestamp(r.checkpointed_at_ms / 1000, UTC),
-            )
-            for r in recorded
-        )
-        return CheckpointHistory(name, group, as_of, version, rows)
+        return CheckpointHistory(name, group, as_of, version, tuple(CheckpointRow.of(r) for r in recorded))
 
     def table_versions(self, table: str) -> TableVersions:
         """The commits of a drkit Delta table (``offset_syncs``, ``checkpoints``, ``operations``): what time
         travel (``version``, ``as_of``) can go back to."""
+        from drkit.results import TableVersions
         from drkit.store.delta import table_versions
 
         paths = {
@@ -618,12 +324,10 @@ class Drkit:
             return TranslatorRunner(self.translator_context(), flows).run(once, interval, max_runs)
 
     def translator_context(self) -> TranslatorContext:
-        """The translator's collaborators: the configured clusters, the Delta sync and checkpoint logs."""
-        from drkit.kafka.admin import KafkaClusters
-        from drkit.translator.context import TranslatorContext
+        """The translator's collaborators: the configured clusters, the sync and checkpoint logs, its run files."""
+        from drkit.wiring import translator_context
 
-        syncs, checkpoints, _ = self._stores()
-        return TranslatorContext(self.config, KafkaClusters(self.config), syncs, checkpoints, self.layout, self.clock)
+        return translator_context(self.config, self.layout, self.clock)
 
     def maintain(self, keep_recent_batches: int = 100, vacuum_retention_hours: float = 168.0) -> MaintenanceReport:
         """Coalesce old offset-syncs (translation unchanged), OPTIMIZE and VACUUM the Delta tables.
@@ -655,6 +359,7 @@ class Drkit:
 
     def drill_history(self, limit: int = 20) -> DrillHistory:
         """The drills run with this state root, newest first."""
+        from drkit.results import DrillHistory
         from drkit.store.drills import DrillLog
 
         return DrillHistory(tuple(DrillLog(self.layout).list(limit)))

@@ -17,7 +17,7 @@ from drkit.config import load_config, masked_dump
 from drkit.service import Drkit
 
 if TYPE_CHECKING:
-    from drkit.service import Mm2Import
+    from drkit.results import Mm2Import
 
 app = typer.Typer(help="Check and show the configuration.", no_args_is_help=True)
 

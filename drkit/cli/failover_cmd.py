@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # annotations only: the command that renders them imports the
     from drkit.core.outcome import OperationResult
     from drkit.core.plan import Plan
     from drkit.core.status import RpoReport
-    from drkit.service import History
+    from drkit.results import History
 
 #: Ctrl-C at the prompt, or SIGINT during an apply (SIGTERM: 143), as a shell reports it.
 INTERRUPTED = 128 + signal.SIGINT

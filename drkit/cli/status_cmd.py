@@ -14,7 +14,8 @@ from drkit.cli.console import Output, emit, table
 from drkit.cli.options import ConfigOption, FlowOption, MetricsPortOption, OutputOption, facade, parse_time
 from drkit.core.status import StatusReport, Verdict
 from drkit.errors import RefusedError
-from drkit.service import Drkit, OffsetsReport
+from drkit.results import OffsetsReport
+from drkit.service import Drkit
 
 _COLOURS = {
     Verdict.HEALTHY: "green",

@@ -35,7 +35,7 @@ PROBE_TIMEOUT = 5.0
 #: answers one request per connection at a time, so a thousand requests on one connection queue.
 GROUP_CONNECTIONS = 4
 #: From this many groups on, the requests are spread (below, one connection answers quickly enough;
-#: failover commits in batches of ``drkit.operate.failover.COMMIT_BATCH_GROUPS``).
+#: failover commits in batches of ``drkit.operate.apply.COMMIT_BATCH_GROUPS``).
 SPREAD_FROM = 16
 
 

@@ -7,6 +7,7 @@ committed offsets comes from the stores and the state folder.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 from concurrent.futures import Future
 from datetime import datetime
 
@@ -35,7 +36,6 @@ from drkit.operate.reach import probing, require
 from drkit.operate.targets import target_check
 from drkit.runtime import background
 from drkit.runtime.process import running
-from drkit.store.runs import MirrorFiles
 
 
 def _divergences(
@@ -85,7 +85,7 @@ def flow_status(ctx: OperateContext, flow: FlowConfig, reaches: Future[dict[str,
     try:
         progress = ctx.syncs.progress(flow.name)
         last_run = ctx.runs.last_run(flow.name)
-        checked_at, issues = MirrorFiles(ctx.layout).findings(flow.name)
+        checked_at, issues = ctx.mirror_runs.findings(flow.name)
     except BaseException:
         # A command must not end while delta-rs or pyarrow runs in a thread (a segfault at the interpreter's
         # exit): the other table's read is waited for before the error goes up.
@@ -143,10 +143,9 @@ def flow_status(ctx: OperateContext, flow: FlowConfig, reaches: Future[dict[str,
     )
 
 
-def status(ctx: OperateContext, flow: str | None) -> StatusReport:
+def status(ctx: OperateContext, flows: Sequence[FlowConfig]) -> StatusReport:
     """Per flow status and the overall verdict (the worst of the flows). Every cluster of the selected
     flows is probed once, all at the same time, whatever the number of flows."""
-    flows = ctx.config.flows_named(flow)
     reaches = probing(ctx, (a for f in flows for a in (f.source, f.target)))
     statuses = tuple(flow_status(ctx, f, reaches) for f in flows)
     return StatusReport(overall_verdict(f.verdict for f in statuses), statuses)
@@ -154,7 +153,7 @@ def status(ctx: OperateContext, flow: str | None) -> StatusReport:
 
 def group_offsets(
     ctx: OperateContext,
-    flow_name: str,
+    flow: FlowConfig,
     group: str,
     as_of: datetime | None = None,
     version: int | None = None,
@@ -164,7 +163,6 @@ def group_offsets(
     translation with the syncs as they are now, the target group's offset, the checkpoint age.
     ``reaches``: the probe of the flow's clusters (started here when not given); a target that did not
     answer stops it (exit 4, drkit.core.reach), a source that did not answer leaves its column unknown."""
-    flow = ctx.config.flow(flow_name)
     if reaches is None:
         reaches = probing(ctx, (flow.source, flow.target))
     # The tables are read while the clusters are probed (a damaged table is told before a cluster that is down).
@@ -195,3 +193,16 @@ def group_offsets(
     confirmed = None if last_run is None else last_run.confirmed_at(group)
     rows = group_offset_rows(recorded, ranges, live, on_target, ctx.now_ms(), confirmed)
     return GroupOffsets(flow.name, group, rows, unreachable_lines(reach, (flow.source, flow.target)))
+
+
+def offsets(
+    ctx: OperateContext,
+    flows: Sequence[FlowConfig],
+    group: str,
+    as_of: datetime | None = None,
+    version: int | None = None,
+) -> tuple[GroupOffsets, ...]:
+    """:func:`group_offsets` in each of ``flows``; every cluster of the flows probed once, all at once, however
+    many flows share it."""
+    reaches = probing(ctx, (a for f in flows for a in (f.source, f.target)))
+    return tuple(group_offsets(ctx, f, group, as_of, version, reaches) for f in flows)

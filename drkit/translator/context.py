@@ -1,8 +1,9 @@
-"""The collaborators a translator job receives: config, clusters, the sync log, the checkpoint log, state.
+"""The collaborators a translator job receives: config, clusters, the sync and checkpoint logs, its run log.
 
-The facade (``drkit.service``) builds one with the real adapters (confluent-kafka, Delta); unit tests
-build one with the in-memory fakes of ``tests/support/fakes.py``. Invariant: the translator never
-builds an adapter itself; every cluster, table and state file it touches comes from here.
+The facade builds one with the real adapters (``drkit.wiring``: confluent-kafka, Delta, the run files);
+unit tests build one with the in-memory fakes of ``tests/support/fakes.py``. Invariant: the translator never
+builds an adapter itself; every cluster, table and state file it touches comes from here (an import-linter
+contract keeps drkit.store out of it).
 """
 
 from __future__ import annotations
@@ -10,11 +11,31 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Protocol
 
 from drkit.config import DrkitConfig
-from drkit.core.ports import CheckpointLog, Clusters, SyncLog, utc_now
-from drkit.layout import StateLayout
-from drkit.store.runs import MirrorFiles, RunFiles
+from drkit.core.ports import CheckpointLog, Clusters, SyncLog, TopicPartition, utc_now
+from drkit.core.reports import TranslationRun
+from drkit.core.status import EndsObservation
+from drkit.core.translate import SyncIndex
+from drkit.layout import JobKind
+
+
+class SyncIndexes(Protocol):
+    """A flow's sync indexes, kept up to date with what the mirror appended since the last call."""
+
+    def indexes(self) -> dict[TopicPartition, SyncIndex]: ...
+
+
+class RunLog(Protocol):
+    """The translator's run files: the last run (what status reads to tell a stale translator) and the
+    source's ends it saw (what failover reads for the RPO once the source is gone)."""
+
+    def observe_source_ends(self, kind: JobKind, flow: str, observation: EndsObservation) -> None: ...
+
+    def record_run(self, run: TranslationRun, confirmed: tuple[str, ...]) -> None:
+        """Record ``run`` as the flow's last, with the groups whose committed offsets it read."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -23,16 +44,10 @@ class TranslatorContext:
     clusters: Clusters
     syncs: SyncLog
     checkpoints: CheckpointLog
-    layout: StateLayout
+    runs: RunLog
+    #: The sync indexes of a flow, by name (one per job, kept for its life).
+    sync_indexes: Callable[[str], SyncIndexes]
     clock: Callable[[], datetime] = field(default=utc_now)
-
-    @property
-    def runs(self) -> RunFiles:
-        return RunFiles(self.layout)
-
-    @property
-    def mirror_files(self) -> MirrorFiles:
-        return MirrorFiles(self.layout)
 
     def now_ms(self) -> int:
         return int(self.clock().timestamp() * 1000)

@@ -28,8 +28,6 @@ from drkit.core.translator import confirmed_groups, forward_commits, translated_
 from drkit.errors import ClusterError
 from drkit.layout import JobKind
 from drkit.runtime.signals import stop_on_signals
-from drkit.store.offset_syncs import SyncIndexCache
-from drkit.store.runs import TranslatorRun
 from drkit.translator.context import TranslatorContext
 
 log = logging.getLogger(__name__)
@@ -48,8 +46,7 @@ class TranslatorJob:
         self.source = context.clusters.admin(flow.source)
         self.target = context.clusters.admin(flow.target)
         self.policy = flow.policy()
-        files = context.mirror_files
-        self.sync_cache = SyncIndexCache(self.syncs, flow.name, lambda: files.renewals(flow.name))
+        self.sync_cache = context.sync_indexes(flow.name)
         self._previous: dict[tuple[str, str, int], Checkpoint] | None = None
 
     def indexes(self) -> dict[tuple[str, int], SyncIndex]:
@@ -128,10 +125,7 @@ class TranslatorJob:
     def _record(self, run: TranslationRun, confirmed: list[str]) -> None:
         """The run file: when this run finished, and the groups whose checkpoints it confirmed as current
         (an idle group's checkpoint is as fresh as the last run that read its offsets, not its last change)."""
-        self.runs.write_last_run(
-            self.flow.name,
-            TranslatorRun(run.finished_at_ms, run.seconds, run.groups, run.checkpoints, run.appended, tuple(confirmed)),
-        )
+        self.runs.record_run(run, tuple(confirmed))
 
 
 class TranslatorRunner:

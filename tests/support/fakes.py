@@ -30,6 +30,7 @@ from drkit.core.translate import Position
 from drkit.errors import ClusterError
 from drkit.layout import StateLayout
 from drkit.operate.context import OperateContext
+from drkit.store.runs import MirrorFiles, RunFiles
 
 NOW = datetime(2026, 11, 23, 12, 0, 0, tzinfo=UTC)
 NOW_MS = int(NOW.timestamp() * 1000)
@@ -320,13 +321,16 @@ class World:
 
     @property
     def context(self) -> OperateContext:
+        layout = StateLayout(self.config.state_root())
         return OperateContext(
             self.config,
             self.clusters,
             self.syncs,
             self.checkpoints,
             self.operations,
-            StateLayout(self.config.state_root()),
+            layout,
+            RunFiles(layout),
+            MirrorFiles(layout),
             clock=lambda: NOW,
         )
 

@@ -8,6 +8,7 @@ text file under the state root is searched for each secret value.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,6 @@ from support.fakes import NOW_MS, world
 from drkit.cli.app import main
 from drkit.config import parse_config
 from drkit.core.offsets import SyncRange
-from drkit.operate.context import OperateContext
 from drkit.service import Drkit
 from drkit.store.operations import OperationTable
 from drkit.store.runs import RunFiles, TranslatorRun
@@ -59,7 +59,7 @@ def test_no_secret_in_operator_output_logs_or_tables(
     context = w.context
     layout = context.layout
     RunFiles(layout).write_last_run("A->B", TranslatorRun(NOW_MS, 0.1, 1, 1, 0, ("billing",)))
-    real = OperateContext(w.config, w.clusters, w.syncs, w.checkpoints, OperationTable(layout), layout, context.clock)
+    real = dataclasses.replace(context, operations=OperationTable(layout))
     printed: list[str] = []
     caplog.set_level(logging.DEBUG)
     commands = [

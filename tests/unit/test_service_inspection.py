@@ -11,8 +11,10 @@ from support.sync_writer import sync, write_syncs
 
 from drkit.core.checkpoints import Checkpoint
 from drkit.core.offsets import SyncRange
+from drkit.core.sync_gaps import GapKind
 from drkit.core.translate import Position
-from drkit.service import CheckpointRow, Drkit, GapKind
+from drkit.results import CheckpointRow
+from drkit.service import Drkit
 from drkit.store.checkpoints import CheckpointTable
 
 T0 = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)

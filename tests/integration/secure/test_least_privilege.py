@@ -221,7 +221,7 @@ def test_exactly_once_transactional_id_rows(
 
     # Failover fences the mirror's ids: without WRITE on them it records why and goes on (it still applies).
     fencing = one(granted, Res.TRANSACTIONAL_ID, "drkit-mirror.A->B.", Op.WRITE, "operator")
-    caplog.set_level("WARNING", logger="drkit.operate.failover")
+    caplog.set_level("WARNING", logger="drkit.operate.apply")
     with without(fencing):
         unfenced = flow.drkit("operator").failover("A->B", [EO_GROUPS[0]], apply=True)
     assert unfenced.status.value == "applied", unfenced.as_dict()

@@ -47,7 +47,7 @@ class Chatty:
         self.fail = fail
 
     def history(self, flow: str | None, limit: int) -> Any:
-        from drkit.service import History
+        from drkit.results import History
 
         a = config_cluster(self.config, "A")
         librdkafka = client_config(a, "A")["logger"]  # the logger librdkafka's lines of cluster A go to

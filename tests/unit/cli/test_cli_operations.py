@@ -224,11 +224,11 @@ def test_a_signal_during_the_commits_exits_128_plus_it_with_the_result_alone(
 ) -> None:
     import signal
 
-    from drkit.operate import failover as failover_module
+    from drkit.operate import apply as apply_module
 
     w = fake_world(tmp_path)
     w.checkpoints.add("A->B", "audit", "orders", "A.orders", 0, 30)
-    monkeypatch.setattr(failover_module, "COMMIT_BATCH_GROUPS", 1)
+    monkeypatch.setattr(apply_module, "COMMIT_BATCH_GROUPS", 1)
     w.b.after_commit = lambda group: signal.raise_signal(signal.Signals(signum))
     args = ("failover", "--flow", "A->B", "--group", "billing", "--group", "audit", "--apply", "--yes", "-o", "json")
     exit_code, out, _ = run_on(w, capsys, *args)

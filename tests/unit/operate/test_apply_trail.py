@@ -16,7 +16,7 @@ from drkit.core.groups import Member
 from drkit.core.lease import LEASE_SECONDS
 from drkit.core.offsets import SyncRange
 from drkit.errors import ClusterError, RefusedError
-from drkit.operate import failover as failover_module
+from drkit.operate import apply as apply_module
 from drkit.operate.failover import FailoverRequest, failover
 
 GROUPS = ["g1", "g2", "g3"]
@@ -34,7 +34,7 @@ def w(tmp_path: Path) -> World:
 
 
 def apply(w: World, groups: list[str] = GROUPS) -> object:
-    return failover(w.context, FailoverRequest("A->B", groups, apply=True), lambda plan: True)
+    return failover(w.context, FailoverRequest(w.config.flow("A->B"), groups, apply=True), lambda plan: True)
 
 
 def statuses(w: World) -> list[str | None]:
@@ -52,7 +52,7 @@ def test_the_intent_is_written_before_the_first_commit(w: World) -> None:
 def test_a_signal_mid_way_stops_between_batches_and_is_audited_with_what_committed(
     w: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(failover_module, "COMMIT_BATCH_GROUPS", 1)
+    monkeypatch.setattr(apply_module, "COMMIT_BATCH_GROUPS", 1)
     w.b.after_commit = lambda group: signal.raise_signal(signal.SIGINT) if group == "g1" else None
     result = apply(w)
     assert result.status is OperationStatus.INTERRUPTED and result.signal == signal.SIGINT  # type: ignore[attr-defined]
@@ -132,11 +132,11 @@ def test_offsets_moved_since_the_plan_refuse_the_apply_before_any_commit(w: Worl
 
 
 def test_a_failback_apply_is_audited_with_its_intent_and_outcome(w: World) -> None:
-    from drkit.operate.failover import FailbackRequest, failback
+    from drkit.operate.failback import FailbackRequest, failback
 
     for g in GROUPS:
         w.b.offsets[g] = {("A.orders", 0): 150}  # on B at 150: back to 50 on A
-    result = failback(w.context, FailbackRequest("A->B", GROUPS, apply=True), lambda plan: True)
+    result = failback(w.context, FailbackRequest(w.config.flow("A->B"), GROUPS, apply=True), lambda plan: True)
     assert result.status is OperationStatus.APPLIED
     intent, outcome = w.operations.records
     assert (intent.action, intent.status, outcome.status, intent.id) == ("failback", "applying", "applied", outcome.id)

@@ -17,7 +17,7 @@ from drkit.core.offsets import SyncRange
 from drkit.core.origin import TailRecord
 from drkit.core.plan import Basis, RefusalReason
 from drkit.core.translate import Position
-from drkit.operate.failover import FailbackRequest, failback
+from drkit.operate.failback import FailbackRequest, failback
 
 
 @pytest.fixture
@@ -38,12 +38,12 @@ def w(tmp_path: Path) -> World:
     return w
 
 
-def back(**kw: object) -> FailbackRequest:
-    return FailbackRequest(**{"flow": "A->B", "groups": ["billing"], "apply": True, **kw})  # type: ignore[arg-type]
+def back(w: World, **kw: object) -> FailbackRequest:
+    return FailbackRequest(**{"flow": w.config.flow("A->B"), "groups": ["billing"], "apply": True, **kw})  # type: ignore[arg-type]
 
 
 def test_the_issue_case_resumes_where_the_group_was_on_the_origin(w: World) -> None:
-    result = failback(w.context, back())
+    result = failback(w.context, back(w))
     assert result.status is OperationStatus.APPLIED and result.plan.warnings == ()
     # not 1000: nothing re-read; the origin holds these already, so nothing needed committing
     assert w.a.offsets["billing"] == {("orders", 0): 1100, ("orders", 1): 600} and w.a.commits == []
@@ -57,14 +57,14 @@ def test_the_offset_held_on_the_origin_wins_over_an_older_checkpoint(w: World) -
     w.checkpoints.record(
         Checkpoint("A->B", "billing", "orders", "A.orders", 0, 1050, 1000, Position.PAST_END), at_ms=NOW_MS - 500
     )
-    result = failback(w.context, back())
+    result = failback(w.context, back(w))
     assert result.plan.commits()["billing"][("orders", 0)] == 1090
     assert result.plan.moves[0].basis is Basis.ORIGIN_OFFSET
 
 
 def test_the_checkpoint_speaks_when_the_origin_lost_the_groups_offsets(w: World) -> None:
     w.a.offsets.pop("billing")  # e.g. A rebuilt: its __consumer_offsets are gone
-    result = failback(w.context, back())
+    result = failback(w.context, back(w))
     assert result.status is OperationStatus.APPLIED and result.plan.warnings == ()
     assert w.a.commits == [("billing", {("orders", 0): 1100, ("orders", 1): 600})]
     assert [m.basis for m in result.plan.moves] == [Basis.CHECKPOINT, Basis.TRANSLATION]
@@ -72,14 +72,14 @@ def test_the_checkpoint_speaks_when_the_origin_lost_the_groups_offsets(w: World)
 
 def test_progress_on_b_is_kept(w: World) -> None:
     w.b.offsets["billing"][("A.orders", 1)] = 900
-    result = failback(w.context, back())
+    result = failback(w.context, back(w))
     assert result.plan.commits()["billing"][("orders", 1)] == 900 and result.plan.warnings == ()
     assert result.plan.moves[1].basis is Basis.TRANSLATION
 
 
 def test_a_group_set_back_on_b_is_followed_with_a_warning(w: World) -> None:
     w.b.offsets["billing"][("A.orders", 0)] = 700  # reset offsets on B before what it had processed on A
-    result = failback(w.context, back())
+    result = failback(w.context, back(w))
     assert result.status is OperationStatus.APPLIED
     assert w.a.commits == [("billing", {("orders", 0): 700})]  # only what differs: orders/1 holds 600 already
     assert result.plan.warnings == (
@@ -90,7 +90,7 @@ def test_a_group_set_back_on_b_is_followed_with_a_warning(w: World) -> None:
 
 
 def test_a_dry_run_changes_nothing_and_shows_the_basis(w: World) -> None:
-    result = failback(w.context, back(apply=False))
+    result = failback(w.context, back(w, apply=False))
     assert result.status is OperationStatus.DRY_RUN and w.a.commits == []
     assert [m["basis"] for m in w.operations.records[0].plan["moves"]] == ["origin_offset", "translation"]
 
@@ -99,12 +99,12 @@ def test_a_partition_with_nothing_mirrored_resumes_where_the_group_was(w: World)
     # orders/2 was empty: nothing mirrored; the Java consumer committed 0 on B's empty copy.
     w.checkpoints.record(Checkpoint("A->B", "billing", "orders", "A.orders", 2, 0, 0, Position.NOTHING_TO_MIRROR))
     w.b.offsets["billing"][("A.orders", 2)] = 0
-    result = failback(w.context, back())
+    result = failback(w.context, back(w))
     assert result.status is OperationStatus.APPLIED
     assert w.a.commits[0][1][("orders", 2)] == 0
     # Without anything known on A, the copy's offset cannot come back: refused as before.
     w.b.offsets["reports"] = {("A.orders", 2): 0}
-    refused = failback(w.context, back(groups=["reports"]))
+    refused = failback(w.context, back(w, groups=["reports"]))
     assert [r.reason for r in refused.plan.refusals] == [RefusalReason.UNTRANSLATABLE]
 
 
@@ -116,7 +116,7 @@ def test_copies_read_past_the_synced_end_are_not_read_again_on_the_origin(tmp_pa
     w.syncs.add("A->B", "orders", "A.orders", 0, SyncRange(0, 999, 0, 999))
     w.b.offsets["billing"] = {("A.orders", 0): 1030}
     w.b.records[("A.orders", 0)] = [TailRecord(1000 + i, 1000 + i) for i in range(30)] + [TailRecord(1030, 1030)]
-    result = failback(w.context, back())
+    result = failback(w.context, back(w))
     assert result.status is OperationStatus.APPLIED
     assert w.a.commits == [("billing", {("orders", 0): 1030})]
     assert w.b.tail_reads == [("A.orders", 0, 1000, 1030)]  # only below the group's offset
@@ -124,5 +124,5 @@ def test_copies_read_past_the_synced_end_are_not_read_again_on_the_origin(tmp_pa
 
 
 def test_a_group_inside_the_synced_range_reads_no_tail(w: World) -> None:
-    failback(w.context, back())
+    failback(w.context, back(w))
     assert w.b.tail_reads == []

@@ -21,7 +21,8 @@ from drkit.core.status import EndsObservation, EndsSource
 from drkit.core.translate import Position
 from drkit.errors import ClusterError, RefusedError
 from drkit.layout import JobKind
-from drkit.operate.failover import FailbackRequest, FailoverRequest, failback, failover
+from drkit.operate.failback import FailbackRequest, failback
+from drkit.operate.failover import FailoverRequest, failover
 from drkit.store.runs import RunFiles, TranslatorRun
 
 
@@ -37,12 +38,12 @@ def w(tmp_path: Path) -> World:
     return w
 
 
-def request(**kw: object) -> FailoverRequest:
-    return FailoverRequest(**{"flow": "A->B", "groups": ["billing"], **kw})  # type: ignore[arg-type]
+def request(w: World, **kw: object) -> FailoverRequest:
+    return FailoverRequest(**{"flow": w.config.flow("A->B"), "groups": ["billing"], **kw})  # type: ignore[arg-type]
 
 
 def test_dry_run_plans_exact_offsets_and_changes_nothing(w: World) -> None:
-    result = failover(w.context, request())
+    result = failover(w.context, request(w))
     assert result.status is OperationStatus.DRY_RUN
     assert result.plan.commits() == {"billing": {("A.orders", 0): 40, ("A.orders", 1): 30}}
     assert [m.position for m in result.plan.moves] == [Position.MIRRORED, Position.MIRRORED]
@@ -53,7 +54,7 @@ def test_dry_run_plans_exact_offsets_and_changes_nothing(w: World) -> None:
 
 
 def test_apply_commits_reads_back_and_audits(w: World) -> None:
-    result = failover(w.context, request(apply=True))
+    result = failover(w.context, request(w, apply=True))
     assert result.status is OperationStatus.APPLIED
     assert w.b.commits == [("billing", {("A.orders", 0): 40, ("A.orders", 1): 30})]
     assert result.verified == {"billing": {"A.orders/0": 40, "A.orders/1": 30}}
@@ -65,7 +66,7 @@ def test_apply_commits_reads_back_and_audits(w: World) -> None:
 
 def test_all_groups_means_every_group_with_checkpoints(w: World) -> None:
     w.checkpoints.add("A->B", "audit", "orders", "A.orders", 0, 7)
-    result = failover(w.context, request(groups=None, apply=True))
+    result = failover(w.context, request(w, groups=None, apply=True))
     assert result.plan.commits() == {
         "billing": {("A.orders", 0): 40, ("A.orders", 1): 30},
         "audit": {("A.orders", 0): 7},
@@ -77,7 +78,7 @@ def test_no_checkpoints_at_all_is_refused_before_anything(tmp_path: Path) -> Non
     with pytest.raises(
         RefusedError, match=r"has no checkpoints \(none under the state root .*\): run `drkit checkpoint`"
     ):
-        failover(w.context, request(groups=None))
+        failover(w.context, request(w, groups=None))
     assert w.operations.records == []
 
 
@@ -85,14 +86,14 @@ def test_a_named_group_with_no_checkpoints_in_the_flow_at_all_says_so(tmp_path: 
     """A deleted or misplaced state folder is not a misnamed group: the answer names the state root."""
     w = world(tmp_path)
     with pytest.raises(RefusedError, match=r"has no checkpoints .* or check \[state\] root if it ran before"):
-        failover(w.context, request(groups=["billing"], apply=True))
+        failover(w.context, request(w, groups=["billing"], apply=True))
     assert w.operations.records == [] and w.b.commits == []
 
 
 def test_a_group_checkpointed_only_after_as_of_is_refused_as_too_early(w: World) -> None:
     from datetime import UTC, datetime
 
-    result = failover(w.context, request(groups=["billing", "nobody"], as_of=datetime(2000, 1, 1, tzinfo=UTC)))
+    result = failover(w.context, request(w, groups=["billing", "nobody"], as_of=datetime(2000, 1, 1, tzinfo=UTC)))
     assert result.status is OperationStatus.REFUSED
     assert sorted((r.reason, r.group) for r in result.plan.refusals) == [
         (RefusalReason.BEFORE_CHECKPOINTS, "billing"),
@@ -101,7 +102,7 @@ def test_a_group_checkpointed_only_after_as_of_is_refused_as_too_early(w: World)
 
 
 def test_unknown_group_is_refused(w: World) -> None:
-    result = failover(w.context, request(groups=["billing", "nobody"], apply=True))
+    result = failover(w.context, request(w, groups=["billing", "nobody"], apply=True))
     assert result.status is OperationStatus.REFUSED
     assert [(r.reason, r.group) for r in result.plan.refusals] == [(RefusalReason.UNKNOWN_GROUP, "nobody")]
     assert w.b.commits == [] and w.operations.records[0].status == "refused"
@@ -109,7 +110,7 @@ def test_unknown_group_is_refused(w: World) -> None:
 
 def test_active_group_on_the_target_is_refused_naming_its_members(w: World) -> None:
     w.b.members["billing"] = (Member("m1", "billing-consumer", "/10.0.0.7"),)
-    result = failover(w.context, request(apply=True))
+    result = failover(w.context, request(w, apply=True))
     assert result.status is OperationStatus.REFUSED
     [refusal] = result.plan.refusals
     assert refusal.reason is RefusalReason.ACTIVE_GROUP and "billing-consumer@/10.0.0.7" in refusal.detail
@@ -121,19 +122,19 @@ def test_stale_checkpoint_is_refused_unless_allowed(tmp_path: Path, w: World) ->
     w.checkpoints.rows = [
         r for r in w.checkpoints.rows if r.checkpointed_at_ms == NOW_MS - 400_000 or r.checkpoint.partition == 1
     ]
-    refused = failover(w.context, request(apply=True))
+    refused = failover(w.context, request(w, apply=True))
     assert refused.status is OperationStatus.REFUSED
     assert [r.reason for r in refused.plan.refusals] == [RefusalReason.STALE]
     assert "checkpoint is 400s old (limit 300s)" in refused.plan.refusals[0].detail
     assert w.b.commits == []
-    allowed = failover(w.context, request(apply=True, allow_stale=True))
+    allowed = failover(w.context, request(w, apply=True, allow_stale=True))
     assert allowed.status is OperationStatus.APPLIED
     assert any("allowed by --allow-stale" in warning for warning in allowed.plan.warnings)
 
 
 def test_partition_with_nothing_mirrored_is_refused(w: World) -> None:
     w.checkpoints.add("A->B", "billing", "orders", "A.orders", 2, 5)
-    result = failover(w.context, request(apply=True))
+    result = failover(w.context, request(w, apply=True))
     assert [(r.reason, r.detail) for r in result.plan.refusals] == [
         (
             RefusalReason.UNTRANSLATABLE,
@@ -151,21 +152,21 @@ def test_declined_confirmation_changes_nothing(w: World) -> None:
         asked.append(plan)
         return False
 
-    result = failover(w.context, request(apply=True), confirm=decline)
+    result = failover(w.context, request(w, apply=True), confirm=decline)
     assert result.status is OperationStatus.DECLINED and len(asked) == 1
     assert w.b.commits == [] and w.operations.records[0].status == "declined"
 
 
 def test_refused_plan_never_asks_for_confirmation(w: World) -> None:
     w.b.members["billing"] = (Member("m1", "c", "h"),)
-    result = failover(w.context, request(apply=True), confirm=lambda plan: pytest.fail("asked"))
+    result = failover(w.context, request(w, apply=True), confirm=lambda plan: pytest.fail("asked"))
     assert result.status is OperationStatus.REFUSED
 
 
 def test_as_of_uses_the_checkpoints_of_that_moment(w: World) -> None:
     w.checkpoints.add("A->B", "billing", "orders", "A.orders", 0, 90, at_ms=NOW_MS)
-    now = failover(w.context, request())
-    before = failover(w.context, request(as_of=NOW - timedelta(milliseconds=500)))
+    now = failover(w.context, request(w))
+    before = failover(w.context, request(w, as_of=NOW - timedelta(milliseconds=500)))
     assert now.plan.commits()["billing"][("A.orders", 0)] == 90
     assert before.plan.commits()["billing"][("A.orders", 0)] == 40
     assert w.operations.records[-1].as_of == (NOW - timedelta(milliseconds=500)).isoformat()
@@ -173,7 +174,7 @@ def test_as_of_uses_the_checkpoints_of_that_moment(w: World) -> None:
 
 def test_moving_a_group_backwards_warns(w: World) -> None:
     w.b.offsets["billing"] = {("A.orders", 0): 60}
-    result = failover(w.context, request())
+    result = failover(w.context, request(w))
     assert result.plan.ok
     assert result.plan.warnings == (
         "group billing A.orders/0: moves back from 60 to 40 (records will be read again on the target)",
@@ -182,13 +183,13 @@ def test_moving_a_group_backwards_warns(w: World) -> None:
 
 def test_past_the_mirror_is_provisional_at_the_end_of_what_was_copied(w: World) -> None:
     w.checkpoints.add("A->B", "billing", "orders", "A.orders", 1, 70, at_ms=NOW_MS)
-    move = next(m for m in failover(w.context, request()).plan.moves if m.partition == 1)
+    move = next(m for m in failover(w.context, request(w)).plan.moves if m.partition == 1)
     assert (move.new, move.position) == (60, Position.PAST_END)
 
 
 def test_a_commit_that_does_not_read_back_is_partial_and_audited(w: World) -> None:
     w.b.tamper[("A.orders", 1)] = 29
-    result = failover(w.context, request(apply=True))
+    result = failover(w.context, request(w, apply=True))
     assert result.status is OperationStatus.PARTIAL and result.verified == {}
     outcome = w.operations.records[-1]
     assert outcome.status == "partial"
@@ -198,7 +199,7 @@ def test_a_commit_that_does_not_read_back_is_partial_and_audited(w: World) -> No
 
 def test_rpo_is_live_when_the_source_answers(w: World) -> None:
     w.a.ends[("orders", 0)] = 130
-    rpo = failover(w.context, request()).rpo
+    rpo = failover(w.context, request(w)).rpo
     assert rpo is not None
     assert (rpo.source_reachable, rpo.source_ends_from, rpo.unmirrored_offsets) == (True, EndsSource.LIVE, 30)
     assert w.clusters.probes == ["A"]  # the source is only ever probed (short timeout)
@@ -209,7 +210,7 @@ def test_failover_works_with_the_source_gone_and_reports_the_last_observation(w:
     RunFiles(w.context.layout).observe_source_ends(
         JobKind.TRANSLATOR, "A->B", EndsObservation(NOW_MS - 1_000, {("orders", 0): 104, ("orders", 1): 50})
     )
-    result = failover(w.context, request(apply=True))
+    result = failover(w.context, request(w, apply=True))
     assert result.status is OperationStatus.APPLIED
     rpo = result.rpo
     assert rpo is not None
@@ -228,7 +229,7 @@ def test_a_damaged_record_of_the_source_ends_is_not_needed_while_the_source_answ
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text('{"at_ms": 1, "ends": {"orders0": 5}}')
     w.a.ends.update({("orders", 0): 120})
-    rpo = failover(w.context, request()).rpo
+    rpo = failover(w.context, request(w)).rpo
     assert rpo is not None
     assert (rpo.source_ends_from, rpo.unmirrored_offsets) == (EndsSource.LIVE, 20)
 
@@ -238,7 +239,7 @@ def test_rpo_estimate_extrapolates_the_rate_between_the_last_two_observations(w:
     runs = RunFiles(w.context.layout)
     runs.observe_source_ends(JobKind.MIRROR, "A->B", EndsObservation(NOW_MS - 3_000, {("orders", 0): 100}))
     runs.observe_source_ends(JobKind.MIRROR, "A->B", EndsObservation(NOW_MS - 1_000, {("orders", 0): 140}))
-    rpo = failover(w.context, request()).rpo
+    rpo = failover(w.context, request(w)).rpo
     assert rpo is not None
     assert (rpo.unmirrored_offsets, rpo.produce_rate_per_second, rpo.estimated_since_observation) == (40, 20.0, 20)
 
@@ -248,7 +249,7 @@ def test_the_freshest_observation_wins(w: World) -> None:
     runs = RunFiles(w.context.layout)
     runs.observe_source_ends(JobKind.TRANSLATOR, "A->B", EndsObservation(NOW_MS - 1_500, {("orders", 0): 110}))
     runs.observe_source_ends(JobKind.MIRROR, "A->B", EndsObservation(NOW_MS - 1_000, {("orders", 0): 125}))
-    rpo = failover(w.context, request()).rpo
+    rpo = failover(w.context, request(w)).rpo
     assert rpo is not None and rpo.unmirrored_offsets == 25
 
 
@@ -258,14 +259,14 @@ def test_rpo_is_never_zero_from_an_observation_older_than_the_last_sync(w: World
     RunFiles(w.context.layout).observe_source_ends(
         JobKind.TRANSLATOR, "A->B", EndsObservation(NOW_MS - 10_000, {("orders", 0): 100, ("orders", 1): 50})
     )
-    rpo = failover(w.context, request()).rpo
+    rpo = failover(w.context, request(w)).rpo
     assert rpo is not None
     assert rpo.unmirrored_offsets is None and rpo.unmirrored_at_observation == 0 and rpo.lower_bound
 
 
 def test_rpo_is_unknown_without_source_or_observation(w: World) -> None:
     w.a.reachable = False
-    rpo = failover(w.context, request()).rpo
+    rpo = failover(w.context, request(w)).rpo
     assert rpo is not None and rpo.unmirrored_offsets is None and rpo.source_ends_from is EndsSource.UNKNOWN
 
 
@@ -281,12 +282,12 @@ def back(w: World) -> World:
     return w
 
 
-def back_request(**kw: object) -> FailbackRequest:
-    return FailbackRequest(**{"flow": "A->B", "groups": ["billing"], **kw})  # type: ignore[arg-type]
+def back_request(w: World, **kw: object) -> FailbackRequest:
+    return FailbackRequest(**{"flow": w.config.flow("A->B"), "groups": ["billing"], **kw})  # type: ignore[arg-type]
 
 
 def test_failback_routes_copies_through_the_inverse_and_local_topics_through_the_reverse_flow(back: World) -> None:
-    result = failback(back.context, back_request(apply=True))
+    result = failback(back.context, back_request(back, apply=True))
     assert result.status is OperationStatus.APPLIED
     assert back.a.commits == [("billing", {("orders", 0): 55, ("orders", 1): 20, ("B.orders", 0): 108})]
     assert {(m.from_topic, m.to_topic, m.via) for m in result.plan.moves} == {
@@ -298,7 +299,7 @@ def test_failback_routes_copies_through_the_inverse_and_local_topics_through_the
 
 def test_failback_refuses_while_the_reverse_flow_lags(back: World) -> None:
     back.b.ends[("orders", 0)] = 15
-    result = failback(back.context, back_request(apply=True))
+    result = failback(back.context, back_request(back, apply=True))
     assert [(r.reason, r.detail) for r in result.plan.refusals] == [
         (
             RefusalReason.LAGGING,
@@ -310,20 +311,20 @@ def test_failback_refuses_while_the_reverse_flow_lags(back: World) -> None:
 
 def test_failback_refuses_a_group_active_on_the_origin(back: World) -> None:
     back.a.members["billing"] = (Member("m", "old-consumer", "h"),)
-    result = failback(back.context, back_request(apply=True))
+    result = failback(back.context, back_request(back, apply=True))
     assert [r.reason for r in result.plan.refusals] == [RefusalReason.ACTIVE_GROUP]
     assert back.a.commits == []
 
 
 def test_failback_of_a_copied_partition_without_syncs_is_refused(back: World) -> None:
     back.b.offsets["billing"][("A.orders", 2)] = 3
-    result = failback(back.context, back_request())
+    result = failback(back.context, back_request(back))
     assert [r.reason for r in result.plan.refusals] == [RefusalReason.UNTRANSLATABLE]
 
 
 def test_failback_leaves_uncovered_topics_alone_with_a_warning(back: World) -> None:
     back.b.offsets["billing"][("__internal_thing", 0)] = 3
-    result = failback(back.context, back_request())
+    result = failback(back.context, back_request(back))
     assert result.plan.ok
     assert "offsets on __internal_thing are not covered by the flows; left alone" in result.plan.warnings[0]
 
@@ -334,7 +335,7 @@ def test_failback_without_a_reverse_flow_refuses_a_group_on_the_targets_own_topi
     w = world(tmp_path, config)
     w.syncs.add("A->B", "orders", "A.orders", 0, SyncRange(0, 99, 0, 99))
     w.b.offsets["billing"] = {("A.orders", 0): 55, ("orders", 0): 8}
-    result = failback(w.context, back_request(apply=True))
+    result = failback(w.context, back_request(w, apply=True))
     assert result.status is OperationStatus.REFUSED
     assert [(r.reason, r.detail) for r in result.plan.refusals] == [
         (
@@ -352,7 +353,7 @@ def test_failback_without_a_reverse_flow_moves_a_group_only_on_the_copies(tmp_pa
     w = world(tmp_path, config)
     w.syncs.add("A->B", "orders", "A.orders", 0, SyncRange(0, 99, 0, 99))
     w.b.offsets["billing"] = {("A.orders", 0): 55}
-    result = failback(w.context, back_request(apply=True))
+    result = failback(w.context, back_request(w, apply=True))
     assert result.status is OperationStatus.APPLIED and result.plan.warnings == ()
     assert w.a.commits == [("billing", {("orders", 0): 55})]
 
@@ -360,12 +361,12 @@ def test_failback_without_a_reverse_flow_moves_a_group_only_on_the_copies(tmp_pa
 def test_failback_of_all_groups_selects_the_flows_groups_on_the_cluster_being_left(back: World) -> None:
     back.b.offsets["_drkit-status"] = {("A.orders", 0): 1}  # drkit's own group is never moved
     back.b.offsets["reports"] = {("A.orders", 0): 10}
-    result = failback(back.context, back_request(groups=None))
+    result = failback(back.context, back_request(back, groups=None))
     assert sorted(result.plan.commits()) == ["billing", "reports"]
 
 
 def test_failback_of_an_unknown_group_is_refused(back: World) -> None:
-    result = failback(back.context, back_request(groups=["nobody"]))
+    result = failback(back.context, back_request(back, groups=["nobody"]))
     assert [r.reason for r in result.plan.refusals] == [RefusalReason.UNKNOWN_GROUP]
 
 
@@ -374,13 +375,13 @@ def test_a_confirmed_idle_checkpoint_is_not_stale(w: World) -> None:
     w.checkpoints.add("A->B", "billing", "orders", "A.orders", 0, 40, at_ms=NOW_MS - 400_000)
     runs = RunFiles(w.context.layout)
     runs.write_last_run("A->B", TranslatorRun(NOW_MS - 3_000, 0.2, 1, 1, 0, confirmed_groups=("billing",)))
-    assert failover(w.context, request()).status is OperationStatus.DRY_RUN
+    assert failover(w.context, request(w)).status is OperationStatus.DRY_RUN
     # Back in time the confirmation (made later) does not count: only the row tells its age.
-    as_of = failover(w.context, request(as_of=NOW - timedelta(seconds=50)))
+    as_of = failover(w.context, request(w, as_of=NOW - timedelta(seconds=50)))
     assert as_of.plan.moves[0].age_seconds == 350.0
     # A run that did not read the group (deleted on the source, or not selected) confirms nothing.
     runs.write_last_run("A->B", TranslatorRun(NOW_MS - 3_000, 0.2, 1, 1, 0, confirmed_groups=("other",)))
-    assert [r.reason for r in failover(w.context, request()).plan.refusals] == [RefusalReason.STALE]
+    assert [r.reason for r in failover(w.context, request(w)).plan.refusals] == [RefusalReason.STALE]
 
 
 def test_the_rate_comes_from_the_two_newest_observations_whichever_job_made_them(w: World) -> None:
@@ -388,7 +389,7 @@ def test_the_rate_comes_from_the_two_newest_observations_whichever_job_made_them
     runs = RunFiles(w.context.layout)
     runs.observe_source_ends(JobKind.TRANSLATOR, "A->B", EndsObservation(NOW_MS - 3_000, {("orders", 0): 100}))
     runs.observe_source_ends(JobKind.MIRROR, "A->B", EndsObservation(NOW_MS - 1_000, {("orders", 0): 150}))
-    rpo = failover(w.context, request()).rpo
+    rpo = failover(w.context, request(w)).rpo
     assert rpo is not None
     assert (rpo.unmirrored_offsets, rpo.produce_rate_per_second, rpo.estimated_since_observation) == (50, 25.0, 25)
 
@@ -398,7 +399,7 @@ def test_a_checkpoint_past_the_synced_end_resumes_on_the_unsynced_copies_by_thei
     w.checkpoints.add("A->B", "billing", "orders", "A.orders", 0, 130)
     w.b.ends.update({("A.orders", 0): 136, ("A.orders", 1): 60})
     w.b.records[("A.orders", 0)] = [TailRecord(100 + i, 100 + i) for i in range(36)]
-    result = failover(w.context, request(apply=True))
+    result = failover(w.context, request(w, apply=True))
     assert result.status is OperationStatus.APPLIED
     assert w.b.commits == [("billing", {("A.orders", 0): 130, ("A.orders", 1): 30})]
     assert [m.position for m in result.plan.moves] == [Position.UNSYNCED, Position.MIRRORED]
@@ -411,7 +412,7 @@ def test_a_checkpoint_past_the_synced_end_resumes_on_the_unsynced_copies_by_thei
 def test_no_unsynced_records_reads_no_tail_and_keeps_the_synced_end(w: World) -> None:
     w.checkpoints.add("A->B", "billing", "orders", "A.orders", 0, 130)
     w.b.ends.update({("A.orders", 0): 100, ("A.orders", 1): 60})
-    result = failover(w.context, request())
+    result = failover(w.context, request(w))
     assert result.plan.commits()["billing"][("A.orders", 0)] == 100
     assert result.plan.moves[0].position is Position.PAST_END
     assert w.b.tail_reads == []
@@ -429,9 +430,9 @@ def _exactly_once(tmp_path: Path, w: World) -> World:
 
 def test_an_applied_failover_fences_the_exactly_once_mirrors_transactional_ids_first(tmp_path: Path, w: World) -> None:
     w = _exactly_once(tmp_path, w)
-    failover(w.context, request())
+    failover(w.context, request(w))
     assert w.b.fenced == []  # a dry run changes nothing
-    result = failover(w.context, request(apply=True))
+    result = failover(w.context, request(w, apply=True))
     assert result.status is OperationStatus.APPLIED
     ids = ["drkit-mirror.A->B.0", "drkit-mirror.A->B.1", "drkit-mirror.A->B.2"]
     assert w.b.fenced == ids and w.a.fenced == []
@@ -439,7 +440,7 @@ def test_an_applied_failover_fences_the_exactly_once_mirrors_transactional_ids_f
 
 
 def test_an_at_least_once_mirror_has_nothing_to_fence(w: World) -> None:
-    failover(w.context, request(apply=True))
+    failover(w.context, request(w, apply=True))
     assert w.b.fenced == [] and "fenced" not in w.operations.records[-1].result
 
 
@@ -454,7 +455,7 @@ def test_a_fence_the_target_refuses_is_recorded_and_the_groups_move_anyway(
         )
 
     monkeypatch.setattr(w.b, "fence_transactions", refuse)
-    result = failover(w.context, request(apply=True))
+    result = failover(w.context, request(w, apply=True))
     assert result.status is OperationStatus.APPLIED
     assert w.b.commits == [("billing", {("A.orders", 0): 40, ("A.orders", 1): 30})]
     outcome = w.operations.records[-1].result

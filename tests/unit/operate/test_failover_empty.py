@@ -33,7 +33,7 @@ def w(tmp_path: Path) -> World:
 
 
 def test_failover_applies_with_the_source_gone(w: World) -> None:
-    result = failover(w.context, FailoverRequest("A->B", ["g"], apply=True))
+    result = failover(w.context, FailoverRequest(w.config.flow("A->B"), ["g"], apply=True))
     assert result.status is OperationStatus.APPLIED and result.plan.warnings == ()
     assert w.b.commits == [("g", {("A.events", 0): 0, ("A.events", 1): 0, ("A.events", 2): 10})]
     assert [m.position for m in result.plan.moves] == [
@@ -45,7 +45,7 @@ def test_failover_applies_with_the_source_gone(w: World) -> None:
 
 def test_records_that_exist_and_were_not_mirrored_still_refuse(w: World) -> None:
     w.checkpoints.record(Checkpoint("A->B", "g", "events", "A.events", 3, 5, None, Position.UNMIRRORED))
-    result = failover(w.context, FailoverRequest("A->B", ["g"], apply=True))
+    result = failover(w.context, FailoverRequest(w.config.flow("A->B"), ["g"], apply=True))
     assert result.status is OperationStatus.REFUSED and w.b.commits == []
     assert [(r.reason, r.detail) for r in result.plan.refusals] == [
         (

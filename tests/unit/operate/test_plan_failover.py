@@ -28,22 +28,22 @@ def w(tmp_path: Path) -> World:
 
 def test_the_plan_is_the_one_failover_shows_and_nothing_happens(w: World) -> None:
     for as_of in (None, NOW - timedelta(minutes=5)):
-        request = FailoverRequest("A->B", ["billing"], as_of, allow_stale=True)
+        request = FailoverRequest(w.config.flow("A->B"), ["billing"], as_of, allow_stale=True)
         plan = plan_failover(w.context, request)
         assert w.operations.records == [] and w.b.commits == [] and w.clusters.probes == []
         assert plan == failover(w.context, request).plan  # the dry run (which audits) shows the same plan
         w.operations.records.clear()
         w.clusters.probes.clear()
     moves = plan_failover(
-        w.context, FailoverRequest("A->B", ["billing"], NOW - timedelta(minutes=5), allow_stale=True)
+        w.context, FailoverRequest(w.config.flow("A->B"), ["billing"], NOW - timedelta(minutes=5), allow_stale=True)
     ).moves
     assert [(m.partition, m.committed, m.new) for m in moves] == [(0, 40, 40), (1, 20, 30)]
 
 
 def test_the_plan_as_of_a_moment_keeps_the_refusals(w: World) -> None:
-    plan = plan_failover(w.context, FailoverRequest("A->B", ["billing"], NOW - timedelta(minutes=5)))
+    plan = plan_failover(w.context, FailoverRequest(w.config.flow("A->B"), ["billing"], NOW - timedelta(minutes=5)))
     assert not plan.ok and {r.reason for r in plan.refusals} == {RefusalReason.STALE}  # 300 s old then
     assert [(m.partition, m.committed) for m in plan.moves] == [(0, 40), (1, 20)]
     with pytest.raises(RefusedError, match="no checkpoints"):
-        plan_failover(w.context, FailoverRequest("A->B", None, NOW - timedelta(hours=1)))
+        plan_failover(w.context, FailoverRequest(w.config.flow("A->B"), None, NOW - timedelta(hours=1)))
     assert w.operations.records == []

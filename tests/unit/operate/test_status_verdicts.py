@@ -33,7 +33,7 @@ def w(tmp_path: Path) -> World:
 
 
 def test_healthy(w: World) -> None:
-    report = status(w.context, None)
+    report = status(w.context, w.config.flows)
     assert report.verdict is Verdict.HEALTHY and report.verdict.exit_code == 0
     [flow] = report.flows
     assert flow.lag_records == 0 and flow.source_reachable
@@ -49,7 +49,7 @@ def test_healthy(w: World) -> None:
 def test_lagging_with_the_age_of_the_oldest_unmirrored_record(w: World) -> None:
     w.a.ends[("orders", 1)] = 57
     w.a.timestamps[("orders", 1)] = NOW_MS - 12_500
-    report = status(w.context, "A->B")
+    report = status(w.context, [w.config.flow("A->B")])
     assert report.verdict is Verdict.LAGGING and report.verdict.exit_code == 20
     lagging = report.flows[0].partitions[1]
     assert (lagging.lag_records, lagging.lag_seconds) == (7, 12.5)
@@ -58,7 +58,7 @@ def test_lagging_with_the_age_of_the_oldest_unmirrored_record(w: World) -> None:
 
 def test_lag_seconds_unknown_when_the_oldest_record_cannot_be_read(w: World) -> None:
     w.a.ends[("orders", 1)] = 57
-    assert status(w.context, None).flows[0].partitions[1].lag_seconds is None
+    assert status(w.context, w.config.flows).flows[0].partitions[1].lag_seconds is None
 
 
 @pytest.mark.parametrize("case", ["never ran", "ran too long ago", "nothing mirrored"])
@@ -69,13 +69,13 @@ def test_stale(w: World, case: str) -> None:
         ran_translator(w, "A->B", 301)
     else:
         w.syncs.ranges_by_flow.clear()
-    report = status(w.context, None)
+    report = status(w.context, w.config.flows)
     assert report.verdict is Verdict.STALE and report.verdict.exit_code == 21
 
 
 def test_source_unreachable_says_so_and_claims_no_lag(w: World) -> None:
     w.a.reachable = False
-    report = status(w.context, None)
+    report = status(w.context, w.config.flows)
     assert report.verdict is Verdict.SOURCE_UNREACHABLE and report.verdict.exit_code == 22
     flow = report.flows[0]
     assert flow.lag_records is None and not flow.source_reachable
@@ -93,7 +93,7 @@ def test_target_unreachable_has_its_own_verdict_not_stale(w: World, case: str) -
         w.syncs.ranges_by_flow.clear()
     else:
         w.a.reachable = False
-    report = status(w.context, None)
+    report = status(w.context, w.config.flows)
     assert report.verdict is Verdict.TARGET_UNREACHABLE and report.verdict.exit_code == 25
     [flow] = report.flows
     assert not flow.target_reachable and flow.target_divergences == ()
@@ -113,7 +113,7 @@ def test_overall_verdict_is_the_worst_flow(tmp_path: Path) -> None:
     w.syncs.add("A->B", "orders", "A.orders", 0, SyncRange(0, 9, 0, 9))
     w.a.ends[("orders", 0)] = 12
     ran_translator(w, "A->B", 1)
-    report = status(w.context, None)
+    report = status(w.context, w.config.flows)
     assert [f.verdict for f in report.flows] == [Verdict.LAGGING, Verdict.STALE]
     assert report.verdict is Verdict.STALE
 
@@ -123,12 +123,12 @@ def test_running_jobs_are_seen_from_their_pid_files(w: World) -> None:
     pid = layout.pid_file(JobKind.MIRROR, "A->B")
     pid.parent.mkdir(parents=True)
     pid.write_text(f"{os.getpid()}\n")
-    flow = status(w.context, None).flows[0]
+    flow = status(w.context, w.config.flows).flows[0]
     assert flow.mirror_running and not flow.checkpoint_running
 
 
 def test_status_as_dict_is_plain_json_data(w: World) -> None:
-    d = status(w.context, None).as_dict()
+    d = status(w.context, w.config.flows).as_dict()
     assert d["verdict"] == "healthy" and d["flows"][0]["verdict"] == "healthy"
     assert d["flows"][0]["partitions"][0]["mirrored_up_to"] == 100
 
@@ -136,7 +136,7 @@ def test_status_as_dict_is_plain_json_data(w: World) -> None:
 def test_group_offsets_live_checkpointed_translated_and_on_target(w: World) -> None:
     w.a.offsets["billing"] = {("orders", 0): 45, ("orders", 1): 20}
     w.b.offsets["billing"] = {("A.orders", 0): 40}
-    rows = group_offsets(w.context, "A->B", "billing").partitions
+    rows = group_offsets(w.context, w.config.flow("A->B"), "billing").partitions
     assert [
         (r.partition, r.source_committed, r.checkpointed_offset, r.translated_now, r.target_group_offset) for r in rows
     ] == [(0, 45, 40, 40, 40), (1, 20, 20, 20, None)]
@@ -145,7 +145,7 @@ def test_group_offsets_live_checkpointed_translated_and_on_target(w: World) -> N
 
 def test_group_offsets_with_the_source_gone(w: World) -> None:
     w.a.reachable = False
-    rows = group_offsets(w.context, "A->B", "billing").partitions
+    rows = group_offsets(w.context, w.config.flow("A->B"), "billing").partitions
     assert [r.source_committed for r in rows] == [None, None]
     assert [r.translated_now for r in rows] == [40, 20]
 
@@ -158,9 +158,11 @@ def test_an_idle_groups_checkpoint_is_as_fresh_as_the_last_translator_run_that_r
     RunFiles(w.context.layout).write_last_run(
         "A->B", TranslatorRun(NOW_MS - 2_000, 0.2, 1, 1, 0, confirmed_groups=("billing",))
     )
-    ages = {g.group: g.checkpoint_age_seconds for g in status(w.context, None).flows[0].groups}
+    ages = {g.group: g.checkpoint_age_seconds for g in status(w.context, w.config.flows).flows[0].groups}
     assert ages == {"billing": 2.0, "idle-gone": 400.0}
-    assert [r.checkpoint_age_seconds for r in group_offsets(w.context, "A->B", "billing").partitions] == [2.0]
+    assert [
+        r.checkpoint_age_seconds for r in group_offsets(w.context, w.config.flow("A->B"), "billing").partitions
+    ] == [2.0]
 
 
 def test_heartbeat_latency_and_age_are_read_on_the_target_even_with_the_source_gone(w: World) -> None:
@@ -168,17 +170,17 @@ def test_heartbeat_latency_and_age_are_read_on_the_target_even_with_the_source_g
 
     w.b.heartbeats[("A.drkit-heartbeats", b"A->B")] = HeartbeatCopy(NOW_MS - 9_000, NOW_MS - 8_980)
     w.a.reachable = False
-    [flow] = status(w.context, "A->B").flows
+    [flow] = status(w.context, [w.config.flow("A->B")]).flows
     assert flow.verdict is Verdict.SOURCE_UNREACHABLE
     assert (flow.heartbeat_latency_seconds, flow.heartbeat_age_seconds) == (0.02, 9.0)
-    as_json = status(w.context, "A->B").as_dict()["flows"][0]
+    as_json = status(w.context, [w.config.flow("A->B")]).as_dict()["flows"][0]
     assert (as_json["heartbeat_latency_seconds"], as_json["heartbeat_age_seconds"]) == (0.02, 9.0)
 
 
 def test_the_heartbeat_topic_s_lag_does_not_make_a_flow_lagging(w: World) -> None:
     w.syncs.add("A->B", "drkit-heartbeats", "A.drkit-heartbeats", 0, SyncRange(0, 9, 0, 9))
     w.a.ends[("drkit-heartbeats", 0)] = 11  # one heartbeat not copied yet: normal, a second's worth
-    [flow] = status(w.context, "A->B").flows
+    [flow] = status(w.context, [w.config.flow("A->B")]).flows
     assert flow.verdict is Verdict.HEALTHY
     assert [(p.topic, p.lag_records) for p in flow.partitions if p.lag_records] == [("drkit-heartbeats", 1)]
 
@@ -189,7 +191,7 @@ def test_heartbeats_are_not_counted_in_the_lag_total_nor_the_rpo(w: World) -> No
 
     w.syncs.add("A->B", "drkit-heartbeats", "A.drkit-heartbeats", 0, SyncRange(0, 9, 0, 9))
     w.a.ends[("drkit-heartbeats", 0)] = 15
-    assert status(w.context, "A->B").flows[0].lag_records == 0
+    assert status(w.context, [w.config.flow("A->B")]).flows[0].lag_records == 0
     progress = {("orders", 0): SyncProgress(99, 99, None), ("drkit-heartbeats", 0): SyncProgress(9, 9, None)}
     seen = EndsObservation(NOW_MS - 1_000, {("orders", 0): 103, ("drkit-heartbeats", 0): 40})
     report = rpo_report(progress, None, seen, None, NOW_MS)

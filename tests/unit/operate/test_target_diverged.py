@@ -36,14 +36,14 @@ def recreated_empty(w: World) -> None:
 
 
 def test_healthy_while_the_target_holds_the_synced_copies(w: World) -> None:
-    report = status(w.context, None)
+    report = status(w.context, w.config.flows)
     assert report.verdict is Verdict.HEALTHY
     assert report.flows[0].target_divergences == () and report.flows[0].target_problem == ""
 
 
 def test_status_reports_a_recreated_target_instead_of_lag_0(w: World) -> None:
     recreated_empty(w)
-    report = status(w.context, None)
+    report = status(w.context, w.config.flows)
     assert report.verdict is Verdict.TARGET_DIVERGED and report.verdict.exit_code == 23
     [flow] = report.flows
     assert [(d.kind, d.partition, d.end, d.synced_end) for d in flow.target_divergences] == [
@@ -61,19 +61,19 @@ def test_status_reports_a_recreated_target_instead_of_lag_0(w: World) -> None:
 def test_a_recreated_target_has_no_lag_to_tell_never_0(w: World) -> None:
     """The syncs say every record up to 29 was mirrored; the re-created copy holds none of them: the lag
     against the target is not 0 (once reported) but unknown, for the partitions and the flow."""
-    assert [p.lag_records for p in status(w.context, None).flows[0].partitions] == [0, 0]
+    assert [p.lag_records for p in status(w.context, w.config.flows).flows[0].partitions] == [0, 0]
     recreated_empty(w)
     w.b.ends[("A.orders", 1)] = 30  # partition 1 still holds its copies
-    [flow] = status(w.context, None).flows
+    [flow] = status(w.context, w.config.flows).flows
     assert {(p.partition, p.lag_records, p.lag_seconds) for p in flow.partitions} == {(0, None, None), (1, 0, 0.0)}
     assert flow.lag_records is None
-    data = json.loads(json.dumps(status(w.context, None).as_dict()))
+    data = json.loads(json.dumps(status(w.context, w.config.flows).as_dict()))
     assert data["flows"][0]["lag_records"] is None
 
 
 def test_status_reports_a_deleted_target_topic(w: World) -> None:
     del w.b.ends[("A.orders", 0)], w.b.ends[("A.orders", 1)]
-    report = status(w.context, None)
+    report = status(w.context, w.config.flows)
     assert report.verdict is Verdict.TARGET_DIVERGED
     assert {d.kind for d in report.flows[0].target_divergences} == {DivergenceKind.TOPIC_MISSING}
     assert "target topic A.orders on B does not exist" in report.flows[0].target_problem
@@ -82,18 +82,18 @@ def test_status_reports_a_deleted_target_topic(w: World) -> None:
 def test_a_diverged_target_is_worse_than_an_unreachable_source(w: World) -> None:
     recreated_empty(w)
     w.a.reachable = False
-    assert status(w.context, None).verdict is Verdict.TARGET_DIVERGED
+    assert status(w.context, w.config.flows).verdict is Verdict.TARGET_DIVERGED
 
 
 def test_an_unreachable_target_is_unknown_not_diverged(w: World) -> None:
     w.b.reachable = False
-    [flow] = status(w.context, None).flows
+    [flow] = status(w.context, w.config.flows).flows
     assert flow.verdict is Verdict.TARGET_UNREACHABLE and not flow.target_reachable and flow.target_divergences == ()
 
 
 def test_failover_refuses_onto_a_partition_that_lost_its_synced_copies(w: World) -> None:
     w.b.ends[("A.orders", 1)] = 12  # truncated: the copies 12..29 are gone
-    request = FailoverRequest("A->B", ["billing"], apply=True)
+    request = FailoverRequest(w.config.flow("A->B"), ["billing"], apply=True)
     result = failover(w.context, request, confirm=lambda _: True)
     assert not result.plan.ok and w.b.commits == []
     [refusal] = result.plan.refusals
@@ -107,4 +107,4 @@ def test_failover_refuses_onto_a_partition_that_lost_its_synced_copies(w: World)
 def test_failover_ignores_diverged_topics_no_checkpoint_translates_onto(w: World) -> None:
     w.syncs.add("A->B", "audit", "A.audit", 0, SyncRange(0, 9, 0, 9))
     del w.b.ends[("A.audit", 0)]
-    assert failover(w.context, FailoverRequest("A->B", ["billing"])).plan.ok
+    assert failover(w.context, FailoverRequest(w.config.flow("A->B"), ["billing"])).plan.ok

@@ -18,7 +18,8 @@ from drkit.core.offsets import SyncRange
 from drkit.core.status import EndsObservation, EndsSource, Verdict
 from drkit.errors import ClusterError
 from drkit.layout import JobKind
-from drkit.operate.failover import FailbackRequest, FailoverRequest, failback, failover, plan_failover
+from drkit.operate.failback import FailbackRequest, failback
+from drkit.operate.failover import FailoverRequest, failover, plan_failover
 from drkit.operate.status import group_offsets, status
 from drkit.store.runs import RunFiles, TranslatorRun
 
@@ -57,7 +58,7 @@ def test_status_probes_each_cluster_once_and_asks_nothing_more_of_one_gone(
     w: World, down: tuple[str, ...], verdicts: tuple[Verdict, ...], overall: Verdict
 ) -> None:
     gone(w, *down)
-    report = status(w.context, None)
+    report = status(w.context, w.config.flows)
     assert tuple(f.verdict for f in report.flows) == verdicts and report.verdict is overall
     assert w.clusters.reaches == [["A", "B"]]  # one probe of each cluster for both flows, at once
     for alias in down:
@@ -70,7 +71,7 @@ def test_status_probes_each_cluster_once_and_asks_nothing_more_of_one_gone(
 
 def test_status_of_a_flow_with_its_source_gone_keeps_what_the_tables_and_the_target_tell(w: World) -> None:
     gone(w, "A")
-    [flow] = status(w.context, "A->B").flows
+    [flow] = status(w.context, [w.config.flow("A->B")]).flows
     assert flow.verdict is Verdict.SOURCE_UNREACHABLE and flow.verdict.exit_code == 22
     assert not flow.source_reachable and flow.target_reachable and flow.lag_records is None
     assert [g.group for g in flow.groups] == ["billing"] and flow.checkpoint_last_run_age_seconds == 2.0
@@ -78,7 +79,7 @@ def test_status_of_a_flow_with_its_source_gone_keeps_what_the_tables_and_the_tar
 
 def test_offsets_without_the_source_shows_its_column_unknown(w: World) -> None:
     gone(w, "A")
-    report = group_offsets(w.context, "A->B", "billing")
+    report = group_offsets(w.context, w.config.flow("A->B"), "billing")
     assert [r.source_committed for r in report.partitions] == [None, None]
     assert [r.checkpointed_offset for r in report.partitions] == [40, 20]
     assert report.unreachable and report.unreachable[0].startswith("cluster A is unreachable")
@@ -88,13 +89,13 @@ def test_offsets_without_the_source_shows_its_column_unknown(w: World) -> None:
 def test_offsets_without_the_target_stops_with_one_line_naming_it(w: World) -> None:
     gone(w, "B")
     with pytest.raises(ClusterError, match=r"^offsets A->B: cluster B is unreachable") as caught:
-        group_offsets(w.context, "A->B", "billing")
+        group_offsets(w.context, w.config.flow("A->B"), "billing")
     assert caught.value.exit_code == 4 and w.b.asked == 0
 
 
 def test_failover_without_the_source_applies_and_takes_the_rpo_from_the_last_observation(w: World) -> None:
     gone(w, "A")
-    result = failover(w.context, FailoverRequest("A->B", ["billing"], apply=True))
+    result = failover(w.context, FailoverRequest(w.config.flow("A->B"), ["billing"], apply=True))
     assert result.status is OperationStatus.APPLIED
     assert w.b.commits == [("billing", {("A.orders", 0): 40, ("A.orders", 1): 20})]
     assert result.rpo is not None and not result.rpo.source_reachable
@@ -106,14 +107,14 @@ def test_failover_without_the_source_applies_and_takes_the_rpo_from_the_last_obs
 def test_failover_without_the_target_stops_before_anything_is_asked_or_written(w: World, down: tuple[str, ...]) -> None:
     gone(w, *down)
     with pytest.raises(ClusterError, match=r"^failover A->B: cluster B is unreachable") as caught:
-        failover(w.context, FailoverRequest("A->B", ["billing"], apply=True))
+        failover(w.context, FailoverRequest(w.config.flow("A->B"), ["billing"], apply=True))
     assert caught.value.exit_code == 4
     assert "cluster A" not in str(caught.value)  # failover never needs the source
     assert w.b.asked == 0 and w.b.commits == [] and w.operations.records == []
 
 
 def test_plan_failover_probes_the_target_only(w: World) -> None:
-    plan = plan_failover(w.context, FailoverRequest("A->B", ["billing"]))
+    plan = plan_failover(w.context, FailoverRequest(w.config.flow("A->B"), ["billing"]))
     assert plan.ok and w.clusters.reaches == [["B"]]
 
 
@@ -124,7 +125,7 @@ def test_failback_needs_both_clusters_and_names_each_one_gone(
     w.b.offsets["billing"] = {("A.orders", 0): 40, ("A.orders", 1): 20}
     gone(w, *down)
     with pytest.raises(ClusterError) as caught:
-        failback(w.context, FailbackRequest("A->B", ["billing"], apply=True))
+        failback(w.context, FailbackRequest(w.config.flow("A->B"), ["billing"], apply=True))
     message = str(caught.value)
     assert message.startswith("failback A->B: ") and caught.value.exit_code == 4
     assert [a for a in "AB" if f"cluster {a} is unreachable" in message] == named

@@ -17,16 +17,23 @@ from drkit.core.groups import Member
 from drkit.core.offsets import SyncRange
 from drkit.core.translate import Position
 from drkit.layout import JobKind, StateLayout
+from drkit.store.runs import RunFiles
 from drkit.translator.context import TranslatorContext
 from drkit.translator.job import TranslatorJob, TranslatorRunner
+from drkit.wiring import translator_context
 
 FLOW = "A->B"
 
 
 def context(w: World) -> TranslatorContext:
-    return TranslatorContext(
-        w.config, w.clusters, w.syncs, w.checkpoints, StateLayout(w.config.state_root()), clock=lambda: NOW
+    """The facade's wiring over the fakes: the run files and sync indexes are the real ones, under tmp_path."""
+    return translator_context(
+        w.config, StateLayout(w.config.state_root()), lambda: NOW, w.clusters, w.syncs, w.checkpoints
     )
+
+
+def run_files(w: World) -> RunFiles:
+    return RunFiles(StateLayout(w.config.state_root()))
 
 
 def mirrored(tmp_path: Path, sync_offsets: bool = False) -> World:
@@ -48,7 +55,7 @@ def test_a_run_appends_the_translated_checkpoints_and_records_the_run(tmp_path: 
     by_partition = {r.checkpoint.partition: r.checkpoint for r in w.checkpoints.latest(FLOW)}
     assert by_partition[0].downstream_offset == 1040 and by_partition[0].target_topic == "A.t"
     assert by_partition[1].downstream_offset is None and by_partition[1].position is Position.UNMIRRORED
-    runs = context(w).runs
+    runs = run_files(w)
     last = runs.last_run(FLOW)
     assert last is not None and last.finished_at_ms == NOW_MS and last.confirmed_groups == ("g",)
     observed, _ = runs.source_ends(JobKind.TRANSLATOR, FLOW)
