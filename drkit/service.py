@@ -330,10 +330,11 @@ class Drkit:
         return translator_context(self.config, self.layout, self.clock)
 
     def maintain(self, keep_recent_batches: int = 100, vacuum_retention_hours: float = 168.0) -> MaintenanceReport:
-        """Coalesce old offset-syncs (translation unchanged), OPTIMIZE and VACUUM the Delta tables.
+        """Coalesce old offset-syncs (translation unchanged), OPTIMIZE and VACUUM the Delta tables, on
+        delta-rs (no JVM).
 
-        Settings, the state root and the tables are checked before the Spark session starts, so a refused
-        run costs nothing and changes nothing.
+        Settings, the state root and the tables are checked before any table is rewritten, so a refused
+        run changes nothing.
         """
         from drkit.store.delta import check_readable
         from drkit.store.maintenance import check_settings, maintain
@@ -343,7 +344,7 @@ class Drkit:
         # Every table readable before any is rewritten: a damaged second table must not stop the run
         # after the first was rewritten.
         check_readable([(layout.offset_syncs, "offset_syncs"), (layout.checkpoints, "checkpoints")])
-        return maintain(self.spark, layout, self.config, keep_recent_batches, vacuum_retention_hours)
+        return maintain(layout, self.config, keep_recent_batches, vacuum_retention_hours)
 
     def drill_run(self, spec_path: str, on_phase: Callable[[DrillPhase, str], None] | None = None) -> DrillReport:
         """Run the drill a spec describes on the configured clusters; the report is kept in ``drills``."""

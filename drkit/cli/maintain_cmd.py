@@ -33,7 +33,7 @@ def maintain(
     output: Output = OutputOption,
 ) -> None:
     """Merge old offset-syncs that continue each other (translation unchanged), OPTIMIZE and VACUUM."""
-    drkit = facade(ctx, config)  # settings are checked before Spark starts (Drkit.maintain)
+    drkit = facade(ctx, config)  # settings are checked before any table is touched (Drkit.maintain)
     with Progress("maintaining the Delta tables...", output):
         report = drkit.maintain(keep_recent_batches, vacuum_retention_hours)
 

@@ -6,11 +6,15 @@ partition were copied, one by one and in order, to downstream offsets
 landed at ``downstream_first + (u - upstream_first)``. A gap on either side (compaction,
 transaction markers, aborted records, retention, a replayed batch) starts a new range, so a
 range never claims a record that does not exist.
+
+Coalescing (:func:`islands`, :func:`coalesce`) is the one rule every copy of ``offset_syncs`` is
+merged by (the writer, ``drkit maintain``, the readers): it merges ranges that continue each other
+on both sides and never adds, drops or moves a pair, so no translation changes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -84,21 +88,70 @@ def ranges_from_pairs(pairs: Iterable[tuple[int, int]]) -> list[SyncRange]:
     return builder.build()
 
 
-def coalesce(ranges: Iterable[SyncRange]) -> list[SyncRange]:
-    """Merge ranges that continue each other on both sides; the mapping stays the same.
+@dataclass(frozen=True)
+class Island:
+    """Ranges merged into one: the merged ``range`` and the indexes (into the input) of its ``members``."""
 
-    Used by maintenance to shrink the offset_syncs table: a day of one-second batches of a
-    steadily written partition becomes one range per gap.
+    range: SyncRange
+    members: tuple[int, ...]
+
+
+def coalesce_order(r: SyncRange) -> tuple[int, int, int]:
+    """The order the coalesce rule visits ranges in: downstream start, upstream start, downstream end.
+
+    Downstream first: a target offset is written once, so the range that can continue another on both
+    sides is the next one by downstream start, whereas a replay repeats upstream offsets. The three
+    together order any two different ranges (the upstream end follows from the others), so the result
+    does not depend on the order ranges were read in.
     """
-    out: list[SyncRange] = []
-    for r in sorted(ranges, key=lambda r: (r.downstream_first, r.upstream_first)):
-        if out:
-            last = out[-1]
-            if r.upstream_first == last.upstream_last + 1 and r.downstream_first == last.downstream_last + 1:
-                out[-1] = SyncRange(last.upstream_first, r.upstream_last, last.downstream_first, r.downstream_last)
+    return r.downstream_first, r.upstream_first, r.downstream_last
+
+
+def islands(ranges: Sequence[SyncRange]) -> list[Island]:
+    """The one coalesce rule of offset-syncs, with what each merged range was made of.
+
+    Visited in :func:`coalesce_order`, a range joins the island before it when it is the same range
+    as the one visited just before (recorded twice) or starts right after the island ends on both
+    sides; otherwise it starts an island. An island's range therefore stands for exactly the pairs
+    of its members. The Arrow transcription (``drkit.store.offset_syncs``) applies this rule per row
+    key to millions of rows; a property test proves the two equal.
+    """
+    order = sorted(range(len(ranges)), key=lambda i: coalesce_order(ranges[i]))
+    out: list[Island] = []
+    previous: SyncRange | None = None
+    for i in order:
+        r = ranges[i]
+        if out and previous is not None:
+            last = out[-1].range
+            if r == previous:
+                out[-1] = Island(last, (*out[-1].members, i))
                 continue
-        out.append(r)
+            if r.upstream_first == last.upstream_last + 1 and r.downstream_first == last.downstream_last + 1:
+                merged = SyncRange(last.upstream_first, r.upstream_last, last.downstream_first, r.downstream_last)
+                out[-1] = Island(merged, (*out[-1].members, i))
+                previous = r
+                continue
+        out.append(Island(r, (i,)))
+        previous = r
     return out
+
+
+def coalesce(ranges: Iterable[SyncRange]) -> list[SyncRange]:
+    """Ranges that continue each other on both sides merged, repeats taken once (:func:`islands`); every
+    (upstream, downstream) pair, and so every translation, stays the same.
+
+    The writer keeps a day of a stream's rows coalesced with it, maintenance coalesces completed days
+    with it, and readers coalesce what they load with it.
+    """
+    return [island.range for island in islands(list(ranges))]
+
+
+def coalesce_cutoff(batch_ids: Iterable[int], keep: int) -> int | None:
+    """The highest batch id of a stream that maintenance may coalesce: the greatest id not among the
+    ``keep`` greatest ids present (a batch without records writes no row, so ids can skip). None when
+    there are no more than ``keep`` ids: the mirror's restart check reads the newest batches' rows."""
+    ids = sorted(set(batch_ids), reverse=True)
+    return ids[keep] if len(ids) > keep else None
 
 
 #: A source's end offsets as Spark's offset log states them: topic -> partition (as text) -> offset.

@@ -6,14 +6,14 @@ Invariants:
   (``txnAppId = drkit-mirror-<stream id>``, ``txnVersion = <batch id>``), so a replayed batch is never
   recorded twice. The stream id is the Spark streaming query id: a deleted checkpoint is a new stream.
 * **Kept coalesced as written.** Every ``compact_every`` batches of a stream, its commit replaces the
-  stream's rows of the current UTC day with the same pairs, coalesced (ranges that continue each other
-  on both sides merged), in the same commit as the new batch. So a day of one-second batches costs one
-  row per real gap plus at most ``compact_every`` batches of rows, at any time of day, without
-  ``drkit maintain``. A merged row carries the greatest batch id and ``written_at`` of its rows; the set
-  of (upstream, downstream) pairs never changes, and rows of different streams, partitions, target
-  topics or days are never merged. The replacement's predicate names the flow, the stream and the day
-  (the partition), so it conflicts neither with another flow's appends nor with maintenance, which
-  rewrites completed days only.
+  stream's rows of the current UTC day with the same pairs, coalesced by the one rule
+  (``drkit.core.offsets.islands``, transcribed to Arrow here), in the same commit as the new batch.
+  So a day of one-second batches costs one row per real gap plus at most ``compact_every`` batches
+  of rows, at any time of day, without ``drkit maintain``. A merged row carries the greatest batch id
+  and ``written_at`` of its rows; the set of (upstream, downstream) pairs never changes, and rows of
+  different streams, partitions, target topics or days are never merged. The replacement's predicate
+  names the flow, the stream and the day (the partition), so it conflicts neither with another flow's
+  appends nor with maintenance, which rewrites completed days only.
 * **One shape.** A batch's ranges travel as an Arrow table of :data:`RANGE_SCHEMA` columns from the
   copier (drkit.mirror.deliver) to this table, where the batch's columns are added.
 """
@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import UTC, date, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -36,9 +36,6 @@ from drkit.errors import StoreError
 from drkit.layout import StateLayout
 from drkit.store import delta
 from drkit.store.delta import TableSpec, TableVersion
-
-if TYPE_CHECKING:
-    pass
 
 #: The offset columns of a range.
 OFFSETS = ("upstream_first", "upstream_last", "downstream_first", "downstream_last")
@@ -209,7 +206,7 @@ class SyncTable:
             where = where & _one_of("source_topic", topics)
         return self._handle.memo(
             ("ranges", flow, None if topics is None else tuple(topics)),
-            lambda: _coalesced(self._handle.read(["source_topic", "partition", *OFFSETS], where)),
+            lambda: coalesced(self._handle.read(["source_topic", "partition", *OFFSETS], where)),
         )
 
     def ranges_since(
@@ -233,7 +230,7 @@ class SyncTable:
         if rows.num_rows:
             for r in rows.group_by("stream_id").aggregate([("batch_id", "max")]).to_pylist():
                 marks[r["stream_id"]] = max(marks.get(r["stream_id"], -1), int(r["batch_id_max"]))
-        return (_coalesced(rows) if marks != seen else {}), marks
+        return (coalesced(rows) if marks != seen else {}), marks
 
     def progress(self, flow: str) -> dict[TopicPartition, SyncProgress]:
         """Per (source topic, partition): the last mirrored upstream offset, its downstream offset and
@@ -310,18 +307,20 @@ MERGE_KEYS = ["flow", "stream_id", "source_topic", "partition", "target_topic", 
 
 
 def merge_rows(rows: pa.Table) -> pa.Table:
-    """``rows`` with those that continue each other on both sides merged, per :data:`MERGE_KEYS`.
+    """``rows`` coalesced per :data:`MERGE_KEYS` (see :func:`merge_rows_counted`)."""
+    return merge_rows_counted(rows)[0]
 
-    Vectorised gaps-and-islands (the rule of ``drkit.core.offsets.coalesce``): within a key, rows are
-    ordered by upstream, downstream start and batch id; an island is a chain of rows each starting
-    right after the previous one ends on both sides, so its merged row stands for exactly the union of
-    their pairs. Identical rows are taken once. A merged row carries the greatest batch id and
-    ``written_at`` of its island. Checked, not assumed: a merged row whose sides differ in length fails.
+
+def merge_rows_counted(rows: pa.Table) -> tuple[pa.Table, pa.Array]:
+    """``rows`` coalesced per :data:`MERGE_KEYS` by ``drkit.core.offsets.islands``, and how many rows each
+    merged row stands for.
+
+    A merged row carries the greatest batch id and ``written_at`` of its island. Checked, not assumed:
+    a merged row whose sides differ in length fails (nothing is written).
     """
     if not rows.num_rows:
-        return rows
-    rows = rows.group_by(SPEC.columns).aggregate([]).select(SPEC.columns)  # identical rows once
-    rows, (uf, ul, df, dl), starts, ends, island = _islands(rows, MERGE_KEYS, ["batch_id"])
+        return rows, pa.array([], pa.int64())
+    rows, (uf, ul, df, dl), starts, ends, island = _islands(rows, MERGE_KEYS)
     first_up, last_up = uf.take(starts), ul.take(ends)
     if pc.any(pc.not_equal(pc.subtract(dl.take(ends), df.take(starts)), pc.subtract(last_up, first_up))).as_py():
         raise StoreError(
@@ -343,20 +342,17 @@ def merge_rows(rows: pa.Table) -> pa.Table:
     out = rows.take(starts)
     for name, values in merged.items():
         out = out.set_column(out.schema.get_field_index(name), name, values)
-    return out.cast(SPEC.schema)
+    counts = pc.add(pc.subtract(pc.cast(ends, pa.int64()), pc.cast(starts, pa.int64())), 1)
+    return out.cast(SPEC.schema), counts
 
 
-def _coalesced(rows: pa.Table) -> dict[TopicPartition, list[SyncRange]]:
-    """Ranges per (source topic, partition), those continuing each other on both sides merged.
-
-    Vectorised gaps-and-islands (the same rule as ``drkit.core.offsets.coalesce``): a table not yet
-    coalesced holds up to millions of rows, too many to fold one Python object at a time.
-    """
+def coalesced(rows: pa.Table) -> dict[TopicPartition, list[SyncRange]]:
+    """Ranges per (source topic, partition), coalesced by ``drkit.core.offsets.islands``, vectorised: a
+    table not yet coalesced holds up to millions of rows, too many to fold one Python object at a time."""
     if not rows.num_rows:
         return {}
     keys = ["source_topic", "partition"]
-    rows = rows.select([*keys, *OFFSETS]).group_by([*keys, *OFFSETS]).aggregate([])  # drop repeats
-    rows, (uf, ul, df, dl), starts, ends, _ = _islands(rows, keys)
+    rows, (uf, ul, df, dl), starts, ends, _ = _islands(rows.select([*keys, *OFFSETS]), keys)
     topics = rows.column("source_topic").take(starts).to_pylist()
     parts = rows.column("partition").take(starts).to_pylist()
     first_up, last_up = uf.take(starts).to_pylist(), ul.take(ends).to_pylist()
@@ -367,25 +363,34 @@ def _coalesced(rows: pa.Table) -> dict[TopicPartition, list[SyncRange]]:
     return out
 
 
-def _islands(
-    rows: pa.Table, keys: list[str], tiebreak: Sequence[str] = ()
-) -> tuple[pa.Table, tuple[pa.Array, ...], pa.Array, pa.Array, pa.Array]:
-    """``rows`` sorted by ``keys``, upstream and downstream start (then ``tiebreak``), their four offset
-    columns, the indexes of the first and last row of each island, and each row's island number: an
-    island is a chain of rows of one key, each starting right after the previous one ends on both
-    sides."""
-    rows = rows.sort_by([(k, "ascending") for k in [*keys, "upstream_first", "downstream_first", *tiebreak]])
+#: :func:`drkit.core.offsets.coalesce_order` as sort keys.
+_COALESCE_ORDER = ["downstream_first", "upstream_first", "downstream_last"]
+
+
+def _islands(rows: pa.Table, keys: list[str]) -> tuple[pa.Table, tuple[pa.Array, ...], pa.Array, pa.Array, pa.Array]:
+    """``drkit.core.offsets.islands`` per ``keys``, as array operations: ``rows`` sorted by ``keys`` and
+    the rule's order, their four offset columns, the indexes of the first and last row of each island,
+    and each row's island number. A row joins the island of the row before it (same key) when it is the
+    same range or starts right after it ends on both sides; after a repeat, the row before ends where the
+    island does, so comparing neighbours is the rule."""
+    rows = rows.sort_by([(k, "ascending") for k in [*keys, *_COALESCE_ORDER]])
     uf, ul, df, dl = (rows.column(c).combine_chunks() for c in OFFSETS)
     n = rows.num_rows
-    # continues[i] (i >= 1): row i has row i-1's key and starts right after it ends, on both sides.
-    continues = pc.and_(
-        _same_as_next(rows, keys).slice(0, n - 1),
-        pc.and_(
-            pc.equal(uf.slice(1), pc.add(ul.slice(0, n - 1), 1)),
-            pc.equal(df.slice(1), pc.add(dl.slice(0, n - 1), 1)),
-        ),
+
+    def after(column: pa.Array) -> pa.Array:
+        return column.slice(1)
+
+    def before(column: pa.Array) -> pa.Array:
+        return column.slice(0, n - 1)
+
+    continues = pc.and_(pc.equal(after(uf), pc.add(before(ul), 1)), pc.equal(after(df), pc.add(before(dl), 1)))
+    repeats = pc.and_(
+        pc.and_(pc.equal(after(uf), before(uf)), pc.equal(after(df), before(df))),
+        pc.equal(after(dl), before(dl)),
     )
-    first = pa.concat_arrays([pa.array([True]), pc.invert(continues)])
+    # joins[i] (i >= 1): row i has row i-1's key and continues or repeats it.
+    joins = pc.and_(_same_as_next(rows, keys).slice(0, n - 1), pc.or_(continues, repeats))
+    first = pa.concat_arrays([pa.array([True]), pc.invert(joins)])
     starts = pc.indices_nonzero(first)
     ends = pc.subtract(pa.concat_arrays([starts.slice(1), pa.array([n], pa.uint64())]), 1)
     island = pc.subtract(pc.cumulative_sum(pc.cast(first, pa.int64())), 1)

@@ -1,4 +1,7 @@
-"""Offset-sync maintenance against a real Delta table: fewer rows, exactly the same translation.
+"""Offset-sync maintenance (delta-rs) against a real Delta table: fewer rows, exactly the same translation.
+
+Spark reads the tables back here (the rows as any Delta reader sees them); maintenance itself starts no
+JVM, and the last test runs ``drkit maintain`` where none can start.
 
 No Kafka here: the syncs are written with SyncTable.write as the mirror would (without its own
 coalescing, to leave work for maintenance), for several batches with gaps on either side, an
@@ -8,6 +11,9 @@ pairs.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
 import time
 from datetime import UTC, datetime
@@ -15,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.processes import no_java_env
 from support.sync_writer import Writer, config_for
 
 from drkit.config import DrkitConfig
@@ -123,7 +130,7 @@ def test_maintain_keeps_translation_and_recent_batches(
     recent = {("s1", b) for b in (11, 12, 13)} | {("s2", b) for b in (3, 4, 5)} | {("s3", b) for b in (5, 6, 7)}
     recent_rows = [r for r in rows_before if (r[10], r[9]) in recent]
 
-    result = maintain(spark, tables, config, keep_recent_batches=KEEP, today=now.date()).as_dict()
+    result = maintain(tables, config, keep_recent_batches=KEEP, today=now.date()).as_dict()
 
     rows_after = all_rows(spark, tables)
     assert pairs(spark, tables) == pairs_before
@@ -164,7 +171,7 @@ def test_maintain_keeps_translation_and_recent_batches(
 
     # A second run has nothing to merge: no row changes, no data commit.
     version = table_version(spark, tables)
-    again = maintain(spark, tables, config, keep_recent_batches=KEEP, today=now.date()).as_dict()
+    again = maintain(tables, config, keep_recent_batches=KEEP, today=now.date()).as_dict()
     assert again["offset_syncs"]["coalesce"]["ranges_merged"] == 0
     assert again["offset_syncs"]["coalesce"]["streams_rewritten"] == 0
     assert all_rows(spark, tables) == rows_after
@@ -178,9 +185,9 @@ def test_retention_below_168_hours_is_refused(
     write_history(store, now)
     version, rows = table_version(spark, tables), all_rows(spark, tables)
     with pytest.raises(ConfigError, match="168"):
-        maintain(spark, tables, config, keep_recent_batches=KEEP, vacuum_retention_hours=24)
+        maintain(tables, config, keep_recent_batches=KEEP, vacuum_retention_hours=24)
     with pytest.raises(ConfigError, match="keep_recent_batches"):
-        maintain(spark, tables, config, keep_recent_batches=0)
+        maintain(tables, config, keep_recent_batches=0)
     assert table_version(spark, tables) == version  # refused before anything was done
     assert all_rows(spark, tables) == rows
 
@@ -196,7 +203,7 @@ def test_mirror_appending_during_maintenance_is_not_disturbed(
 
     def run() -> None:
         try:
-            maintain(spark, tables, config, keep_recent_batches=KEEP, today=now.date())
+            maintain(tables, config, keep_recent_batches=KEEP, today=now.date())
         except BaseException as exc:  # reported by the test thread
             errors.append(exc)
 
@@ -245,7 +252,7 @@ def test_incremental_sync_cache_matches_full_reads(
     check()
     for b in range(6, 12):  # batches the cache has not seen, some after a gap
         s1.batch(b, PARTITIONS, skip_upstream={("orders", 0): 2} if b == 7 else None)
-    maintain(spark, tables, config, keep_recent_batches=KEEP, today=now.date())  # merges seen and unseen rows together
+    maintain(tables, config, keep_recent_batches=KEEP, today=now.date())  # merges seen and unseen rows together
     check()
     s2 = Writer(store, "A->B", "s2", {("orders", 0): (5, 500)}, now=now)  # a replay: a new stream, overlapping pairs
     for b in range(3):
@@ -253,3 +260,53 @@ def test_incremental_sync_cache_matches_full_reads(
     Writer(store, "B->A", "s3", now=now).batch(0, [("orders", "B.orders", 0)], today=True)  # another flow: not included
     check()
     assert cache.indexes()[("orders", 0)].translate(5).offset == 5  # the earliest copy of upstream 5
+
+
+#: The JVM bridge and Spark's Delta: ``drkit maintain`` imports none of them.
+JVM_PACKAGES = ("pyspark", "py4j", "delta")
+#: ``drkit`` as an operator runs it, saying at exit which of JVM_PACKAGES the process imported.
+CLI_REPORTING_JVM = (
+    "import atexit, sys\n"
+    f"held = lambda: ' '.join(m for m in {JVM_PACKAGES!r} if m in sys.modules)\n"
+    "atexit.register(lambda: sys.stderr.write('\\njvm packages: ' + held() + '\\n'))\n"
+    "from drkit.cli.app import main\n"
+    "main()\n"
+)
+
+
+def test_maintain_runs_where_no_jvm_can_start(tmp_path: Path, now: datetime) -> None:
+    """``drkit maintain`` as an operator runs it, where no java can start: same answers, fewer rows."""
+    config = config_for(tmp_path)
+    tables = StateLayout(config.state_root())
+    store = SyncTable(tables, compact_every=0)
+    write_history(store, now)
+    before = {flow: translations(store.ranges(flow)) for flow in ("A->B", "B->A")}
+    rows_before = len(store.history("A->B", "orders")) + len(store.history("A->B", "audit"))
+    toml = tmp_path / "operator.toml"
+    toml.write_text(
+        f"[state]\nroot = {json.dumps(str(config.state_root()))}\n"
+        '[clusters.A]\nbootstrap_servers = "127.0.0.1:1"\n[clusters.B]\nbootstrap_servers = "127.0.0.1:2"\n'
+        '[[flows]]\nsource = "A"\ntarget = "B"\n'
+    )
+    cli_config = ["-c", str(toml), "-o", "json"]
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-c", CLI_REPORTING_JVM, "maintain", "--keep-recent-batches", str(KEEP), *cli_config],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=no_java_env(),
+    )
+    seconds = time.monotonic() - started
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    report = json.loads(proc.stdout)
+    held = next(line for line in proc.stderr.splitlines() if line.startswith("jvm packages:"))
+    assert held.removeprefix("jvm packages:").split() == []
+    syncs = report["offset_syncs"]
+    assert syncs["rows_after"] < syncs["rows_before"] and syncs["vacuumed"]
+    assert syncs["coalesce"]["streams_rewritten"] == 3
+    assert {flow: translations(store.ranges(flow)) for flow in ("A->B", "B->A")} == before
+    assert len(store.history("A->B", "orders")) + len(store.history("A->B", "audit")) < rows_before
+    print(
+        f"drkit maintain without a JVM: {seconds:.2f} s (process), {syncs['rows_before']} -> {syncs['rows_after']} rows"
+    )

@@ -160,7 +160,7 @@ def test_mirror_checkpoint_and_failover_with_the_state_in_an_object_store(
     assert committed_on(clusters["B"], group, f"A.{topic}") == COMMITTED
     assert any(k.startswith("drkit/delta/operations/_delta_log/") for k in s3.keys(BUCKET, "drkit/delta/operations/"))
 
-    # -- drkit maintain: Spark reads and rewrites the tables through S3A; translation unchanged ------------
+    # -- drkit maintain: delta-rs rewrites the tables in the bucket; translation unchanged ------------------
     maintain = drkit(config, "maintain", "--keep-recent-batches", "1")
     assert maintain.returncode == 0, (maintain.stdout + maintain.stderr)[-4000:]
     after = SyncTable(layout).ranges("A->B", [topic])

@@ -1,8 +1,8 @@
-"""delta-rs (every product path) and Spark (``drkit maintain``, foreign readers) share the tables.
+"""delta-rs (every product path, ``drkit maintain`` included) and Spark (foreign readers) share the tables.
 
 Spark reads what delta-rs wrote, row for row and at every version; delta-rs reads what Spark wrote;
-and after ``drkit maintain`` (coalescing, OPTIMIZE, VACUUM in Spark) the readers answer as before and
-delta-rs appends on top of Spark's rewrite.
+and after ``drkit maintain`` (coalescing, OPTIMIZE, VACUUM on delta-rs) the readers answer as before,
+Spark reads the rewrite at every version, and delta-rs appends on top of it.
 """
 
 from __future__ import annotations
@@ -129,14 +129,16 @@ def test_spark_reads_what_delta_rs_wrote_and_maintenance_keeps_every_answer(spar
     assert ("g3", 7) in {(r.checkpoint.group, r.checkpoint.upstream_offset) for r in checkpoints.latest("A->B")}
     same_everywhere(spark, str(layout.checkpoints))
 
-    # Maintenance (Spark): coalescing, OPTIMIZE, VACUUM; every answer stays, delta-rs appends after it.
+    # Maintenance (delta-rs): coalescing, OPTIMIZE, VACUUM; every answer stays, Spark reads it, appends follow.
     ranges, progress = syncs.ranges("A->B"), syncs.progress("A->B")
     latest, then = checkpoints.latest("A->B"), checkpoints.latest("A->B", as_of=between)
-    figures = maintain(spark, layout, config, keep_recent_batches=1, today=now.date())
+    figures = maintain(layout, config, keep_recent_batches=1, today=now.date())
     assert figures.coalesce.ranges_merged > 0
     assert syncs.ranges("A->B") == ranges and syncs.progress("A->B") == progress
     assert checkpoints.latest("A->B") == latest and checkpoints.latest("A->B", as_of=between) == then
-    checkpoints.append([checkpoint("g2", 0, 6)])  # delta-rs appends after Spark's OPTIMIZE
+    same_everywhere(spark, str(layout.offset_syncs))  # Spark reads maintenance's rewrite at every version
+    same_everywhere(spark, str(layout.checkpoints))
+    checkpoints.append([checkpoint("g2", 0, 6)])  # delta-rs appends after OPTIMIZE
     assert ("g2", 6) in {(r.checkpoint.group, r.checkpoint.upstream_offset) for r in checkpoints.latest("A->B")}
     same_everywhere(spark, str(layout.checkpoints))
     writer.batch(8, PARTS, today=True)  # and the mirror's next batch on top of the rewrite

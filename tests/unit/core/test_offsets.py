@@ -1,4 +1,4 @@
-"""SyncRange, RangeBuilder / ranges_from_pairs and coalesce."""
+"""SyncRange, RangeBuilder / ranges_from_pairs, and the one coalesce rule (islands, coalesce, the cutoff)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drkit.core.offsets import RangeBuilder, SyncRange, coalesce, ranges_from_pairs
+from drkit.core.offsets import RangeBuilder, SyncRange, coalesce, coalesce_cutoff, islands, ranges_from_pairs
+from drkit.core.translate import SyncIndex
 
 # --------------------------------------------------------------------------- SyncRange
 
@@ -251,3 +252,73 @@ def test_coalesce_is_idempotent(data: tuple[list[tuple[int, int]], list[SyncRang
     _, ranges = data
     once = coalesce(ranges)
     assert coalesce(once) == once
+
+
+# ------------------------------------------------------------------ the coalesce rule, on any ranges
+
+
+@st.composite
+def any_ranges(draw: st.DrawFn) -> list[SyncRange]:
+    """Ranges as a table may hold them: replays, overlaps on either side, the same range recorded twice."""
+    made = draw(st.lists(st.tuples(st.integers(0, 30), st.integers(0, 30), st.integers(1, 6)), max_size=25))
+    ranges = [SyncRange(u, u + n - 1, d, d + n - 1) for u, d, n in made]
+    repeats = draw(st.lists(st.sampled_from(ranges), max_size=5)) if ranges else []
+    return draw(st.permutations(ranges + repeats))
+
+
+def _answers(ranges: list[SyncRange]) -> list[tuple[object, object]]:
+    index = SyncIndex(ranges)
+    return [(index.translate(c), index.inverse(c)) for c in range(45)]
+
+
+@given(ranges=any_ranges())
+def test_coalescing_never_changes_a_translation(ranges: list[SyncRange]) -> None:
+    merged = coalesce(ranges)
+    assert _pair_set(merged) == _pair_set(ranges)
+    assert _answers(merged) == _answers(ranges)
+
+
+@given(ranges=any_ranges())
+def test_coalescing_any_ranges_is_idempotent(ranges: list[SyncRange]) -> None:
+    once = coalesce(ranges)
+    assert coalesce(once) == once
+
+
+@given(ranges=any_ranges(), data=st.data())
+def test_coalescing_does_not_depend_on_the_order_rows_are_read_in(ranges: list[SyncRange], data: st.DataObject) -> None:
+    assert coalesce(data.draw(st.permutations(ranges))) == coalesce(ranges)
+
+
+@given(ranges=any_ranges())
+def test_an_island_stands_for_exactly_its_members(ranges: list[SyncRange]) -> None:
+    found = islands(ranges)
+    members = sorted(i for island in found for i in island.members)
+    assert members == list(range(len(ranges)))  # every row in exactly one island
+    for island in found:
+        assert _pair_set([island.range]) == _pair_set([ranges[i] for i in island.members])
+        assert sum(ranges[i].record_count for i in set(island.members)) >= island.range.record_count
+
+
+@given(data=batched_ranges(), cut=st.data())
+def test_coalescing_in_steps_is_coalescing_at_once(
+    data: tuple[list[tuple[int, int]], list[SyncRange]], cut: st.DataObject
+) -> None:
+    # Where it must hold: a target offset is written once. The writer coalesces a day every few batches,
+    # maintenance coalesces again, the translator's cache coalesces what it had with what is new.
+    _, ranges = data
+    split = cut.draw(st.integers(0, len(ranges)))
+    assert coalesce([*coalesce(ranges[:split]), *ranges[split:]]) == coalesce(ranges)
+
+
+def test_the_cutoff_is_the_greatest_batch_id_not_kept() -> None:
+    assert coalesce_cutoff([5, 1, 3, 3, 9], keep=2) == 3
+    assert coalesce_cutoff([5, 1, 3, 9], keep=1) == 5
+    assert coalesce_cutoff([5, 1], keep=2) is None
+    assert coalesce_cutoff([], keep=1) is None
+
+
+@given(ids=st.sets(st.integers(0, 50)), keep=st.integers(1, 10))
+def test_the_cutoff_keeps_exactly_the_newest_batches(ids: set[int], keep: int) -> None:
+    cutoff = coalesce_cutoff(ids, keep)
+    kept = {i for i in ids if cutoff is None or i > cutoff}
+    assert kept == set(sorted(ids)[-keep:])

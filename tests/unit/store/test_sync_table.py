@@ -14,10 +14,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.sync_writer import sync, write_syncs
 
-from drkit.core.offsets import SyncRange, coalesce
+from drkit.core.offsets import SyncRange, coalesce, islands
 from drkit.core.translate import SyncIndex
 from drkit.layout import StateLayout
-from drkit.store.offset_syncs import OFFSETS, SyncIndexCache, SyncRow, SyncTable, _coalesced, range_table
+from drkit.store.offset_syncs import (
+    MERGE_KEYS,
+    OFFSETS,
+    SyncIndexCache,
+    SyncRow,
+    SyncTable,
+    coalesced,
+    merge_rows_counted,
+    range_table,
+)
 from drkit.store.offset_syncs import SPEC as SYNCS_SPEC
 
 T0 = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
@@ -54,14 +63,79 @@ def test_vectorised_coalescing_keeps_every_pair_and_translation(rows: list[tuple
     expected: dict[tuple[str, int], list[SyncRange]] = {}
     for t, p, r in ranges:
         expected.setdefault((t, p), []).append(r)
-    got = _coalesced(table)
+    got = coalesced(table)
     assert set(got) == set(expected)
     for key, rs in expected.items():
-        pairs = {pair for r in rs for pair in r.pairs()}
-        assert {pair for r in got[key] for pair in r.pairs()} == pairs
-        core, fast = SyncIndex(coalesce(set(rs))), SyncIndex(got[key])
+        assert got[key] == coalesce(rs)  # the one rule, row for row, repeats and replays included
+        assert {pair for r in got[key] for pair in r.pairs()} == {pair for r in rs for pair in r.pairs()}
+        core, fast = SyncIndex(rs), SyncIndex(got[key])
         for offset in range(0, 75):
             assert fast.translate(offset) == core.translate(offset) and fast.inverse(offset) == core.inverse(offset)
+
+
+merge_strategy = st.lists(  # (flow, stream, partition, day, upstream, downstream, records, batch id)
+    st.tuples(
+        st.sampled_from(["A->B", "B->A"]),
+        st.sampled_from(["s1", "s2"]),
+        st.integers(0, 1),
+        st.integers(0, 1),
+        st.integers(0, 25),
+        st.integers(0, 25),
+        st.integers(1, 5),
+        st.integers(0, 6),
+    ),
+    max_size=40,
+)
+
+
+@settings(deadline=None)
+@given(rows=merge_strategy, repeats=st.lists(st.integers(0, 39), max_size=4))
+def test_merge_rows_is_the_core_rule_per_key(
+    rows: list[tuple[str, str, int, int, int, int, int, int]], repeats: list[int]
+) -> None:
+    """The writer's and maintenance's Arrow merge is drkit.core.offsets.islands per MERGE_KEYS: the same
+    ranges, each carrying the greatest batch id and write time of its island and counting its rows."""
+    rows = rows + [rows[i] for i in repeats if i < len(rows)]  # a row recorded twice
+    table = pa.Table.from_pylist(
+        [
+            sync(
+                flow,
+                "orders",
+                p,
+                (u, u + n - 1),
+                (d, d + n - 1),
+                batch,
+                stream,
+                T0 + timedelta(days=day, seconds=batch),
+            )
+            | {"sync_date": (T0 + timedelta(days=day)).date()}
+            for flow, stream, p, day, u, d, n, batch in rows
+        ],
+        schema=SYNCS_SPEC.schema,
+    )
+    by_key: dict[tuple[object, ...], list[dict[str, object]]] = {}
+    for r in table.to_pylist():
+        by_key.setdefault(tuple(r[k] for k in MERGE_KEYS), []).append(r)
+    expected = []
+    for key, members in by_key.items():
+        for island in islands([SyncRange(*(m[c] for c in OFFSETS)) for m in members]):  # type: ignore[arg-type]
+            of = [members[i] for i in island.members]
+            newest = (max(m["batch_id"] for m in of), max(m["written_at"] for m in of))  # type: ignore[type-var]
+            expected.append((key, island.range, island.range.record_count, *newest, len(of)))
+    merged, counts = merge_rows_counted(table)
+    got = [
+        (
+            tuple(r[k] for k in MERGE_KEYS),
+            SyncRange(*(r[c] for c in OFFSETS)),
+            r["record_count"],
+            r["batch_id"],
+            r["written_at"],
+            n,
+        )
+        for r, n in zip(merged.to_pylist(), counts.to_pylist(), strict=True)
+    ]
+    assert sorted(got, key=repr) == sorted(expected, key=repr)
+    assert merged.schema == SYNCS_SPEC.schema and sum(counts.to_pylist()) == table.num_rows
 
 
 def test_offset_syncs_ranges_progress_and_increments(tmp_path: Path) -> None:
