@@ -5,8 +5,8 @@ Every table module (offset_syncs, checkpoints, operations, drills) declares its 
 to create a table, one version guard, one retry rule and one way a damaged table is reported.
 
 delta-rs (``deltalake``) is the engine of every product path: no JVM is needed to read or write the
-state. Spark reads and writes the same tables (``drkit maintain`` rewrites them; integration tests
-read what delta-rs wrote): only features both understand are used (no deletion vectors, no column
+state, ``drkit maintain`` included. Spark reads the same tables (integration tests read with Spark
+what delta-rs wrote, maintenance's rewrites too): only features both understand are used (no deletion vectors, no column
 mapping). Every table carries the table property ``drkit.schema.version``; drkit refuses a table of
 another version with a message that says what to do, instead of writing rows of the wrong shape.
 """
@@ -413,8 +413,8 @@ class RowLog(Generic[A, R]):
 def check_readable(tables: Sequence[tuple[Where, str]]) -> None:
     """Open each (path, name) table and check that every data file of its current version is there.
 
-    For jobs that write with Spark (maintain): called before Spark starts, so a damaged table is one
-    line (exit 6) instead of a Java trace. Local paths only are stat-ed (the state root is a local folder).
+    For maintain: called before any table is rewritten, so a damaged second table is one line (exit 6)
+    and the first is left as it was. Local paths only are stat-ed (the state root is a local folder).
     """
     for path, name in tables:
         table = open_table(path, name)

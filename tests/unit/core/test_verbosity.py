@@ -162,7 +162,7 @@ def test_every_line_is_let_through_or_counted_exactly_once(events: list[tuple[st
 @pytest.mark.parametrize(
     ("verbosity", "has_file", "chosen", "to_file", "quiet_profile", "level", "silence"),
     [
-        # The CLI's mirror and maintain: the JVM's output into the state root's Spark log, at WARN, traces kept.
+        # The CLI's mirror: the JVM's output into the state root's Spark log, at WARN, traces kept.
         (Verbosity.WARNING, True, None, True, True, "WARN", False),
         (Verbosity.INFO, True, None, True, True, "WARN", False),
         # --verbose: on the terminal with Spark's own profile (its banner), at WARN.
