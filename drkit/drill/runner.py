@@ -36,7 +36,7 @@ from drkit.core.drill import (
     judge,
     traces,
 )
-from drkit.core.plan import RefusalReason
+from drkit.core.refusals import RefusalReason
 from drkit.core.status import Verdict
 from drkit.core.translate import Position
 from drkit.drill.spec import DrillSpec
