@@ -26,16 +26,8 @@ from typing import IO, TYPE_CHECKING, Protocol
 
 from drkit._version import __version__
 from drkit.core.audit import OperationStatus
-from drkit.core.drill import (
-    DisasterKind,
-    DrillPhase,
-    DrillReport,
-    Key,
-    Timeline,
-    account,
-    judge,
-    traces,
-)
+from drkit.core.drill import DisasterKind, DrillPhase, DrillReport, Timeline, judge
+from drkit.core.drill_accounting import Key, account, traces
 from drkit.core.refusals import RefusalReason
 from drkit.core.status import Verdict
 from drkit.core.translate import Position

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from drkit.config import ClusterConfig
-from drkit.core.drill import Key, Sent, shortfall_detail, shortfalls
+from drkit.core.drill_accounting import Key, Sent, shortfall_detail, shortfalls
 from drkit.errors import ClusterError
 from drkit.kafka import clients
 
