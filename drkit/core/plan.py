@@ -26,7 +26,6 @@ from drkit.core.policy import ReplicationPolicy
 from drkit.core.refusals import (
     Refusal,
     active_group,
-    before_checkpoints,
     lagging,
     no_reverse_flow,
     stale,
@@ -182,7 +181,7 @@ def _group_refusals(
     early, not a misnamed group)."""
     for group in groups:
         if group not in known:
-            draft.refuse(before_checkpoints(group) if group in later else unknown_group(group))
+            draft.refuse(unknown_group(group, checkpointed_later=group in later))
             continue
         fact = facts.get(group)
         if fact is not None and fact.active:

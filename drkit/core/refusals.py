@@ -31,23 +31,22 @@ class Refusal:
     detail: str
 
 
-def before_checkpoints(group: str) -> Refusal:
-    """A failover ``--as-of`` earlier than the group's first checkpoint: a time too early, not a misnamed group."""
-    return Refusal(
-        RefusalReason.BEFORE_CHECKPOINTS,
-        group,
-        f"group {group!r} has no checkpoint at the --as-of time: its checkpoints start later; give a later "
-        "--as-of, or leave it out for the latest",
-    )
-
-
-def unknown_group(group: str) -> Refusal:
-    return Refusal(
-        RefusalReason.UNKNOWN_GROUP,
-        group,
-        f"no checkpoint or committed offset for group {group!r}: check the name "
-        "and that the flow's groups selection includes it",
-    )
+def unknown_group(group: str, checkpointed_later: bool = False) -> Refusal:
+    """No checkpoint or committed offset for the group; ``checkpointed_later``: a failover ``--as-of`` earlier
+    than the group's first checkpoint (a time too early, not a misnamed group)."""
+    if checkpointed_later:
+        reason, detail = (
+            RefusalReason.BEFORE_CHECKPOINTS,
+            f"group {group!r} has no checkpoint at the --as-of time: its checkpoints start later; give a later "
+            "--as-of, or leave it out for the latest",
+        )
+    else:
+        reason, detail = (
+            RefusalReason.UNKNOWN_GROUP,
+            f"no checkpoint or committed offset for group {group!r}: check the name "
+            "and that the flow's groups selection includes it",
+        )
+    return Refusal(reason, group, detail)
 
 
 def active_group(group: str, destination: str, members: Collection[str]) -> Refusal:

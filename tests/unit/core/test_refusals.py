@@ -7,7 +7,6 @@ from drkit.core.refusals import (
     Refusal,
     RefusalReason,
     active_group,
-    before_checkpoints,
     lagging,
     no_reverse_flow,
     stale,
@@ -21,7 +20,7 @@ from drkit.core.refusals import (
 LOST = TargetDivergence(DivergenceKind.BELOW_SYNCED_END, "orders", "A.orders", 0, 100, 0)
 
 EVERY = [
-    before_checkpoints("g"),
+    unknown_group("g", checkpointed_later=True),
     unknown_group("g"),
     active_group("g", "B", ("c-1",)),
     target_diverged("g", LOST, "B", "A->B"),
