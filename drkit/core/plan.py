@@ -1,21 +1,18 @@
 """Failover and failback plans: which offsets to commit for which groups, and why not.
 
 Pure: the adapters gather the facts (checkpoints or live offsets, sync indexes, the destination
-groups' state and current offsets); this module decides the routes, the moves and the refusals.
-A plan with refusals is never applied, and every refusal says what to do about it. A plan is
-frozen: what was shown in a dry run, recorded in the audit trail and applied is the same object.
+groups' state and current offsets); this module decides the routes, the moves and the refusals
+(worded in drkit.core.refusals). A plan with refusals is never applied. A plan is frozen: what was
+shown in a dry run, recorded in the audit trail and applied is the same object.
 
-No plan moves a group backwards on the destination without a warning. Failback never re-reads on
-the origin what the group is known to have processed there (its last checkpoint, the offset it
-still holds there) unless its position on the cluster being left was rewound before that point:
-then it follows the group, and warns.
-"""
+No plan moves a group backwards on the destination without a warning. Failback resumes a group on
+the origin by the rule of drkit.core.resume: never before what it is known to have processed there,
+unless it was set back on the cluster being left before that point (then it follows, and warns)."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from enum import StrEnum
 from functools import cached_property
 from typing import Any
 
@@ -26,27 +23,21 @@ from drkit.core.groups import GroupState
 from drkit.core.incarnation import EraIndexes
 from drkit.core.origin import TargetTail, resolve_tail, resolve_tail_back
 from drkit.core.policy import ReplicationPolicy
+from drkit.core.refusals import (
+    Refusal,
+    active_group,
+    lagging,
+    no_reverse_flow,
+    stale,
+    stale_detail,
+    target_diverged,
+    unknown_group,
+    untranslatable,
+    untranslatable_back,
+)
+from drkit.core.resume import Basis, Processed, known_processed, translate_back
 from drkit.core.selection import NameSelector
-from drkit.core.translate import Position, SyncIndex, Translation
-
-
-class RefusalReason(StrEnum):
-    UNKNOWN_GROUP = "unknown_group"  # no checkpoint or committed offset for the group
-    BEFORE_CHECKPOINTS = "before_checkpoints"  # failover --as-of: the group's checkpoints start after that time
-    ACTIVE_GROUP = "active_group"  # consumers are in the group on the destination
-    STALE = "stale"  # the checkpoint is older than the flow's limit
-    UNTRANSLATABLE = "untranslatable"  # nothing of the partition was mirrored
-    LAGGING = "lagging"  # the reverse flow has not caught up (failback)
-    NO_REVERSE_FLOW = "no_reverse_flow"  # failback: no flow copies the topics back that the group read on the target
-    TARGET_DIVERGED = "target_diverged"  # the target partition holds fewer records than its syncs say
-
-
-class Basis(StrEnum):
-    """What a move's new offset rests on."""
-
-    TRANSLATION = "translation"  # the offset-syncs (failover; failback through either flow)
-    CHECKPOINT = "checkpoint"  # failback: the group's last checkpoint on the origin (what it processed there)
-    ORIGIN_OFFSET = "origin_offset"  # failback: the offset the group still holds on the origin
+from drkit.core.translate import UNMIRRORED, Position, SyncIndex, Translation
 
 
 @dataclass(frozen=True)
@@ -71,13 +62,6 @@ class Move:
     @property
     def changes(self) -> bool:
         return self.new is not None and self.new != self.current
-
-
-@dataclass(frozen=True)
-class Refusal:
-    reason: RefusalReason
-    group: str
-    detail: str
 
 
 @dataclass(frozen=True)
@@ -139,8 +123,8 @@ class _Draft:
     refusals: list[Refusal] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
-    def refuse(self, reason: RefusalReason, group: str, detail: str) -> None:
-        self.refusals.append(Refusal(reason, group, detail))
+    def refuse(self, refusal: Refusal) -> None:
+        self.refusals.append(refusal)
 
     def freeze(self) -> Plan:
         return Plan(
@@ -183,7 +167,7 @@ class CheckpointFact:
         """The checkpoint's own answer when the syncs have none: only "nothing to mirror" stands."""
         if self.position is Position.NOTHING_TO_MIRROR and self.downstream_offset is not None:
             return Translation(self.downstream_offset, Position.NOTHING_TO_MIRROR)
-        return _unmirrored()
+        return UNMIRRORED
 
 
 def _group_refusals(
@@ -196,39 +180,17 @@ def _group_refusals(
     """``later``: groups with no checkpoint at a failover's ``--as-of`` that have some after it (a time too
     early, not a misnamed group)."""
     for group in groups:
-        if group not in known and group in later:
-            draft.refuse(
-                RefusalReason.BEFORE_CHECKPOINTS,
-                group,
-                f"group {group!r} has no checkpoint at the --as-of time: its checkpoints start later; give a later "
-                "--as-of, or leave it out for the latest",
-            )
-            continue
         if group not in known:
-            draft.refuse(
-                RefusalReason.UNKNOWN_GROUP,
-                group,
-                f"no checkpoint or committed offset for group {group!r}: check the name "
-                "and that the flow's groups selection includes it",
-            )
+            draft.refuse(unknown_group(group, checkpointed_later=group in later))
             continue
         fact = facts.get(group)
         if fact is not None and fact.active:
-            members = ", ".join(fact.members) or "members joining"
-            draft.refuse(
-                RefusalReason.ACTIVE_GROUP,
-                group,
-                f"group {group!r} has active members on {draft.destination} ({members}); stop those consumers first",
-            )
+            draft.refuse(active_group(group, draft.destination, fact.members))
 
 
 def _current(facts: Mapping[str, GroupFacts], group: str, topic: str, partition: int) -> int | None:
     fact = facts.get(group)
     return None if fact is None else fact.offsets.get((topic, partition))
-
-
-def _unmirrored() -> Translation:
-    return Translation(None, Position.UNMIRRORED)
 
 
 def failover_plan(
@@ -290,32 +252,15 @@ def failover_plan(
         draft.moves.append(move)
         lost = (diverged or {}).get((c.source_topic, c.partition))
         if lost is not None:
-            draft.refuse(
-                RefusalReason.TARGET_DIVERGED,
-                c.group,
-                f"target topic {lost.target_topic} on {destination} {lost.describe()}: it was deleted or truncated "
-                f"and the syncs of flow {flow} no longer describe it; restore the topic's records, or start the "
-                "flow over (see `drkit status`), then run the failover again",
-            )
+            draft.refuse(target_diverged(c.group, lost, destination, flow))
         elif move.new is None:
-            draft.refuse(
-                RefusalReason.UNTRANSLATABLE,
-                c.group,
-                f"{c.source_topic}/{c.partition}: committed offset {c.upstream_offset} "
-                "cannot be translated (nothing of the partition was mirrored)",
-            )
+            draft.refuse(untranslatable(c.group, c.source_topic, c.partition, c.upstream_offset))
         if c.age_seconds > max_age_seconds:
-            detail = (
-                f"{c.source_topic}/{c.partition}: checkpoint is {c.age_seconds:.0f}s old (limit {max_age_seconds:.0f}s)"
-            )
+            detail = stale_detail(c.source_topic, c.partition, c.age_seconds, max_age_seconds)
             if allow_stale:
                 draft.warnings.append(f"group {c.group}: {detail}; allowed by --allow-stale")
             else:
-                draft.refuse(
-                    RefusalReason.STALE,
-                    c.group,
-                    f"{detail}; is the checkpoint process running? Use --allow-stale to accept it",
-                )
+                draft.refuse(stale(c.group, detail))
         if move.current is not None and move.new is not None and move.new < move.current:
             draft.warnings.append(
                 f"group {c.group} {c.target_topic}/{c.partition}: moves back from "
@@ -365,49 +310,6 @@ def failback_routes(
         elif reverse is not None and reverse.selector.matches(topic):
             routes[topic] = Route(reverse.policy.target_topic(reverse.source, topic), False, reverse.name)
     return routes
-
-
-@dataclass(frozen=True)
-class Processed:
-    """What a group is known to have processed on the origin of a failback, and how that is known."""
-
-    offset: int
-    basis: Basis
-
-
-_KNOWN_FROM = {Basis.CHECKPOINT: "its last checkpoint", Basis.ORIGIN_OFFSET: "the offset it holds there"}
-
-
-def known_processed(checkpointed: int | None, held: int | None) -> Processed | None:
-    """The greater of the group's last checkpoint on the origin and the offset it still holds there
-    (the held offset on a tie: it is the origin's own word); None when neither is known."""
-    if held is not None and (checkpointed is None or held >= checkpointed):
-        return Processed(held, Basis.ORIGIN_OFFSET)
-    if checkpointed is not None:
-        return Processed(checkpointed, Basis.CHECKPOINT)
-    return None
-
-
-def translate_back(committed: int, index: SyncIndex | None, known: Processed | None) -> tuple[Translation, Basis]:
-    """Where a group at ``committed`` on a copy resumes on the original partition (failback).
-
-    Inside the mirrored range the inverse translation is exact. At or after its end it is
-    provisional: records the group processed on the origin beyond what was mirrored never reached
-    the copy, so the inverse would read them again. The group therefore resumes at
-    max(inverse, ``known``) as long as its position on the copy is at or after where ``known`` lands
-    there (it did not go back past that point); a group rewound on the copy before that point is
-    followed (the plan warns). With nothing of the partition mirrored (syncs are never deleted) the
-    copy holds nothing of the origin, so ``known`` is the answer where it is known.
-    """
-    inverse = index.inverse(committed) if index is not None else _unmirrored()
-    if known is None:
-        return inverse, Basis.TRANSLATION
-    reached = index.translate(known.offset) if index is not None else _unmirrored()
-    if reached.offset is not None and committed < reached.offset:
-        return inverse, Basis.TRANSLATION  # set back on the copy before what it had processed: follow it
-    if inverse.offset is not None and inverse.offset >= known.offset:
-        return inverse, Basis.TRANSLATION
-    return Translation(known.offset, inverse.position), known.basis
 
 
 def failback_plan(
@@ -467,15 +369,10 @@ def failback_plan(
                 t, basis = resolve_tail_back(t, through), Basis.TRANSLATION
         else:
             index = indexes.get((route.via, o.topic, o.partition))
-            t = index.translate(o.offset) if index is not None else _unmirrored()
+            t = index.translate(o.offset) if index is not None else UNMIRRORED
             end, mirrored = caught_up.get((o.topic, o.partition), (0, 0))
             if mirrored < end:
-                draft.refuse(
-                    RefusalReason.LAGGING,
-                    o.group,
-                    f"{o.topic}/{o.partition}: reverse flow {route.via} has mirrored up to "
-                    f"{mirrored} of {end}; run the reverse mirror until it catches up",
-                )
+                draft.refuse(lagging(o.group, o.topic, o.partition, route.via, mirrored, end))
         move = Move(
             o.group,
             o.topic,
@@ -492,16 +389,11 @@ def failback_plan(
         )
         draft.moves.append(move)
         if move.new is None:
-            draft.refuse(
-                RefusalReason.UNTRANSLATABLE,
-                o.group,
-                f"{o.topic}/{o.partition}: offset {o.offset} cannot be translated back "
-                f"(flow {route.via} has no syncs for it)",
-            )
+            draft.refuse(untranslatable_back(o.group, o.topic, o.partition, o.offset, route.via))
         elif known is not None and move.new < known.offset:
             draft.warnings.append(
                 f"group {o.group} {route.to_topic}/{o.partition}: moves back to {move.new}, before offset "
-                f"{known.offset} ({_KNOWN_FROM[known.basis]}) up to which it had processed on {destination}: its "
+                f"{known.offset} ({known.known_from}) up to which it had processed on {destination}: its "
                 f"offset on {leaving} ({o.topic}/{o.partition} {o.offset}) was set back before that point "
                 f"({known.offset - move.new} offsets will be read again)"
             )
@@ -510,15 +402,6 @@ def failback_plan(
                 f"group {o.group} {route.to_topic}/{o.partition}: moves back from {move.current} "
                 f"to {move.new} (records will be read again on {destination})"
             )
-    # Refused like a lagging reverse flow: what the group read on those topics exists only on the cluster
-    # being left, so applying would drop its position there; the operator chooses, not the plan.
     for group, topics in sorted(stranded.items()):
-        draft.refuse(
-            RefusalReason.NO_REVERSE_FLOW,
-            group,
-            f"group {group!r} has offsets on {', '.join(sorted(topics))} on {leaving} and no reverse flow "
-            f"{leaving}->{destination} is configured to bring that position back; configure flow "
-            f"{leaving}->{destination} and run its mirror until it catches up, or delete the group's offsets "
-            f"on those topics on {leaving} if it need not resume there",
-        )
+        draft.refuse(no_reverse_flow(group, topics, leaving, destination))
     return draft.freeze()

@@ -58,6 +58,10 @@ class Translation:
         return self.position is Position.PAST_END
 
 
+#: The answer when nothing of the partition was mirrored: no offset, never a guess.
+UNMIRRORED = Translation(None, Position.UNMIRRORED)
+
+
 @dataclass(frozen=True)
 class PartitionBounds:
     """A partition's log start offset and its (read_committed) end offset, as its broker reported them.
@@ -85,7 +89,7 @@ def translate_unmirrored(committed: int, source: PartitionBounds | None, target_
     """
     if source is not None and target_start is not None and source.empty_from(committed):
         return Translation(target_start, Position.NOTHING_TO_MIRROR)
-    return Translation(None, Position.UNMIRRORED)
+    return UNMIRRORED
 
 
 class _Direction:
@@ -118,7 +122,7 @@ class _Direction:
 
     def translate(self, committed: int) -> Translation:
         if self.end is None:
-            return Translation(None, Position.UNMIRRORED)
+            return UNMIRRORED
         idx = bisect.bisect_right(self.firsts, committed)
         best: int | None = None
         j = idx - 1

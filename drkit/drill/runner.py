@@ -3,49 +3,37 @@
 The drill's own steps go through the facade (``plan_failover`` to know it is ready, ``status`` to
 detect the disaster, ``failover`` to move the group), the same calls the CLI and the runbooks make.
 The mirror and the translator run as the operator runs them: ``drkit mirror`` and ``drkit checkpoint``
-processes, their output kept in the drill's folder. Records are accounted for one by one
-(drkit.core.drill), the copies by the drill's own read of the target topic to its end (an error, not a
-verdict, when that read cannot be done); nothing here decides a verdict. ``records.json`` in the
-drill's folder lists every acknowledged record with where it was held and processed.
+processes, their output kept in the drill's folder (drkit.drill.jobs); the disaster is struck and
+undone by drkit.drill.disaster; every wait polls the facade (drkit.drill.waits). Records are accounted
+for one by one (drkit.core.drill_accounting), the copies by the drill's own read of the target topic to
+its end (an error, not a verdict, when that read cannot be done); nothing here decides a verdict.
+``records.json`` in the drill's folder lists every acknowledged record with where it was held and processed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import IO, TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from drkit._version import __version__
 from drkit.core.audit import OperationStatus
-from drkit.core.drill import (
-    DisasterKind,
-    DrillPhase,
-    DrillReport,
-    Key,
-    Timeline,
-    account,
-    judge,
-    traces,
-)
-from drkit.core.plan import RefusalReason
-from drkit.core.status import Verdict
-from drkit.core.translate import Position
+from drkit.core.drill import DrillPhase, DrillReport, Timeline, judge
+from drkit.core.drill_accounting import Key, account, traces
+from drkit.drill import jobs, waits
+from drkit.drill.clock import now_ms
+from drkit.drill.disaster import Disaster, require_local_source
 from drkit.drill.spec import DrillSpec
 from drkit.drill.workload import Bystander, GroupConsumer, OnAcked, Producer, copies
 from drkit.errors import ConfigError, DrkitError, RefusedError
-from drkit.localdev.clusters import LocalKafka
 
 if TYPE_CHECKING:
-    from drkit.config import DrkitConfig
+    from drkit.config import ClusterConfig, DrkitConfig
     from drkit.core.outcome import OperationResult
     from drkit.core.plan import Plan
     from drkit.core.status import RpoReport, StatusReport
@@ -75,10 +63,6 @@ class DrillFacade(Protocol):
 
 #: Told each phase as it starts, with a detail line (the CLI shows it as progress).
 OnPhase = Callable[[DrillPhase, str], None]
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @dataclass
@@ -116,6 +100,7 @@ class DrillRunner:
         self.tag = uuid.uuid4().hex[:6]  # in every record's key: earlier runs' records are not this drill's
         self.id = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{spec.drill.name}-{self.tag}"
         self.dir = service.layout.drill_dir(self.id)
+        self.disaster = Disaster(spec, self.flow.source, self.on_phase)
         self._check()
 
     def _check(self) -> None:
@@ -131,31 +116,19 @@ class DrillRunner:
             raise ConfigError(
                 f"drill group {spec.workload.group} is not selected by flow {flow.name}: add it to the flow's groups"
             )
-        if spec.drill.disaster.needs_local_source:
-            local = LocalKafka(spec.local_state())
-            try:
-                cluster = local.describe(flow.source)
-            except (OSError, ValueError):
-                cluster = None
-            if cluster is None or not cluster.running or cluster.bootstrap_servers != self.source.bootstrap_servers:
-                raise RefusedError(
-                    f"disaster {spec.drill.disaster.value} needs cluster {flow.source} "
-                    f"({self.source.bootstrap_servers}) to be a local cluster of "
-                    f"scripts/local-kafka under {spec.local_state()} (set [local_kafka] state_dir); "
-                    "drkit signals no broker it did not start"
-                )
+        require_local_source(spec, flow.source, self.source)
 
     def run(self) -> DrillReport:
         """The drill, and whatever happens, the source given back (thawed; restarted if ``restore``)."""
-        self._disaster_struck = False
+        self.disaster.struck = False
         try:
             return self._run()
         finally:
-            self._restore()
+            self.disaster.restore()
 
     def _run(self) -> DrillReport:
         spec, w = self.spec, self.spec.workload
-        started = _now_ms()
+        started = now_ms()
         self.dir.mkdir(parents=True, exist_ok=True)
         self.on_phase(DrillPhase.PREPARE, f"topic {w.topic} ({w.partitions} partitions), group {w.group}")
         self._ensure_topic()
@@ -169,21 +142,24 @@ class DrillRunner:
         back = _Leg()
         resumed: GroupConsumer | None = None
         bystander: Bystander | None = None
-        with self._jobs() as jobs:
+        with self._jobs() as running:
             producer.start()
             consumer.start()
             self.on_phase(DrillPhase.WAIT_READY, "the mirror copies and the translator checkpoints the group")
-            self._wait_ready(jobs)
+            self._wait_ready(running)
             self.on_phase(DrillPhase.WARMUP, f"{w.warmup_seconds:.0f}s at {w.rate_per_second:.0f} records/s")
             time.sleep(w.warmup_seconds)
             if w.consumers_stop_before_disaster_seconds > 0:
                 self.on_phase(DrillPhase.STOP_CONSUMERS, f"{w.consumers_stop_before_disaster_seconds:.0f}s before")
                 consumer.finish(30)
                 time.sleep(w.consumers_stop_before_disaster_seconds)
-                self._wait_mirrored_past_group()
-            if spec.jobs.mirror_lag_seconds > 0 and "mirror" in jobs:
+                if spec.jobs.mirror and spec.jobs.translator:  # else a broken setup on purpose: nothing to wait for
+                    waits.until_mirrored_past_group(
+                        self.service.plan_failover, self.flow.name, w.group, w.ready_timeout_seconds
+                    )
+            if spec.jobs.mirror_lag_seconds > 0 and "mirror" in running:
                 self.on_phase(DrillPhase.MIRROR_STOPS, f"{spec.jobs.mirror_lag_seconds:.0f}s before the disaster")
-                self._kill(jobs["mirror"])
+                jobs.kill(running["mirror"])
                 time.sleep(spec.jobs.mirror_lag_seconds)
             if spec.jobs.group_active_on_target:
                 bystander = Bystander(self.target, self.flow.target, self.target_topic, w.group)
@@ -191,7 +167,7 @@ class DrillRunner:
                 if not bystander.start():
                     raise RefusedError(f"the drill's member of {w.group} could not join on {self.flow.target}")
             self.on_phase(DrillPhase.DISASTER, spec.drill.disaster.value)
-            disaster = self._disaster(jobs)
+            struck_ms = self.disaster.strike(running)
 
             # The workload winds down while drkit detects and fails over, as applications do not wait for
             # the operator: the producer's flush towards a dead source (its message timeout) is not drkit's
@@ -210,23 +186,19 @@ class DrillRunner:
             winding = threading.Thread(target=wind_down, name="drkit-drill-wind-down", daemon=True)
             winding.start()
             self.on_phase(DrillPhase.DETECT, "drkit status")
-            detected = self._detect()
-            self._stop_jobs(jobs, wait=False)  # the mirror has nothing left to copy; not part of the RTO
+            detected = waits.detect(self.service.status, self.flow.name)
+            jobs.stop(running, wait=False)  # the mirror has nothing left to copy; not part of the RTO
             self.on_phase(DrillPhase.FAILOVER, f"drkit failover --flow '{self.flow.name}' --group {w.group} --apply")
-            failover_started = _now_ms()
+            failover_started = now_ms()
             failover, refused = self._move(self.service.failover, "failover")
             reported = None if failover is None else failover.rpo
             if refused is not None and not self.spec.jobs.translator:
                 refused += " (the translator, `drkit checkpoint`, was not running: it writes the checkpoints)"
-            failover_finished = _now_ms()
+            failover_finished = now_ms()
             if bystander is not None:
                 bystander.finish()
             if refused is None:
-                self.on_phase(DrillPhase.RESUME, f"group {w.group} on {self.flow.target} reads {self.target_topic}")
-                resumed = GroupConsumer(self.target, self.flow.target, self.target_topic, self.tag, w.group)
-                resumed.start()
-                self._wait_idle(resumed)
-                resumed.finish(30)
+                resumed = self._read_until_idle(DrillPhase.RESUME, self.target, self.flow.target, self.target_topic)
                 winding.join()  # the source's records are final before the source comes back
                 if spec.drill.failback:
                     failback, failback_refused = self._failback_leg(back)
@@ -256,7 +228,7 @@ class DrillRunner:
             judgement=judgement,
             accounting=accounting,
             timeline=Timeline(
-                disaster,
+                struck_ms,
                 detected,
                 failover_started,
                 failover_finished,
@@ -271,7 +243,7 @@ class DrillRunner:
             spec=spec.model_dump(mode="json"),
             drkit_version=__version__,
             started_ms=started,
-            finished_ms=_now_ms(),
+            finished_ms=now_ms(),
             report_dir=str(self.dir),
         )
         (self.dir / "report.json").write_text(json.dumps(report.as_dict(), indent=2, default=str) + "\n")
@@ -296,36 +268,16 @@ class DrillRunner:
         """The source comes back; failback moves the group home; it reads there until idle."""
         w = self.spec.workload
         self.on_phase(DrillPhase.SOURCE_BACK, f"{self.flow.source} ({self.spec.drill.disaster.value} undone)")
-        self._restore()
-        back.source_back_ms = _now_ms()
+        self.disaster.restore()
+        back.source_back_ms = now_ms()
         self.on_phase(DrillPhase.FAILBACK, f"drkit failback --flow '{self.flow.name}' --group {w.group} --apply")
-        back.started_ms = _now_ms()
+        back.started_ms = now_ms()
         result, refused = self._move(self.service.failback, "failback")
-        back.finished_ms = _now_ms()
+        back.finished_ms = now_ms()
         if refused is None:
-            self.on_phase(DrillPhase.RESUME_ON_SOURCE, f"group {w.group} on {self.flow.source} reads {w.topic}")
-            home = GroupConsumer(self.source, self.flow.source, w.topic, self.tag, w.group)
-            home.start()
-            self._wait_idle(home)
-            home.finish(30)
+            home = self._read_until_idle(DrillPhase.RESUME_ON_SOURCE, self.source, self.flow.source, w.topic)
             back.ran, back.processed, back.corrupt, back.first_ms = True, home.processed, home.corrupt, home.first_ms
         return result, refused
-
-    def _restore(self) -> None:
-        """Undo the disaster: a frozen source is always thawed; a killed one restarted if the spec says so."""
-        if not getattr(self, "_disaster_struck", False):
-            return
-        kind, local = self.spec.drill.disaster, LocalKafka(self.spec.local_state())
-        if kind is DisasterKind.PARTITION_SOURCE:
-            # Thawed, the broker finds its controller session expired and is fenced until it registers
-            # again: the source is back once it serves a produce and a fetch again.
-            if local.thaw(self.flow.source):
-                local.wait_ready(self.flow.source, time.monotonic() + 120)
-            self._disaster_struck = False
-        elif kind is DisasterKind.KILL_SOURCE and (self.spec.local_kafka.restore or self.spec.drill.failback):
-            self.on_phase(DrillPhase.RESTORE, f"scripts/local-kafka start {self.flow.source}")
-            local.start(self.flow.source)
-            self._disaster_struck = False
 
     # -- steps ----------------------------------------------------------------------------------
 
@@ -345,70 +297,26 @@ class DrillRunner:
             raise RefusedError(f"cannot create drill topic {w.topic} on {self.flow.source}: create it by hand")
 
     @contextlib.contextmanager
-    def _jobs(self) -> Iterator[dict[str, subprocess.Popen[bytes]]]:
-        jobs: dict[str, subprocess.Popen[bytes]] = {}
-        logs: list[IO[bytes]] = []
+    def _jobs(self) -> Iterator[jobs.Jobs]:
         config = str(self.service.config.source_path)
-        commands = {
-            "mirror": ["mirror", "-c", config, "--flow", self.flow.name],
-            "checkpoint": ["checkpoint", "-c", config, "--flow", self.flow.name],
-        }
         wanted = {"mirror": self.spec.jobs.mirror, "checkpoint": self.spec.jobs.translator}
-        self.on_phase(DrillPhase.START_JOBS, ", ".join(f"drkit {n}" for n in commands if wanted[n]) or "none")
-        try:
-            for name, args in commands.items():
-                if not wanted[name]:
-                    continue
-                log = (self.dir / f"{name}.log").open("wb")
-                logs.append(log)
-                jobs[name] = subprocess.Popen(
-                    [sys.executable, "-m", "drkit.cli.app", *args],
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-            yield jobs
-        finally:
-            self._stop_jobs(jobs, wait=True)
-            for opened in logs:
-                opened.close()
+        started = ", ".join(f"drkit {n}" for n in jobs.commands(config, self.flow.name) if wanted[n]) or "none"
+        self.on_phase(DrillPhase.START_JOBS, started)
+        with jobs.running(self.dir, config, self.flow.name, wanted) as running:
+            yield running
 
-    def _stop_jobs(self, jobs: dict[str, subprocess.Popen[bytes]], wait: bool) -> None:
-        for proc in jobs.values():
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGINT)
-        if not wait:
-            return
-        for proc in jobs.values():
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(30)
-
-    def _wait_ready(self, jobs: dict[str, subprocess.Popen[bytes]]) -> None:
-        """Until a failover plan for the group would translate every partition (mirrored and checkpointed); a
-        drill without the translator until the mirror created its copy of the topic, one without the mirror
-        at once: each goes on to fail as it would in life."""
-        deadline = time.monotonic() + self.spec.workload.ready_timeout_seconds
-        while time.monotonic() < deadline:
-            for name, proc in jobs.items():
-                if proc.poll() is not None:
-                    tail = (self.dir / f"{name}.log").read_text(errors="replace").strip().splitlines()[-1:]
-                    raise RefusedError(f"drkit {name} ended (exit {proc.returncode}): {' '.join(tail)}")
-            try:
-                plan = self.service.plan_failover(self.flow.name, [self.spec.workload.group])
-                if plan.moves and not any(r.reason is RefusalReason.UNTRANSLATABLE for r in plan.refusals):
-                    return
-            except DrkitError:
-                pass
-            if not self.spec.jobs.mirror:
-                return  # a broken setup on purpose: nothing to wait for
-            if not self.spec.jobs.translator and self._target_topic_exists():
-                return  # no translator on purpose: ready once the mirror copies (the drill reads the copies)
-            time.sleep(1.0)
+    def _wait_ready(self, running: jobs.Jobs) -> None:
+        """Until the group could fail over (see :func:`waits.until_ready`); refused when a job ended."""
+        waits.until_ready(
+            self.service.plan_failover,
+            self.flow.name,
+            self.spec.workload.group,
+            self.spec.workload.ready_timeout_seconds,
+            alive=lambda: jobs.require_running(running, self.dir),
+            mirror=self.spec.jobs.mirror,
+            translator=self.spec.jobs.translator,
+            target_topic_exists=self._target_topic_exists,
+        )
 
     def _target_topic_exists(self) -> bool:
         from drkit.kafka import clients
@@ -419,62 +327,12 @@ class DrillRunner:
             return found is not None and found.error is None and bool(found.partitions)
         return False
 
-    def _wait_mirrored_past_group(self) -> None:
-        """Until the mirror has copied records the stopped group has not processed, on every partition,
-        and the translator has its last commit (at most ready_timeout_seconds): the group then has
-        something to resume on the target, and the RTO a first record to measure."""
-        if not (self.spec.jobs.mirror and self.spec.jobs.translator):
-            return  # a broken setup on purpose: nothing to wait for
-        deadline = time.monotonic() + self.spec.workload.ready_timeout_seconds
-        while time.monotonic() < deadline:
-            with contextlib.suppress(DrkitError):
-                plan = self.service.plan_failover(self.flow.name, [self.spec.workload.group])
-                if plan.moves and all(m.position is Position.MIRRORED for m in plan.moves):
-                    return
-            time.sleep(0.5)
-
-    def _disaster(self, jobs: dict[str, subprocess.Popen[bytes]]) -> int:
-        kind = self.spec.drill.disaster
-        at = _now_ms()
-        # Struck only once the signal went out: a PID file refused (RefusedError, drkit.localdev.broker_process)
-        # signalled nothing, and there is nothing to thaw or restart.
-        if kind is DisasterKind.KILL_SOURCE:
-            LocalKafka(self.spec.local_state()).stop(self.flow.source, kill=True)
-        elif kind is DisasterKind.PARTITION_SOURCE:
-            LocalKafka(self.spec.local_state()).freeze(self.flow.source)
-        elif kind is DisasterKind.STOP_MIRROR and "mirror" in jobs:
-            self._kill(jobs["mirror"])
-        self._disaster_struck = True
-        return at
-
-    @staticmethod
-    def _kill(job: subprocess.Popen[bytes]) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(job.pid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            job.wait(10)  # reaped: the job is gone for status at once, as a killed process is on a host
-
-    def _detect(self, timeout: float = 120.0) -> int | None:
-        """When ``drkit status`` first shows the disaster (source unreachable, or the mirror not running)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with contextlib.suppress(DrkitError):
-                [flow] = self.service.status(self.flow.name).flows
-                if flow.verdict is Verdict.SOURCE_UNREACHABLE or not flow.mirror_running:
-                    return _now_ms()
-            time.sleep(0.5)
-        return None
-
-    def _wait_idle(self, consumer: GroupConsumer, first_within: float = 120.0) -> None:
-        """Until the target consumer, once it read its first record (joining the group takes seconds),
-        has read nothing new for ``idle_seconds``; or an error stopped it."""
-        idle = self.spec.workload.idle_seconds
-        started = time.monotonic()
-        seen, quiet_since = 0, started
-        while consumer.is_alive():
-            now = time.monotonic()
-            if len(consumer.processed) != seen:
-                seen, quiet_since = len(consumer.processed), now
-            elif (seen == 0 and now - started >= first_within) or (seen and now - quiet_since >= idle):
-                return
-            time.sleep(0.2)
+    def _read_until_idle(self, phase: DrillPhase, cluster: ClusterConfig, alias: str, topic: str) -> GroupConsumer:
+        """The drill's group reads ``topic`` on ``alias`` until idle (see :func:`waits.until_idle`)."""
+        group = self.spec.workload.group
+        self.on_phase(phase, f"group {group} on {alias} reads {topic}")
+        consumer = GroupConsumer(cluster, alias, topic, self.tag, group)
+        consumer.start()
+        waits.until_idle(consumer, self.spec.workload.idle_seconds)
+        consumer.finish(30)
+        return consumer

@@ -22,7 +22,8 @@ from typing import Any, Protocol
 from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from drkit.config import ClusterConfig
-from drkit.core.drill import Key, Sent, shortfall_detail, shortfalls
+from drkit.core.drill_accounting import Key, Sent, shortfall_detail, shortfalls
+from drkit.drill.clock import now_ms
 from drkit.errors import ClusterError
 from drkit.kafka import clients
 
@@ -48,10 +49,6 @@ def decode(value: bytes | None) -> Key | None:
 
 def ours(key: Key, run: str) -> bool:
     return key[0].startswith(f"{run}-")
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class Producer(threading.Thread):
@@ -98,7 +95,7 @@ class Producer(threading.Thread):
         decoded = decode(value)
         if decoded is not None:
             with self._lock:
-                self.acked.append(Sent(decoded[0], decoded[1], _now_ms(), partition, offset))
+                self.acked.append(Sent(decoded[0], decoded[1], now_ms(), partition, offset))
 
     def run(self) -> None:
         n, started = 0, time.monotonic()
@@ -158,7 +155,7 @@ class GroupConsumer(threading.Thread):
                     if decoded is not None and not ours(decoded, self.run_tag):
                         continue  # an earlier drill's record
                     if self.first_ms is None:
-                        self.first_ms = _now_ms()
+                        self.first_ms = now_ms()
                     if decoded is None:
                         self.corrupt += 1
                     else:
@@ -166,7 +163,7 @@ class GroupConsumer(threading.Thread):
                 if batch:
                     self.consumer.commit(asynchronous=False)
                     self.processed.extend(keys)
-                    self.last_ms = _now_ms()
+                    self.last_ms = now_ms()
         except Exception as exc:  # the source dying under it is part of a drill
             self.error = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
         finally:

@@ -3,19 +3,47 @@ target topics; every broker error names its cluster."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 
 from drkit.core.topology import ConfigChange, PartitionGrowth, SourceTopic, TopicCreate
-from drkit.errors import ClusterError, MirrorError
+from drkit.errors import ClusterError, DrkitError, MirrorError
 from drkit.kafka.authz import Operation, denied
 
 _ABSENT = (KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.UNKNOWN_TOPIC_ID)
 _TOPIC_ALREADY_EXISTS = KafkaError.TOPIC_ALREADY_EXISTS
 _INVALID_PARTITIONS = KafkaError.INVALID_PARTITIONS
+
+
+def _answers(
+    alias: str,
+    operation: Operation,
+    what: str,
+    request: Callable[[], Mapping[Any, Any]],
+    failed: Callable[[str, Any], DrkitError],
+    fine: Collection[int] = (),
+    timeout: float | None = None,
+) -> list[tuple[str, Any]]:
+    """(topic, answer) for each topic of one admin request that answered; one answering with an error code
+    in ``fine`` is left out. Any other error raises: a refusal (exit 4) where the cluster's ACLs denied it,
+    else ``failed(topic, error)``, or ``cannot {what}`` when the cluster did not take the request at all."""
+    try:
+        futures = request()
+    except KafkaException as exc:
+        raise denied(alias, exc, operation) or ClusterError(f"cluster {alias}: cannot {what}: {exc.args[0]}") from None
+    out: list[tuple[str, Any]] = []
+    for key, future in futures.items():
+        name = key if isinstance(key, str) else key.name  # a topic's name, or its ConfigResource
+        try:
+            out.append((name, future.result(timeout)))
+        except KafkaException as exc:
+            if exc.args[0].code() in fine:
+                continue
+            raise denied(alias, exc, operation, name) or failed(name, exc.args[0]) from None
+    return out
 
 
 def partition_counts(admin: AdminClient, alias: str, timeout: float = 15.0) -> dict[str, int]:
@@ -36,23 +64,18 @@ def describe_topics(
     wanted = sorted(set(names))
     if not wanted:
         return {}
-    out: dict[str, SourceTopic] = {}
-    try:
-        futures = admin.describe_topics(TopicCollection(wanted), request_timeout=timeout)
-    except KafkaException as exc:
-        raise denied(alias, exc, Operation.DESCRIBE) or ClusterError(
-            f"cluster {alias}: cannot describe topics: {exc.args[0]}"
-        ) from None
-    for name, future in futures.items():
-        try:
-            d = future.result()
-        except KafkaException as exc:
-            if exc.args[0].code() in _ABSENT:
-                continue
-            raise denied(alias, exc, Operation.DESCRIBE, name) or ClusterError(
-                f"cluster {alias}: cannot describe topic {name}: {exc.args[0]}"
-            ) from None
-        out[name] = SourceTopic(name, len(d.partitions), str(d.topic_id) if d.topic_id is not None else "")
+    answers = _answers(
+        alias,
+        Operation.DESCRIBE,
+        "describe topics",
+        lambda: admin.describe_topics(TopicCollection(wanted), request_timeout=timeout),
+        lambda name, error: ClusterError(f"cluster {alias}: cannot describe topic {name}: {error}"),
+        _ABSENT,
+    )
+    out = {
+        name: SourceTopic(name, len(d.partitions), str(d.topic_id) if d.topic_id is not None else "")
+        for name, d in answers
+    }
     if configs and out:
         found = topic_configs(admin, alias, list(out), timeout)
         out = {n: SourceTopic(t.name, t.partitions, t.topic_id, found.get(n, {})) for n, t in out.items()}
@@ -65,28 +88,22 @@ def topic_configs(
     """The properties set on each topic (not broker defaults), secrets never included (Kafka does not
     return sensitive values)."""
     resources = [ConfigResource(ConfigResource.Type.TOPIC, t) for t in topics]
-    out: dict[str, dict[str, str]] = {}
-    try:
-        futures = admin.describe_configs(resources, request_timeout=timeout)
-    except KafkaException as exc:
-        raise denied(alias, exc, Operation.DESCRIBE_CONFIGS) or ClusterError(
-            f"cluster {alias}: cannot describe topic configs: {exc.args[0]}"
-        ) from None
-    for resource, future in futures.items():
-        try:
-            entries = future.result()
-        except KafkaException as exc:
-            if exc.args[0].code() in _ABSENT:
-                continue
-            raise denied(alias, exc, Operation.DESCRIBE_CONFIGS, resource.name) or ClusterError(
-                f"cluster {alias}: cannot describe configs of {resource.name}: {exc.args[0]}"
-            ) from None
-        out[resource.name] = {
+    answers = _answers(
+        alias,
+        Operation.DESCRIBE_CONFIGS,
+        "describe topic configs",
+        lambda: admin.describe_configs(resources, request_timeout=timeout),
+        lambda name, error: ClusterError(f"cluster {alias}: cannot describe configs of {name}: {error}"),
+        _ABSENT,
+    )
+    return {
+        name: {
             n: e.value
             for n, e in entries.items()
             if e.value is not None and not e.is_sensitive and _set_on_topic(e.source)
         }
-    return out
+        for name, entries in answers
+    }
 
 
 def _set_on_topic(source: Any) -> bool:
@@ -106,24 +123,16 @@ def create_topics(
     if not wanted:
         return []
     new = [NewTopic(c.target, c.partitions, replication_factor, config=dict(c.configs)) for c in wanted]
-    created: list[str] = []
-    try:
-        futures = admin.create_topics(new, request_timeout=timeout)
-    except KafkaException as exc:
-        raise denied(alias, exc, Operation.CREATE) or ClusterError(
-            f"cluster {alias}: cannot create topics: {exc.args[0]}"
-        ) from None
-    for name, future in futures.items():
-        try:
-            future.result(timeout)
-            created.append(name)
-        except KafkaException as exc:
-            if exc.args[0].code() != _TOPIC_ALREADY_EXISTS:
-                refused = denied(alias, exc, Operation.CREATE, name)
-                if refused:
-                    raise refused from None
-                raise MirrorError(f"could not create target topic {name} on {alias}: {exc.args[0].str()}") from None
-    return sorted(created)
+    created = _answers(
+        alias,
+        Operation.CREATE,
+        "create topics",
+        lambda: admin.create_topics(new, request_timeout=timeout),
+        lambda name, error: MirrorError(f"could not create target topic {name} on {alias}: {error.str()}"),
+        (_TOPIC_ALREADY_EXISTS,),
+        timeout,
+    )
+    return sorted(name for name, _ in created)
 
 
 def create_partitions(
@@ -136,26 +145,16 @@ def create_partitions(
     wanted = list(growths)
     if not wanted:
         return []
-    try:
-        futures = admin.create_partitions([NewPartitions(g.target, g.wanted) for g in wanted], request_timeout=timeout)
-    except KafkaException as exc:
-        raise denied(alias, exc, Operation.ALTER) or ClusterError(
-            f"cluster {alias}: cannot add partitions: {exc.args[0]}"
-        ) from None
-    grown: list[str] = []
-    for name, future in futures.items():
-        try:
-            future.result(timeout)
-            grown.append(name)
-        except KafkaException as exc:
-            if exc.args[0].code() != _INVALID_PARTITIONS:  # already has that many: grown concurrently
-                refused = denied(alias, exc, Operation.ALTER, name)
-                if refused:
-                    raise refused from None
-                raise MirrorError(
-                    f"could not add partitions to target topic {name} on {alias}: {exc.args[0].str()}"
-                ) from None
-    return sorted(grown)
+    grown = _answers(
+        alias,
+        Operation.ALTER,
+        "add partitions",
+        lambda: admin.create_partitions([NewPartitions(g.target, g.wanted) for g in wanted], request_timeout=timeout),
+        lambda name, error: MirrorError(f"could not add partitions to target topic {name} on {alias}: {error.str()}"),
+        (_INVALID_PARTITIONS,),  # already has that many: grown concurrently
+        timeout,
+    )
+    return sorted(name for name, _ in grown)
 
 
 def alter_configs(admin: AdminClient, alias: str, changes: Iterable[ConfigChange], timeout: float = 30.0) -> list[str]:
@@ -176,25 +175,15 @@ def alter_configs(admin: AdminClient, alias: str, changes: Iterable[ConfigChange
         )
         for c in wanted
     ]
-    try:
-        futures = admin.incremental_alter_configs(resources, request_timeout=timeout)
-    except KafkaException as exc:
-        raise denied(alias, exc, Operation.ALTER_CONFIGS) or ClusterError(
-            f"cluster {alias}: cannot alter topic configs: {exc.args[0]}"
-        ) from None
-    altered: list[str] = []
-    for resource, future in futures.items():
-        try:
-            future.result(timeout)
-            altered.append(resource.name)
-        except KafkaException as exc:
-            refused = denied(alias, exc, Operation.ALTER_CONFIGS, resource.name)
-            if refused:
-                raise refused from None
-            raise MirrorError(
-                f"could not set configs of target topic {resource.name} on {alias}: {exc.args[0].str()}"
-            ) from None
-    return sorted(altered)
+    altered = _answers(
+        alias,
+        Operation.ALTER_CONFIGS,
+        "alter topic configs",
+        lambda: admin.incremental_alter_configs(resources, request_timeout=timeout),
+        lambda name, error: MirrorError(f"could not set configs of target topic {name} on {alias}: {error.str()}"),
+        timeout=timeout,
+    )
+    return sorted(name for name, _ in altered)
 
 
 def end_offsets(

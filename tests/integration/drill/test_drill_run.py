@@ -31,7 +31,8 @@ from support.ports import DRILL
 
 from drkit.cli.app import main
 from drkit.config import load_config
-from drkit.core.drill import DrillPhase, DrillReport, DrillVerdict, FailReason, Key
+from drkit.core.drill import DrillPhase, DrillReport, DrillVerdict, FailReason
+from drkit.core.drill_accounting import Key
 from drkit.drill.runner import DrillRunner
 from drkit.drill.spec import load_spec
 from drkit.drill.workload import decode, ours

@@ -24,7 +24,7 @@ from support.kafka_io import Rec, commit, committed_on, consume_as_group, create
 from support.ports import FAILBACK
 
 from drkit.config import DrkitConfig, load_config
-from drkit.core.plan import Basis
+from drkit.core.resume import Basis
 from drkit.localdev.clusters import LocalKafka
 from drkit.service import Drkit
 

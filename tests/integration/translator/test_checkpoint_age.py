@@ -14,7 +14,7 @@ from support.clocks import ManualClock
 from support.kafka_io import commit, create_topic, produce, unique
 
 from drkit.config import DrkitConfig
-from drkit.core.plan import RefusalReason
+from drkit.core.refusals import RefusalReason
 from drkit.service import Drkit
 
 LIMIT = 4.0  # max_age_seconds of the flow

@@ -1,4 +1,4 @@
-"""A drill's accounting and verdict: every acknowledged record in exactly one class."""
+"""A drill's accounting: every acknowledged record in exactly one class (the verdict on it, in judge, alongside)."""
 
 from __future__ import annotations
 
@@ -9,20 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from drkit.core.drill import (
-    Budget,
-    DrillVerdict,
-    FailReason,
-    Sent,
-    Shortfall,
-    Timeline,
-    account,
-    judge,
-    rpo,
-    shortfall_detail,
-    shortfalls,
-    traces,
-)
+from drkit.core.drill import Budget, DrillVerdict, FailReason, judge
+from drkit.core.drill_accounting import Sent, Shortfall, account, shortfall_detail, shortfalls, traces
 
 
 def sent(*keys: tuple[str, int], at: int = 1000) -> list[Sent]:
@@ -66,30 +54,6 @@ def test_reordering_and_budgets_and_the_rpo_bound() -> None:
     assert judge(b, Budget(), reported_unmirrored=3).verdict is DrillVerdict.PASSED
 
 
-def test_a_refused_failover_fails_with_drkits_reason() -> None:
-    a = account(sent(*A), [("k0", 0)], A, [], resumed=False)
-    assert (a.lost, a.not_resumed) == (0, 4)  # never resumed: nothing skipped
-    reasons = dict(judge(a, Budget(), refused="flow A->B has no checkpoints").reasons)
-    assert "no checkpoints" in reasons[FailReason.FAILOVER_REFUSED]
-    assert FailReason.NO_RESUME not in reasons
-
-
-def test_rpo_and_rto_from_the_clock() -> None:
-    a = account(sent(*A, at=10_000), [], A[:3], A[:3])
-    assert rpo(a, 20_000) == {"rpo_records": 2, "rpo_seconds": 9.997}
-    t = Timeline(20_000, 23_000, 23_500, 25_000, 31_000)
-    assert t.rto() == {
-        "rto_seconds": 11.0,
-        "detection_seconds": 3.0,
-        "failover_seconds": 1.5,
-        "consumer_restart_seconds": 6.0,
-        "failback_seconds": None,
-        "back_on_source_seconds": None,
-    }
-    back = Timeline(20_000, 23_000, 23_500, 25_000, 31_000, 40_000, 41_000, 42_500, 44_000)
-    assert (back.rto()["failback_seconds"], back.rto()["back_on_source_seconds"]) == (1.5, 4.0)
-
-
 def test_after_failback_the_unmirrored_records_are_read_on_the_source() -> None:
     # k1:1 was never mirrored: the group reads it on the source after failback; nothing is lost.
     a = account(sent(*A), [("k0", 0), ("k0", 1), ("k1", 0)], A[:4], [("k0", 2)], read_after_failback=[("k1", 1)])
@@ -107,12 +71,6 @@ def test_after_failback_the_unmirrored_records_are_read_on_the_source() -> None:
     assert (again.redelivered, again.redelivered_examples) == (1, (("k0", 2),))
     # Without a failback leg the unmirrored record is the RPO, not a loss.
     assert account(sent(*A), [("k0", 0), ("k0", 1), ("k1", 0)], A[:4], [("k0", 2)]).lost == 0
-
-
-def test_a_refused_failback_fails_with_drkits_reason() -> None:
-    a = account(sent(*A), [("k0", 0), ("k0", 1), ("k1", 0)], A[:4], [("k0", 2)])
-    reasons = dict(judge(a, Budget(), failback_refused="active_group: 1 member on A").reasons)
-    assert set(reasons) == {FailReason.FAILBACK_REFUSED} and "active_group" in reasons[FailReason.FAILBACK_REFUSED]
 
 
 def test_a_record_processed_twice_on_the_source_is_a_re_read_not_one_record() -> None:
@@ -205,30 +163,6 @@ def test_every_acknowledged_record_is_in_exactly_one_class_and_every_repeat_is_a
     assert b.lost == len(nowhere) - _distinct(home) and b.read_after_failback == _distinct(home)
     assert b.redelivered == len(processed) + len(read) + len(home) - _distinct(processed + read + home)
     assert b.acked == b.processed_on_source + b.read_on_target + b.read_after_failback + b.lost
-
-
-def test_the_report_prints_drkits_rpo_as_a_bound_and_an_estimate() -> None:
-    from drkit.core.drill import _reported
-    from drkit.core.status import EndsSource, RpoReport
-
-    assert _reported(None) == "- (no failover ran)"
-    live = RpoReport(True, EndsSource.LIVE, None, 3, ())
-    assert _reported(live) == "3 unmirrored offsets (source ends from live)"
-    observed = RpoReport(
-        False,
-        EndsSource.LAST_OBSERVATION,
-        None,
-        0,
-        (),
-        observation_age_seconds=17.0,
-        estimated_since_observation=3174,
-        lower_bound=True,
-    )
-    shown = _reported(observed)
-    assert shown == (
-        "at least 0 unmirrored offsets (source ends from last observation, observed 17.0s before), "
-        "estimated 3174 more produced after the observation"
-    )
 
 
 def test_a_copy_the_group_read_but_the_drills_read_of_the_target_missed_fails_the_drill() -> None:

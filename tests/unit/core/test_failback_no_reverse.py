@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from drkit.core.checkpoints import CommittedOffset
 from drkit.core.offsets import SyncRange
-from drkit.core.plan import Plan, RefusalReason, ReverseFlow, failback_plan, failback_routes
+from drkit.core.plan import Plan, ReverseFlow, failback_plan, failback_routes
 from drkit.core.policy import PrefixPolicy
+from drkit.core.refusals import RefusalReason
 from drkit.core.selection import NameSelector
 from drkit.core.translate import SyncIndex
 

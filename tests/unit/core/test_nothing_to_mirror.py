@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from drkit.core.checkpoints import Checkpoint, CommittedOffset, FindingKind, plan_checkpoints
 from drkit.core.offsets import SyncRange
-from drkit.core.plan import CheckpointFact, GroupFacts, RefusalReason, failover_plan
+from drkit.core.plan import CheckpointFact, GroupFacts, failover_plan
+from drkit.core.refusals import RefusalReason
 from drkit.core.translate import PartitionBounds, Position, SyncIndex, Translation, translate_unmirrored
 
 # --------------------------------------------------------------------------- the rule

@@ -12,17 +12,9 @@ from drkit.core.audit import Action, OperationStatus
 from drkit.core.groups import GroupState, Member
 from drkit.core.offsets import SyncRange
 from drkit.core.outcome import decide_status
-from drkit.core.plan import (
-    CheckpointFact,
-    GroupFacts,
-    Plan,
-    Refusal,
-    RefusalReason,
-    ReverseFlow,
-    failback_routes,
-    failover_plan,
-)
+from drkit.core.plan import CheckpointFact, GroupFacts, Plan, ReverseFlow, failback_routes, failover_plan
 from drkit.core.policy import PrefixPolicy
+from drkit.core.refusals import Refusal, RefusalReason
 from drkit.core.selection import NameSelector
 from drkit.core.translate import SyncIndex
 

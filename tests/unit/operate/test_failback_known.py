@@ -15,7 +15,8 @@ from drkit.core.audit import OperationStatus
 from drkit.core.checkpoints import Checkpoint
 from drkit.core.offsets import SyncRange
 from drkit.core.origin import TailRecord
-from drkit.core.plan import Basis, RefusalReason
+from drkit.core.refusals import RefusalReason
+from drkit.core.resume import Basis
 from drkit.core.translate import Position
 from drkit.operate.failback import FailbackRequest, failback
 

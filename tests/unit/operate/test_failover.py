@@ -16,7 +16,8 @@ from drkit.core.audit import OperationStatus
 from drkit.core.groups import Member
 from drkit.core.offsets import SyncRange
 from drkit.core.origin import TailRecord
-from drkit.core.plan import Plan, RefusalReason
+from drkit.core.plan import Plan
+from drkit.core.refusals import RefusalReason
 from drkit.core.status import EndsObservation, EndsSource
 from drkit.core.translate import Position
 from drkit.errors import ClusterError, RefusedError

@@ -15,7 +15,7 @@ from support.fakes import World, world
 from drkit.core.audit import OperationStatus
 from drkit.core.checkpoints import Checkpoint
 from drkit.core.offsets import SyncRange
-from drkit.core.plan import RefusalReason
+from drkit.core.refusals import RefusalReason
 from drkit.core.translate import Position
 from drkit.operate.failover import FailoverRequest, failover
 

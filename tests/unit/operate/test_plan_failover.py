@@ -9,7 +9,7 @@ import pytest
 from support.fakes import NOW, NOW_MS, World, two_cluster_config, world
 
 from drkit.core.offsets import SyncRange
-from drkit.core.plan import RefusalReason
+from drkit.core.refusals import RefusalReason
 from drkit.errors import RefusedError
 from drkit.operate.failover import FailoverRequest, failover, plan_failover
 

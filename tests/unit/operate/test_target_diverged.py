@@ -10,7 +10,7 @@ from support.fakes import NOW_MS, World, two_cluster_config, world
 
 from drkit.core.consistency import DivergenceKind
 from drkit.core.offsets import SyncRange
-from drkit.core.plan import RefusalReason
+from drkit.core.refusals import RefusalReason
 from drkit.core.status import Verdict
 from drkit.operate.failover import FailoverRequest, failover, plan_failover
 from drkit.operate.status import status

@@ -6,7 +6,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from drkit.core.audit import Action, OperationStatus
-from drkit.core.drill import Budget, DisasterKind, DrillReport, Sent, Timeline, account, judge
+from drkit.core.drill import Budget, DisasterKind, DrillReport, Timeline, judge
+from drkit.core.drill_accounting import Sent, account
 from drkit.core.outcome import OperationResult
 from drkit.core.plan import Plan
 from drkit.layout import StateLayout
