@@ -80,10 +80,16 @@ def sync_gaps(rows: Iterable[SyncedRange]) -> tuple[SyncGap, ...]:
     return tuple(sorted(out, key=lambda g: (g.partition, g.kind.value, g.first)))
 
 
+def _tie(r: SyncedRange) -> tuple[int, int, datetime, str, int]:
+    """The rest of a row, so that the order ranges are visited in (and so the gap a row is named in) does not
+    depend on the order the rows were read in."""
+    return (r.upstream_last, r.downstream_last, r.written_at, r.stream_id, r.batch_id)
+
+
 def _upstream_gaps(p: int, ranges: list[SyncedRange]) -> list[SyncGap]:
     out: list[SyncGap] = []
     top: int | None = None
-    for r in sorted(ranges, key=lambda r: (r.upstream_first, r.downstream_first)):
+    for r in sorted(ranges, key=lambda r: (r.upstream_first, r.downstream_first, *_tie(r))):
         if top is not None and r.upstream_first > top + 1:
             out.append(
                 SyncGap(GapKind.UPSTREAM, p, top + 1, r.upstream_first - 1, r.written_at, r.stream_id, r.batch_id)
@@ -98,7 +104,7 @@ def _upstream_gaps(p: int, ranges: list[SyncedRange]) -> list[SyncGap]:
 def _downstream_gaps(p: int, ranges: list[SyncedRange]) -> list[SyncGap]:
     out: list[SyncGap] = []
     top: int | None = None
-    for r in sorted(ranges, key=lambda r: (r.downstream_first, r.upstream_first)):
+    for r in sorted(ranges, key=lambda r: (r.downstream_first, r.upstream_first, *_tie(r))):
         if top is not None and r.downstream_first > top + 1:
             out.append(
                 SyncGap(GapKind.DOWNSTREAM, p, top + 1, r.downstream_first - 1, r.written_at, r.stream_id, r.batch_id)
