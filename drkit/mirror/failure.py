@@ -12,7 +12,7 @@ import re
 
 from drkit.config import FlowConfig
 from drkit.errors import ClusterError, DrkitError
-from drkit.mirror.deliver import FAILURE_MARKER
+from drkit.mirror.producers import FAILURE_MARKER
 
 #: Kafka client errors that mean the source cannot be read (broker down, unreachable, or not answering).
 _SOURCE_READ_FAILURE = re.compile(

@@ -99,15 +99,18 @@ from drkit.mirror.context import (
     reader_group_id,
     source_consumer_settings,
 )
-from drkit.mirror.continuous import ContinuousCopier, Taken, ahead_limit
-from drkit.mirror.deliver import COPY_SCHEMA, FENCED_MARKER, Copier, DeliveryFailed, Fenced, totals
+from drkit.mirror.continuous import ContinuousCopier
+from drkit.mirror.copied import COPY_SCHEMA, RANGE_COLUMNS, totals
+from drkit.mirror.deliver import Copier
 from drkit.mirror.executor import CopyTask, ExactlyOnceTask, TaskResult, copy_partitions, warm
 from drkit.mirror.failure import explain, failure_message, looks_like_outage, source_unreachable
 from drkit.mirror.faults import KillPoint
 from drkit.mirror.heartbeat import HeartbeatWriter
+from drkit.mirror.lanes import Taken, ahead_limit
 from drkit.mirror.observer import SourceObserver
 from drkit.mirror.offset_log import batch_start_offsets, logged_offsets
 from drkit.mirror.outage import PROBE_SECONDS, ClusterWatch, wait_until_reachable
+from drkit.mirror.producers import FENCED_MARKER, DeliveryFailed, Fenced
 from drkit.mirror.reader import (
     ABANDONED_MARKER,
     BatchAbandoned,
@@ -119,7 +122,6 @@ from drkit.mirror.reader import (
 from drkit.mirror.topology import TopologyFollower
 from drkit.mirror.transactions import SlotProducers, read_back
 from drkit.store import files
-from drkit.store.offset_syncs import RANGE_SCHEMA
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -508,7 +510,7 @@ class MirrorJob:
         copy = totals(copied)
         report.records, report.bytes = copy.records, copy.bytes
         write_started = time.monotonic()
-        report.ranges = self.syncs.write(self.flow.name, stream_id, batch_id, copied.select(RANGE_SCHEMA.names))
+        report.ranges = self.syncs.write(self.flow.name, stream_id, batch_id, copied.select(RANGE_COLUMNS.names))
         report.syncs_seconds = time.monotonic() - write_started
         self._kill_here(KillPoint.SYNCED, batch_id)
         self._note_synced(copied)

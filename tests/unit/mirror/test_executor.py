@@ -13,10 +13,10 @@ import confluent_kafka
 import pytest
 from confluent_kafka import KafkaError
 
-from drkit.mirror import deliver, executor
-from drkit.mirror.deliver import FAILURE_MARKER, DeliveryFailed
+from drkit.mirror import executor, producers
 from drkit.mirror.executor import CopyTask, TaskFailure, copy_partitions, copy_ranges
 from drkit.mirror.faults import FaultPlan
+from drkit.mirror.producers import FAILURE_MARKER, DeliveryFailed
 from drkit.mirror.reader import RecordsRemoved, SourceStalled
 from drkit.store import files
 
@@ -146,7 +146,7 @@ class Target:
 
 @pytest.fixture
 def clients(monkeypatch: pytest.MonkeyPatch) -> Callable[[Source, Target], None]:
-    monkeypatch.setattr(deliver, "_PRODUCERS", {})
+    monkeypatch.setattr(producers, "_PRODUCERS", {})
     monkeypatch.setattr(executor, "_READERS", {})
 
     def use(source: Source, target: Target) -> None:
@@ -231,7 +231,7 @@ def test_the_task_function_ships_without_live_clients_and_its_settings_never_pri
     settings = task()
     run = copy_partitions(settings)
     [result] = list(run(iter([{("t", 0): (0, 2)}])))  # the worker's caches now hold live clients
-    assert result.failure is None and executor._READERS and deliver._PRODUCERS
+    assert result.failure is None and executor._READERS and producers._PRODUCERS
     shipped = cloudpickle.dumps(run)
     assert b"Source" not in shipped and b"Target" not in shipped
     assert callable(cloudpickle.loads(shipped))
@@ -376,6 +376,6 @@ def test_the_warm_up_makes_the_clients_the_first_copy_uses(clients: Callable[[So
     clients(source, Target())
     settings = task()
     assert list(executor.warm(settings)(iter([0]))) == [os.getpid()]
-    assert len(source.confs) == 1 and len(deliver._PRODUCERS) == 1  # the consumer made, the producer cached
+    assert len(source.confs) == 1 and len(producers._PRODUCERS) == 1  # the consumer made, the producer cached
     result = copy_ranges(settings, {("t", 0): (0, 3)}, 0)
-    assert result.failure is None and len(source.confs) == 1 and len(deliver._PRODUCERS) == 1  # the same ones
+    assert result.failure is None and len(source.confs) == 1 and len(producers._PRODUCERS) == 1  # the same ones

@@ -13,6 +13,7 @@ from support.fakes import FakeConsumerError as FakeError
 from support.fakes import FakeRecord as Msg
 
 from drkit.core.batch import MirrorState
+from drkit.mirror.chunk import RecordChunk
 from drkit.mirror.reader import (
     ABANDONED_MARKER,
     CHUNK,
@@ -65,16 +66,9 @@ class Sink:
     def __init__(self) -> None:
         self.calls: list[tuple[str, int, list[int], list[Any] | None]] = []
 
-    def __call__(
-        self,
-        topic: str,
-        partition: int,
-        offsets: list[int],
-        keys: list[bytes | None],
-        values: list[bytes | None],
-        stamps: list[int],
-        headers: list[Any] | None,
-    ) -> None:
+    def __call__(self, chunk: RecordChunk) -> None:
+        topic, partition, offsets, keys = chunk.topic, chunk.partition, chunk.offsets, chunk.keys
+        values, stamps, headers = chunk.values, chunk.stamps, chunk.headers
         assert keys == [b"k%d" % o for o in offsets] and values == [b"v%d" % o for o in offsets]
         assert stamps == [1000 + o for o in offsets]
         self.calls.append((topic, partition, offsets, headers))
@@ -227,7 +221,7 @@ def test_a_source_that_stalls_the_drivers_read_is_a_cluster_error_naming_it(
 
     from drkit.config import parse_config
     from drkit.errors import ClusterError
-    from drkit.mirror import deliver
+    from drkit.mirror import producers
     from drkit.mirror.job import MirrorJob
 
     config = parse_config(
@@ -245,7 +239,7 @@ def test_a_source_that_stalls_the_drivers_read_is_a_cluster_error_naming_it(
         def flush(self, timeout: float) -> int:
             return 0
 
-    monkeypatch.setattr(deliver, "_PRODUCERS", {})
+    monkeypatch.setattr(producers, "_PRODUCERS", {})
     monkeypatch.setattr(confluent_kafka, "Producer", Producer)
     job = MirrorJob(mirror_context(config, FakeConsumer([])), config.flows[0])
     assert job.reader.stall_seconds == 0.2
@@ -254,7 +248,7 @@ def test_a_source_that_stalls_the_drivers_read_is_a_cluster_error_naming_it(
     message = str(raised.value)
     assert message.startswith("source cluster A (a:1) cannot be read: no record of 1 partition(s) arrived"), message
     assert "drkit failover --flow 'A->B'" in message
-    assert deliver._PRODUCERS == {}
+    assert producers._PRODUCERS == {}
 
 
 def test_the_read_reports_where_each_partition_ended() -> None:
@@ -283,7 +277,7 @@ def test_a_partition_ending_before_the_planned_end_is_never_committed_as_copied(
 
     from drkit.config import parse_config
     from drkit.errors import MirrorError
-    from drkit.mirror import deliver
+    from drkit.mirror import producers
     from drkit.mirror.job import MirrorJob
 
     config = parse_config(
@@ -304,7 +298,7 @@ def test_a_partition_ending_before_the_planned_end_is_never_committed_as_copied(
         def poll(self, timeout: float) -> int:
             return 0
 
-    monkeypatch.setattr(deliver, "_PRODUCERS", {})
+    monkeypatch.setattr(producers, "_PRODUCERS", {})
     monkeypatch.setattr(confluent_kafka, "Producer", Producer)
     job = MirrorJob(mirror_context(config, FakeConsumer([[eof("t", 0, 3)]])), config.flows[0])
     before = MirrorState("s", 0, {}, {("u", 0): 1})
