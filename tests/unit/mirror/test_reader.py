@@ -80,6 +80,15 @@ class Sink:
         return out
 
 
+def driver_copy(job: Any, state: MirrorState) -> Any:
+    """The job's copy of t/0 [0, 5) in the driver (drkit.mirror.copy_driver), as a small batch is copied."""
+    from drkit.mirror.copy_path import CopyRequest
+    from drkit.mirror.report import BatchReport
+
+    request = CopyRequest(0, {("t", 0): (0, 5)}, 5, {"bootstrap.servers": "b:1"}, {"t": "A.t"})
+    return job.path.driver.copy(request, state, BatchReport(0))
+
+
 def reader(consumer: FakeConsumer, stall: float = 5.0) -> BatchReader:
     return BatchReader(lambda: consumer, stall)
 
@@ -222,7 +231,7 @@ def test_a_source_that_stalls_the_drivers_read_is_a_cluster_error_naming_it(
     from drkit.config import parse_config
     from drkit.errors import ClusterError
     from drkit.mirror import producers
-    from drkit.mirror.job import MirrorJob
+    from drkit.mirror.wiring import mirror_job
 
     config = parse_config(
         {
@@ -241,10 +250,10 @@ def test_a_source_that_stalls_the_drivers_read_is_a_cluster_error_naming_it(
 
     monkeypatch.setattr(producers, "_PRODUCERS", {})
     monkeypatch.setattr(confluent_kafka, "Producer", Producer)
-    job = MirrorJob(mirror_context(config, FakeConsumer([])), config.flows[0])
+    job = mirror_job(mirror_context(config, FakeConsumer([])), config.flows[0], once=True)
     assert job.reader.stall_seconds == 0.2
     with pytest.raises(ClusterError) as raised:
-        job._copy_in_driver({("t", 0): (0, 5)}, {"bootstrap.servers": "b:1"}, {"t": "A.t"}, MirrorState("s", 0))
+        driver_copy(job, MirrorState("s", 0))
     message = str(raised.value)
     assert message.startswith("source cluster A (a:1) cannot be read: no record of 1 partition(s) arrived"), message
     assert "drkit failover --flow 'A->B'" in message
@@ -278,7 +287,7 @@ def test_a_partition_ending_before_the_planned_end_is_never_committed_as_copied(
     from drkit.config import parse_config
     from drkit.errors import MirrorError
     from drkit.mirror import producers
-    from drkit.mirror.job import MirrorJob
+    from drkit.mirror.wiring import mirror_job
 
     config = parse_config(
         {
@@ -300,9 +309,9 @@ def test_a_partition_ending_before_the_planned_end_is_never_committed_as_copied(
 
     monkeypatch.setattr(producers, "_PRODUCERS", {})
     monkeypatch.setattr(confluent_kafka, "Producer", Producer)
-    job = MirrorJob(mirror_context(config, FakeConsumer([[eof("t", 0, 3)]])), config.flows[0])
+    job = mirror_job(mirror_context(config, FakeConsumer([[eof("t", 0, 3)]])), config.flows[0], once=True)
     before = MirrorState("s", 0, {}, {("u", 0): 1})
-    copy = lambda: job._copy_in_driver({("t", 0): (0, 5)}, {"bootstrap.servers": "b:1"}, {"t": "A.t"}, before)  # noqa: E731
+    copy = lambda: driver_copy(job, before)  # noqa: E731
     if fail_on_data_loss:
         with pytest.raises(MirrorError) as raised:
             copy()
