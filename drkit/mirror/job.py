@@ -131,9 +131,6 @@ class MirrorJob:
 
     # -- the stream -------------------------------------------------------------------------
 
-    def source_stream(self, once: bool = False) -> DataFrame:
-        return source_stream(self.spark, self.flow, self.source, self.selector, once)
-
     def check_targets(self) -> None:
         """Refuse to run on a target that no longer holds what the flow's offset-syncs say it does.
 
@@ -176,7 +173,7 @@ class MirrorJob:
         self.heartbeats.start()
         offset_log.make_parent(self.stream_checkpoint)
         writer = (
-            self.source_stream(once)
+            source_stream(self.spark, self.flow, self.source, self.selector, once)
             .writeStream.queryName(self.query_name)
             .option("checkpointLocation", str(self.stream_checkpoint))
             .foreachBatch(self._process_batch)
