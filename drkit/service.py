@@ -297,12 +297,22 @@ class Drkit:
             return MirrorRunner(self.mirror_context(), flows).run(once, on_progress=on_progress)
 
     def mirror_context(self) -> MirrorContext:
-        """The mirror's collaborators: the configured clusters, Spark, the Delta ``offset_syncs`` table."""
+        """The mirror's collaborators: the configured clusters, Spark, the Delta ``offset_syncs`` table, the
+        mirror's state files (drkit.mirror.wiring makes each job's parts from them)."""
         from drkit.mirror.context import KafkaMirrorClusters, MirrorContext
         from drkit.store.offset_syncs import SyncTable
+        from drkit.store.runs import MirrorFiles, RunFiles
 
         layout = self.layout
-        return MirrorContext(self.config, self.spark, KafkaMirrorClusters(self.config), SyncTable(layout), layout)
+        return MirrorContext(
+            self.config,
+            self.spark,
+            KafkaMirrorClusters(self.config),
+            SyncTable(layout),
+            layout,
+            MirrorFiles(layout),
+            RunFiles(layout),
+        )
 
     def translate(
         self,

@@ -1,8 +1,9 @@
-"""The collaborators a mirror job receives: config, Spark, the clusters, the offset-sync log, state.
+"""The collaborators a mirror receives: config, Spark, the clusters, the offset-sync log, its state files.
 
 The facade (``drkit.service``) builds one with the real adapters (``KafkaMirrorClusters``, the Delta
-``offset_syncs`` table); unit tests build one with fakes. Invariant: the mirror job builds no cluster
-client and opens no table itself; every admin, consumer, table and state file comes from here.
+``offset_syncs`` table, the state files of drkit.store.runs, all through the ports of drkit.mirror.ports);
+unit tests build one with fakes. Invariant: the mirror builds no cluster client and opens no table itself;
+every admin, consumer, table and state file comes from here (drkit.mirror.wiring hands them to the job).
 """
 
 from __future__ import annotations
@@ -11,17 +12,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from drkit.config import DrkitConfig, FlowConfig
-from drkit.core.ports import SyncProgress, TopicPartition
 from drkit.errors import DrkitError
 from drkit.kafka import clients
 from drkit.kafka.admin import KafkaAdmin
 from drkit.kafka.tail import TAIL_CONSUMER_SETTINGS
 from drkit.layout import StateLayout, flow_dir_name
 from drkit.mirror.faults import NO_FAULTS, FaultPlan
-from drkit.store.runs import MirrorFiles, RunFiles
+from drkit.mirror.ports import MirrorStateLog, MirrorSyncLog, SourceEndsLog
 
 if TYPE_CHECKING:
-    import pyarrow as pa
     from pyspark.sql import SparkSession
 
 SOURCE_FETCH_MAX_WAIT_MS = 20
@@ -69,22 +68,6 @@ class MirrorClusters(Protocol):
     def reachable(self, alias: str, timeout: float) -> bool: ...
 
 
-class MirrorSyncLog(Protocol):
-    """The mirror's view of ``offset_syncs``: make sure it exists, tell a recorded batch, record one."""
-
-    def ensure(self) -> None: ...
-
-    def batch_written(self, stream_id: str, batch_id: int) -> bool: ...
-
-    def write(self, flow: str, stream_id: str, batch_id: int, ranges: pa.Table) -> int:
-        """Record a batch's ranges (``drkit.store.offset_syncs.RANGE_SCHEMA``, Arrow); 0 when recorded before."""
-        ...
-
-    def progress(self, flow: str) -> dict[TopicPartition, SyncProgress]: ...
-
-    def target_topics(self, flow: str) -> dict[str, str]: ...
-
-
 class KafkaMirrorClusters:
     """The configured clusters through confluent-kafka; implements ``MirrorClusters``."""
 
@@ -122,13 +105,9 @@ class MirrorContext:
     clusters: MirrorClusters
     syncs: MirrorSyncLog
     layout: StateLayout
+    #: the mirror's state per flow (drkit.store.runs.MirrorFiles)
+    files: MirrorStateLog
+    #: where the source's observed ends are recorded (drkit.store.runs.RunFiles)
+    runs: SourceEndsLog
     #: Tests only inject faults (drkit.mirror.faults); a mirror the facade makes has none.
     faults: FaultPlan = NO_FAULTS
-
-    @property
-    def runs(self) -> RunFiles:
-        return RunFiles(self.layout)
-
-    @property
-    def files(self) -> MirrorFiles:
-        return MirrorFiles(self.layout)

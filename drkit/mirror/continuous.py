@@ -27,102 +27,36 @@ the same orphans: the copies of at most the records after the last committed bat
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 
 from drkit.core.batch import EARLIEST, Partition
-from drkit.core.continuous import LaneChanges, TakeFailure, covered, frontier, lane_changes, split_stopped
+from drkit.core.continuous import TakeFailure, covered, lane_changes, split_stopped
 from drkit.core.offsets import BatchRanges
-from drkit.core.origin import ORIGIN_HEADER, has_been_on, origin_prefix
-from drkit.mirror.deliver import COPY_SCHEMA, DeliveryFailed, describe, fold_ranges, new_producer
-from drkit.mirror.reader import ABANDONED_MARKER, CHUNK, STOP_CHECK_SECONDS, TRANSIENT_CODES, BatchAbandoned
+from drkit.core.origin import origin_prefix
+from drkit.mirror.copied import COPY_SCHEMA
+from drkit.mirror.lanes import (
+    AHEAD_MAX_RECORDS,
+    FLUSH_SECONDS,
+    NO_CHANGES,
+    READ_WAIT_SECONDS,
+    STALL_SECONDS,
+    Lane,
+    LaneRequest,
+    Taken,
+    copy_messages,
+    cut,
+)
+from drkit.mirror.producers import DeliveryFailed, describe, new_producer
+from drkit.mirror.reader import ABANDONED_MARKER, CHUNK, STOP_CHECK_SECONDS, BatchAbandoned
 
 log = logging.getLogger(__name__)
-
-#: A batch whose planned partitions made no progress for this long copies its own records instead.
-STALL_SECONDS = 5.0
-
-#: The copier stops reading while this many acknowledged or in-flight copies wait for a batch to take them
-#: (memory: about 40 bytes each), or twice ``max_offsets_per_trigger`` when the flow sets one: that setting
-#: keeps its meaning, the most a batch (so a trigger interval) moves the mirror on, and it bounds what a crash
-#: makes the restart copy again. The limit is checked before each read of up to ``CHUNK`` records, so the copies
-#: held can pass it by one read, and by one more per lane a batch still waits for (those lanes are not paused).
-AHEAD_MAX_RECORDS = 1_000_000
-
-
-def ahead_limit(max_offsets_per_trigger: int | None) -> int:
-    """How many copies the copier may hold ahead of the batches."""
-    if max_offsets_per_trigger is None:
-        return AHEAD_MAX_RECORDS
-    return min(AHEAD_MAX_RECORDS, 2 * max_offsets_per_trigger)
-
-
-#: How long one read waits for records. librdkafka returns a read when its chunk is full or this time is
-#: up, and a steady flow seldom fills a chunk: every record would wait up to this long (the reader's 10 ms
-#: was 5 ms of the p50). An idle copier loops at this pace, which costs little.
-READ_WAIT_SECONDS = 0.002
-
-#: How long changing the lanes waits for the copies in flight (their reports pair with the old lanes).
-FLUSH_SECONDS = 10.0
-
-
-class _Lane:
-    """One source partition's copies since ``base``, the first offset no batch took yet."""
-
-    __slots__ = ("base", "failure", "nbytes", "reached", "reported", "stamps", "target", "ups", "wanted")
-
-    def __init__(self, base: int, target: str) -> None:
-        self.base = base
-        self.target = target
-        #: the consumer's position: one past the last record read, or where it reported the partition's end
-        self.reached = base
-        self.ups: list[int] = []  # upstream offsets produced, in order
-        self.nbytes: list[int] = []  # their keys' and values' bytes
-        self.stamps: list[int] = []  # their source timestamps
-        self.reported: list[int] = []  # downstream offsets, in report order (-1: refused)
-        self.failure: str | None = None
-        #: the end a batch waits for: the lane reads up to it whatever the copier holds
-        self.wanted = base
-
-    def frontier(self) -> int:
-        acked = len(self.reported)
-        return frontier(self.reached, self.ups[acked] if acked < len(self.ups) else None)
-
-    def held(self) -> int:
-        return len(self.ups)
-
-
-@dataclass(frozen=True)
-class Taken:
-    """A batch's copies from the copier: the rows of :data:`drkit.mirror.deliver.COPY_SCHEMA`, or why not."""
-
-    rows: pa.Table | None
-    failure: TakeFailure | None = None
-    reason: str = ""
-    skipped: int = 0  # records not copied because they came from the target (their origin header)
-    #: what the batch copies itself, after the copier stopped reading (the mirror is stopping)
-    rest: BatchRanges = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class _Request:
-    """Lane changes for the copying thread to apply between two reads."""
-
-    changes: LaneChanges
-    drop_all: bool = False  # everything held is dropped (orphans), the producer too
-    new_producer: bool = False  # its settings changed: the copies in flight are waited for, the lanes kept
-    flush: bool = False  # wait for every copy in flight (a stopping mirror's last batches)
-
-
-_NO_CHANGES = LaneChanges({}, frozenset())
 
 
 class ContinuousCopier:
@@ -150,8 +84,8 @@ class ContinuousCopier:
         self._origin = origin_prefix(source_alias)
         self.stall_seconds = stall_seconds
         self._cond = threading.Condition()
-        self._lanes: dict[Partition, _Lane] = {}
-        self._by_target: dict[tuple[str, int], _Lane] = {}
+        self._lanes: dict[Partition, Lane] = {}
+        self._by_target: dict[tuple[str, int], Lane] = {}
         self._consumer: Any = None
         self._producer: Any = None
         self._conf: dict[str, Any] | None = None
@@ -161,7 +95,7 @@ class ContinuousCopier:
         self._closed = False
         self._thread: threading.Thread | None = None
         #: what the copying thread applies next; None when nothing is pending
-        self._request: _Request | None = None
+        self._request: LaneRequest | None = None
         #: lanes paused because the copier holds its limit and no batch waits on them
         self._paused: set[Partition] = set()
         #: the mirror is stopping: no more reading, batches take what was copied and copy the rest
@@ -189,7 +123,7 @@ class ContinuousCopier:
             bases = {key: lane.base for key, lane in self._lanes.items()}
             changes = lane_changes(bases, ranges, end, frozenset(self._topic_map))
             if new_producer or changes:
-                self._apply(_Request(changes, new_producer=new_producer), stopping)
+                self._apply(LaneRequest(changes, new_producer=new_producer), stopping)
             for key, (_, until) in ranges.items():
                 if key in self._lanes:
                     self._lanes[key].wanted = max(self._lanes[key].wanted, until)
@@ -198,14 +132,14 @@ class ContinuousCopier:
             if failure is None and self._stopped_reading:
                 return self._take_stopped(ranges, stopping)
             if failure is not None:
-                self._apply(_Request(_NO_CHANGES, drop_all=True), stopping)
+                self._apply(LaneRequest(NO_CHANGES, drop_all=True), stopping)
                 return Taken(None, *failure)
             rows: list[dict[str, Any]] = []
             try:
                 for key, (_, until) in sorted(ranges.items()):
                     rows.extend(self._cut(key, until))
             except DeliveryFailed as exc:
-                self._apply(_Request(_NO_CHANGES, drop_all=True), stopping)
+                self._apply(LaneRequest(NO_CHANGES, drop_all=True), stopping)
                 return Taken(None, TakeFailure.LANE_FAILED, str(exc))
             skipped, self._skipped = self._skipped, 0
             return Taken(pa.Table.from_pylist(rows, schema=COPY_SCHEMA), skipped=skipped)
@@ -213,7 +147,7 @@ class ContinuousCopier:
     def _take_stopped(self, ranges: BatchRanges, stopping: Callable[[], bool]) -> Taken:
         """A batch of a stopping mirror: the lanes' acknowledged copies of its ranges, and the rest for the
         batch to copy itself (drkit.core.continuous.split_stopped). Lanes no batch takes past stay empty."""
-        self._apply(_Request(_NO_CHANGES, flush=True), stopping)
+        self._apply(LaneRequest(NO_CHANGES, flush=True), stopping)
         rows: list[dict[str, Any]] = []
         rest: dict[Partition, tuple[int, int]] = {}
         try:
@@ -233,7 +167,7 @@ class ContinuousCopier:
                 if split.rest is not None:
                     rest[key] = split.rest
         except DeliveryFailed as exc:
-            self._apply(_Request(_NO_CHANGES, drop_all=True), stopping)
+            self._apply(LaneRequest(NO_CHANGES, drop_all=True), stopping)
             return Taken(None, TakeFailure.LANE_FAILED, str(exc))
         skipped, self._skipped = self._skipped, 0
         return Taken(pa.Table.from_pylist(rows, schema=COPY_SCHEMA), skipped=skipped, rest=rest)
@@ -250,7 +184,7 @@ class ContinuousCopier:
         if lane is not None:
             self._by_target.pop((lane.target, key[1]), None)
 
-    def _apply(self, request: _Request, stopping: Callable[[], bool]) -> None:
+    def _apply(self, request: LaneRequest, stopping: Callable[[], bool]) -> None:
         """Have the copying thread apply ``request``, and wait until it did (lock held)."""
         self._request = request
         self._cond.notify_all()
@@ -307,21 +241,7 @@ class ContinuousCopier:
             self._cond.wait(0.05)
 
     def _cut(self, key: Partition, until: int) -> list[dict[str, Any]]:
-        """The rows of a covered lane's copies below ``until``, taken out of it: its base moves to ``until``."""
-        lane = self._lanes[key]
-        n = bisect.bisect_left(lane.ups, until, 0, len(lane.reported))
-        rows = fold_ranges(
-            key[0],
-            lane.target,
-            key[1],
-            lane.ups[:n],
-            lane.reported[:n],
-            sum(lane.nbytes[:n]),
-            max(lane.stamps[:n], default=0),
-        )
-        del lane.ups[:n], lane.reported[:n], lane.nbytes[:n], lane.stamps[:n]
-        lane.base = until
-        return rows
+        return cut(key, self._lanes[key], until)
 
     def close(self) -> None:
         """Stop copying; what no batch took is orphaned on the target."""
@@ -409,7 +329,7 @@ class ContinuousCopier:
         self._paused = pause
         return len(pause)
 
-    def _change(self, request: _Request) -> None:
+    def _change(self, request: LaneRequest) -> None:
         """Apply a batch's request: lane changes (drkit.core.continuous.lane_changes), a new producer, a flush."""
         if request.drop_all:
             self._drop_all()
@@ -426,7 +346,7 @@ class ContinuousCopier:
         for key in touched:
             self._forget(key)
         for key, since in changes.start.items():
-            lane = _Lane(since, self._topic_map[key[0]])
+            lane = Lane(since, self._topic_map[key[0]])
             self._lanes[key] = lane
             self._by_target[(lane.target, key[1])] = lane
         self._assign()
@@ -476,61 +396,15 @@ class ContinuousCopier:
         )
 
     def _copy(self, messages: list[Any]) -> None:
-        from confluent_kafka import KafkaError
-
-        produce, poll = self._producer.produce, self._producer.poll
-        lanes, back_to, origin = self._lanes, self._target_alias, self._origin
-        read_at = time.monotonic()
-        for n, msg in enumerate(messages):
-            key = (msg.topic(), msg.partition())
-            lane = lanes.get(key)
-            if lane is None or lane.failure is not None:
-                continue
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    lane.reached = max(lane.reached, msg.offset())
-                elif err.fatal() or (not err.retriable() and err.code() not in TRANSIENT_CODES):
-                    lane.failure = f"{key[0]}/{key[1]}: {err.name()}: {err.str()}"
-                continue
-            offset = msg.offset()
-            if offset < lane.reached:  # fetched again after an assignment
-                continue
-            lane.reached = offset + 1
-            headers = msg.headers()
-            if headers and back_to and has_been_on(headers, back_to):
-                self._skipped += 1
-                continue
-            value, k = msg.value(), msg.key()
-            stamp = msg.timestamp()[1]
-            mark = (ORIGIN_HEADER, origin + b"%d" % offset)
-            while True:
-                try:
-                    produce(
-                        lane.target,
-                        value,
-                        k,
-                        key[1],
-                        self._on_delivery,
-                        timestamp=stamp,
-                        headers=[*headers, mark] if headers else [mark],
-                    )
-                    break
-                except BufferError:  # the producer's queue is full: a target that does not acknowledge
-                    if time.monotonic() - read_at > self.stall_seconds:
-                        lane.failure = f"the producer's queue stayed full for {self.stall_seconds:.0f}s"
-                        break
-                    poll(0.1)
-                except Exception as exc:
-                    lane.failure = f"record {key[0]}/{key[1]}@{offset} could not be produced: {describe(exc)}"
-                    break
-            if lane.failure is not None:
-                continue
-            lane.ups.append(offset)
-            lane.nbytes.append((len(value) if value is not None else 0) + (len(k) if k is not None else 0))
-            lane.stamps.append(stamp)
-            if not n % 32:
-                poll(0)
+        self._skipped += copy_messages(
+            messages,
+            self._lanes,
+            self._producer,
+            self._on_delivery,
+            self._origin,
+            self._target_alias,
+            self.stall_seconds,
+        )
 
     def _on_delivery(self, err: Any, msg: Any) -> None:
         lane = self._by_target.get((msg.topic(), msg.partition()))

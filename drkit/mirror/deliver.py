@@ -26,25 +26,26 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from drkit.core.origin import ORIGIN_HEADER, has_been_on, origin_prefix
-from drkit.core.ports import TopicPartition
 from drkit.kafka.authz import Operation, refusal
-from drkit.store.offset_syncs import RANGE_SCHEMA
-
-#: What a copy returns: one row per contiguous range (the ``offset_syncs`` range columns, the shape the
-#: ranges keep up to Delta), with the bytes (keys and values) of the partition and the newest source
-#: timestamp it delivered on its first range (0 on the others).
-COPY_SCHEMA = pa.schema([*RANGE_SCHEMA, pa.field("bytes", pa.int64()), pa.field("max_timestamp", pa.int64())])
-
-#: Prefix of the message of a delivery failure, so the driver can find it in a Spark stack trace.
-FAILURE_MARKER = "DRKIT-DELIVERY-FAILED: "
+from drkit.mirror.chunk import RecordChunk
+from drkit.mirror.copied import COPY_SCHEMA, fold_ranges
+from drkit.mirror.producers import (
+    FAILURE_MARKER,
+    FENCED_MARKER,
+    TRANSACTION_TIMEOUT_SECONDS,
+    DeliveryFailed,
+    Fenced,
+    cached_producer,
+    describe,
+    drop_cached,
+    is_fenced,
+)
 
 #: How long a copy waits for the producer to learn of partitions just added to a target topic.
 UNKNOWN_PARTITION_SECONDS = 30.0
@@ -59,103 +60,14 @@ TIMING = bool(os.environ.get("DRKIT_MIRROR_TASK_TIMING"))
 _LOADED = time.monotonic()
 
 
-#: Prefix of the message of a fenced transactional producer (exactly-once: another writer of the same
-#: transactional id started), so the driver can find it in a Spark stack trace and stop, never retry.
-FENCED_MARKER = "DRKIT-FENCED: "
-
-#: How long a transactional producer may take to initialise (fencing) and to commit or abort.
-TRANSACTION_TIMEOUT_SECONDS = 60.0
-
-
-class DeliveryFailed(RuntimeError):
-    pass
-
-
-class Fenced(DeliveryFailed):
-    """A newer producer of the same transactional id fenced this one: another mirror of the flow took over.
-    Retrying would fence it in turn, so the mirror stops."""
-
-
-def is_fenced(err: Any) -> bool:
-    """Whether a librdkafka error says a newer producer with the same transactional id exists."""
-    from confluent_kafka import KafkaError
-
-    codes = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
-    try:
-        return err.code() in codes
-    except AttributeError:
-        return False
-
-
-def begin_transactions(producer: Any, transactional_id: str, alias: str) -> None:
-    """Initialise a transactional producer: every older producer of its id is fenced, its open transaction
-    aborted (drkit.core.exactly_once)."""
-    from confluent_kafka import KafkaException
-
-    try:
-        producer.init_transactions(TRANSACTION_TIMEOUT_SECONDS)
-    except KafkaException as exc:
-        refused = refusal(alias or "target", exc, Operation.WRITE)
-        raise DeliveryFailed(
-            FAILURE_MARKER
-            + (
-                f"{refused} (transactional id {transactional_id})"
-                if refused
-                else f"cluster {alias or 'target'}: transactional id {transactional_id} could not be "
-                f"initialised: {describe(exc.args[0])}"
-            )
-        ) from None
-
-
-#: Producers kept per process (a Spark Python worker, or the driver when it copies a small batch)
-#: between micro-batches, by configuration. Spark reuses its Python workers, so a long-running mirror
-#: keeps one idempotent producer (one producer id on the target, warm connections) per worker instead
-#: of a new one per partition per batch. A producer that saw any failure is dropped, so a retry starts
-#: with a fresh one. The task function reaches this cache only through ``_producer`` and ``_drop``:
-#: cloudpickle ships module functions by reference but a module global the task names itself by
-#: value, which would copy the cache (and fail on the driver's live producer) into every task.
-_PRODUCERS: dict[str, Any] = {}
-
-
-def _producer(conf: dict[str, Any], alias: str) -> tuple[str, Any]:
-    import json
-
-    key = json.dumps(conf, sort_keys=True, default=str)
-    producer = _PRODUCERS.get(key)
-    if producer is None:
-        producer = _PRODUCERS[key] = new_producer(conf, alias)
-    return key, producer
-
-
-def new_producer(conf: dict[str, Any], alias: str) -> Any:
-    """A producer of ``conf`` (without a logger) whose librdkafka log goes through Python logging, masked.
-    The logger is made here, in the process that produces: it does not travel to Spark's workers."""
-    from confluent_kafka import Producer
-
-    from drkit.kafka.clients import kafka_logger
-
-    return Producer({**conf, "logger": kafka_logger(alias or "target", conf)})
-
-
-def _drop(key: str) -> None:
-    _PRODUCERS.pop(key, None)
-
-
-def describe(err: Any) -> str:
-    """A librdkafka error as ``NAME: text``."""
-    try:
-        return f"{err.name()}: {err.str()}"
-    except AttributeError:
-        return str(err)
-
-
 class Copier:
     """Produces one micro-batch's records to the target and pairs each with its delivery report.
 
     Fed by a ``BatchReader`` (drkit.mirror.reader), in a copy task or in the driver,
-    one source partition's records at a time, in offset order. ``finish`` flushes, checks the pairing
-    and returns the batch's ranges as rows of ``OUTPUT_COLUMNS``; any failure raises ``DeliveryFailed``
-    and drops the producer, so a retry starts with a fresh one.
+    one chunk of a source partition's records at a time (drkit.mirror.chunk), in offset order. ``finish``
+    flushes, checks the pairing and returns the batch's ranges as rows of ``COPY_SCHEMA``
+    (drkit.mirror.copied); any failure raises ``DeliveryFailed`` and drops the producer, so a retry starts
+    with a fresh one.
 
     With a ``producer`` given (exactly-once: an initialised transactional producer, not cached here), the
     copies are one transaction: begun here, committed by ``finish`` after every record was acknowledged
@@ -176,7 +88,7 @@ class Copier:
         self.skipped = 0
         self._transactional = producer is not None
         if producer is None:
-            self._cache_key, self._producer = _producer(producer_conf, target_alias)
+            self._cache_key, self._producer = cached_producer(producer_conf, target_alias)
         else:
             self._cache_key, self._producer = "", producer
         self._topic_map = topic_map
@@ -213,21 +125,12 @@ class Copier:
             return
         reported.append(msg.offset())
 
-    def copy(
-        self,
-        topic: str,
-        partition: int,
-        offsets: list[int],
-        keys: list[bytes | None],
-        values: list[bytes | None],
-        stamps: list[int],
-        headers: list[list[tuple[str, bytes | None]] | None] | None,
-    ) -> None:
-        """Produce records of one source partition, in offset order; ``headers[i]`` are record i's own."""
+    def copy(self, chunk: RecordChunk) -> None:
+        """Produce one chunk of a source partition's records, in offset order."""
         from confluent_kafka import KafkaException
 
         try:
-            self._copy(topic, partition, offsets, keys, values, stamps, headers)
+            self._copy(chunk)
         # A fatal producer error, raised by poll (fenced, for one); confluent-kafka may also let it surface as a
         # SystemError from the delivery callback that runs while it is pending.
         except (KafkaException, SystemError) as exc:
@@ -242,19 +145,12 @@ class Copier:
         self._note_fence(cause)
         self.failures.append(f"the producer failed: {describe(cause)}")
 
-    def _copy(
-        self,
-        topic: str,
-        partition: int,
-        offsets: list[int],
-        keys: list[bytes | None],
-        values: list[bytes | None],
-        stamps: list[int],
-        headers: list[list[tuple[str, bytes | None]] | None] | None,
-    ) -> None:
-        """Produce records of one source partition, in offset order; ``headers[i]`` are record i's own."""
+    def _copy(self, chunk: RecordChunk) -> None:
+        """Produce one chunk of a source partition's records, in offset order."""
         from confluent_kafka import KafkaException
 
+        topic, partition, offsets = chunk.topic, chunk.partition, chunk.offsets
+        keys, values, stamps, headers = chunk.keys, chunk.values, chunk.stamps, chunk.headers
         if self.failures or not offsets:
             return
         target = self._topic_map.get(topic)
@@ -373,7 +269,7 @@ class Copier:
             with contextlib.suppress(Exception):  # fenced, or the target gone: the next writer aborts it
                 self._producer.abort_transaction(5)
             return
-        _drop(self._cache_key)
+        drop_cached(self._cache_key)
         self._producer.flush(5)
 
     def finish(self, flush_timeout: float = 300.0, before_commit: Callable[[], None] | None = None) -> pa.Table:
@@ -427,76 +323,3 @@ class Copier:
                 before_commit()
             self._transaction("commit", self._producer.commit_transaction, TRANSACTION_TIMEOUT_SECONDS)
         return pa.Table.from_pylist(rows, schema=COPY_SCHEMA)
-
-
-def fold_ranges(
-    topic: str, target: str, partition: int, ups: Sequence[int], downs: Sequence[int], nbytes: int, newest: int
-) -> list[dict[str, Any]]:
-    """The :data:`COPY_SCHEMA` rows of one partition's copies: upstream offsets in produce order paired by
-    position with the downstream offsets in report order, folded into contiguous ranges. The pairing is
-    checked: as many reports as records, strictly increasing downstream offsets; else ``DeliveryFailed``."""
-    import numpy as np
-
-    from drkit.core.offsets import SyncRange
-
-    u, d = np.asarray(ups, dtype=np.int64), np.asarray(downs, dtype=np.int64)
-    if len(d) != len(u) or (len(d) > 1 and bool(np.any(np.diff(d) <= 0))) or (len(d) and int(d.min()) < 0):
-        raise DeliveryFailed(
-            f"{FAILURE_MARKER}delivery reports of {target}/{partition} do not match the records produced "
-            f"({len(u)} produced, {len(d)} reported in order): the batch is retried"
-        )
-    if not len(u):
-        return []
-    if len(u) > 1 and bool(np.any(np.diff(u) <= 0)):  # offset order is expected; never trusted blindly
-        order = np.argsort(u, kind="stable")
-        u, d = u[order], d[order]
-    breaks = np.flatnonzero((np.diff(u) != 1) | (np.diff(d) != 1)) + 1
-    starts = [0, *breaks.tolist()]
-    ends = [*(breaks - 1).tolist(), len(u) - 1]
-    rows: list[dict[str, Any]] = []
-    for n, (s, e) in enumerate(zip(starts, ends, strict=True)):
-        r = SyncRange(int(u[s]), int(u[e]), int(d[s]), int(d[e]))
-        rows.append(
-            {
-                "source_topic": topic,
-                "target_topic": target,
-                "partition": partition,
-                "upstream_first": r.upstream_first,
-                "upstream_last": r.upstream_last,
-                "downstream_first": r.downstream_first,
-                "downstream_last": r.downstream_last,
-                "record_count": r.record_count,
-                "bytes": nbytes if n == 0 else 0,
-                "max_timestamp": newest if n == 0 else 0,
-            }
-        )
-    return rows
-
-
-@dataclass(frozen=True)
-class CopyTotals:
-    """What a batch's copy did, summed from its ranges (:data:`COPY_SCHEMA`)."""
-
-    records: int
-    bytes: int
-    #: per source partition: the offset after the last one copied
-    next_offsets: dict[TopicPartition, int]
-    #: per source partition: the newest source timestamp copied (epoch ms)
-    newest_ms: dict[TopicPartition, int]
-
-
-def totals(copied: pa.Table) -> CopyTotals:
-    rows = copied.select(["source_topic", "partition", "upstream_last", "record_count", "bytes", "max_timestamp"])
-    next_offsets: dict[TopicPartition, int] = {}
-    newest: dict[TopicPartition, int] = {}
-    for r in rows.to_pylist():
-        key = (r["source_topic"], r["partition"])
-        next_offsets[key] = max(next_offsets.get(key, 0), r["upstream_last"] + 1)
-        if r["max_timestamp"]:
-            newest[key] = max(newest.get(key, 0), r["max_timestamp"])
-    return CopyTotals(
-        int(pc.sum(copied.column("record_count")).as_py() or 0),
-        int(pc.sum(copied.column("bytes")).as_py() or 0),
-        next_offsets,
-        newest,
-    )

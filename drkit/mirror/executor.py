@@ -37,8 +37,10 @@ import pyarrow as pa
 
 from drkit.core.copying import CopySite, executor_id
 from drkit.core.offsets import BatchRanges
-from drkit.mirror.deliver import COPY_SCHEMA, Copier, DeliveryFailed, Fenced, new_producer
+from drkit.mirror.copied import COPY_SCHEMA
+from drkit.mirror.deliver import Copier
 from drkit.mirror.faults import NO_FAULTS, FaultPlan
+from drkit.mirror.producers import DeliveryFailed, Fenced, cached_producer, new_producer
 from drkit.mirror.reader import BatchReader, ReadFailed, RecordsRemoved, SourceStalled
 
 
@@ -224,10 +226,8 @@ def warm(task: CopyTask) -> Callable[[Iterable[int]], Iterator[int]]:
     the metadata of the flow's topics: a client learning a topic at its first use waits for it)."""
 
     def run(parts: Iterable[int]) -> Iterator[int]:
-        from drkit.mirror.deliver import _producer
-
         for _ in parts:
-            _, producer = _producer(task.producer_conf, task.target_alias)
+            _, producer = cached_producer(task.producer_conf, task.target_alias)
             _reader(task).connect(task.topic_map)
             with contextlib.suppress(Exception):  # best effort: the first batch reports a target that is down
                 producer.list_topics(timeout=5.0)

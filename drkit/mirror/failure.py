@@ -11,8 +11,9 @@ from __future__ import annotations
 import re
 
 from drkit.config import FlowConfig
-from drkit.errors import ClusterError, DrkitError
-from drkit.mirror.deliver import FAILURE_MARKER
+from drkit.errors import ClusterError, DrkitError, MirrorError
+from drkit.mirror.producers import FAILURE_MARKER, FENCED_MARKER, Fenced
+from drkit.mirror.reader import ReadFailed, RecordsRemoved, SourceStalled
 
 #: Kafka client errors that mean the source cannot be read (broker down, unreachable, or not answering).
 _SOURCE_READ_FAILURE = re.compile(
@@ -145,3 +146,42 @@ def describe_failure(flow: FlowConfig, bootstrap: str, error: BaseException) -> 
     if source_lost(flow, error) and "ClusterError: " not in text:
         return source_unreachable(flow, bootstrap, _cause(text))
     return failure_message(error)
+
+
+class FencedMirrorError(MirrorError):
+    """Another writer of the flow's transactional ids started: this mirror stops (never retries: a retry
+    would fence the other one in turn)."""
+
+
+def fenced_message(flow: str, target: str, cause: str) -> str:
+    """The operator's line for a mirror fenced by a newer one."""
+    return (
+        f"flow {flow}: another mirror of this flow started writing to cluster {target} with the flow's "
+        f"transactional ids and fenced this one ({cause.removeprefix(FENCED_MARKER)[:200]}); this mirror "
+        "stops. Run one mirror per flow"
+    )
+
+
+def copy_failure(flow: FlowConfig, bootstrap: str, batch_id: int, exc: Exception) -> BaseException:
+    """The operator-facing error of one failed attempt at copying a batch, whichever path copied it."""
+    failure = _copy_failure(flow, bootstrap, batch_id, exc)
+    return failure if isinstance(failure, FencedMirrorError) else explain(flow, bootstrap, failure)
+
+
+def _copy_failure(flow: FlowConfig, bootstrap: str, batch_id: int, exc: Exception) -> BaseException:
+    if isinstance(exc, RecordsRemoved):
+        return MirrorError(
+            f"flow {flow.name}: records were removed from the source before they were mirrored "
+            f"({exc}); they are lost to the target. To go on past them, set "
+            "[flows.mirror] fail_on_data_loss = false"
+        )
+    if isinstance(exc, ReadFailed):
+        return MirrorError(
+            f"flow {flow.name}: batch {batch_id} cannot be read exactly ({exc}); it is not committed "
+            "and is copied again when the mirror restarts"
+        )
+    if isinstance(exc, SourceStalled):  # a copy task's read (the driver's own says so itself)
+        return ClusterError(source_unreachable(flow, bootstrap, str(exc)))
+    if isinstance(exc, Fenced):
+        return FencedMirrorError(fenced_message(flow.name, flow.target, str(exc)))
+    return exc

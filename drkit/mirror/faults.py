@@ -9,8 +9,13 @@ to its copy tasks inside their :class:`drkit.mirror.executor.CopyTask`: an execu
 
 from __future__ import annotations
 
+import logging
+import os
+import signal
 from dataclasses import dataclass
 from enum import StrEnum
+
+log = logging.getLogger(__name__)
 
 
 class KillPoint(StrEnum):
@@ -63,3 +68,12 @@ class FaultPlan:
 
 #: What every mirror runs with unless a test injects a plan.
 NO_FAULTS = FaultPlan()
+
+
+def kill_here(faults: FaultPlan, flow: str, point: KillPoint, batch_id: int) -> None:
+    """A test's fault plan only: die by SIGKILL at ``point`` of the chosen batch."""
+    if faults.kills_at(point, batch_id):
+        log.warning("flow %s: killed at %s of batch %d (fault plan)", flow, point, batch_id)
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        os.kill(os.getpid(), signal.SIGKILL)

@@ -18,7 +18,7 @@ from drkit.core.status import EndsObservation
 from drkit.errors import DrkitError
 from drkit.layout import JobKind
 from drkit.mirror.outage import ClusterWatch
-from drkit.store.runs import RunFiles
+from drkit.mirror.ports import SourceEndsLog
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +40,7 @@ class SourceObserver:
     RATE_WINDOW = 10.0
 
     def __init__(
-        self, flow: FlowConfig, admin: ClusterAdmin, runs: RunFiles, watch: ClusterWatch | None = None
+        self, flow: FlowConfig, admin: ClusterAdmin, runs: SourceEndsLog, watch: ClusterWatch | None = None
     ) -> None:
         self.flow = flow
         self.admin = admin

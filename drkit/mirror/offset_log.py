@@ -1,7 +1,9 @@
-"""Spark's offset log of the mirror's query, read from its checkpoint folder (local or in an object store).
+"""Spark's checkpoint of the mirror's query (local or in an object store): its offset log and stream id.
 
-Invariant: read only, never written (Spark owns the folder); a file that is absent, truncated or not
-JSON reads as None, never as a guess, and the job refuses the batch on it.
+Invariant: read only, never written (Spark owns the folder; only its parent is made before the query
+starts); a file that is absent, truncated or not JSON reads as None, never as a guess, and the job refuses
+the batch on it. The one module of drkit.mirror that reaches files itself (drkit.store.files): Spark's
+checkpoint is Spark's, not drkit's state.
 """
 
 from __future__ import annotations
@@ -35,3 +37,14 @@ def _offsets_line(path: Location, line: int) -> SourceOffsets | None:
     except (OSError, IndexError, ValueError):
         return None
     return offsets if isinstance(offsets, dict) else None
+
+
+def stream_id(checkpoint: Location) -> str:
+    """The query's stream id (``metadata``, written by Spark when the query first started)."""
+    metadata = json.loads(files.read_text(checkpoint / "metadata") or "{}")
+    return str(metadata["id"])
+
+
+def make_parent(checkpoint: Location) -> None:
+    """The checkpoint's parent folder, before Spark writes the checkpoint in it."""
+    files.make_dirs(checkpoint.parent)

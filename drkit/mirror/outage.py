@@ -7,15 +7,21 @@ wait (``wait_until_reachable``) gives up at once when the mirror is stopping.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Protocol, TypeVar
 
-from drkit.core.outage import backoff_seconds
+from drkit.core.outage import FailedBatch, OutageAction, backoff_seconds, outage_action
+from drkit.mirror.failure import FencedMirrorError, failure_message, looks_like_outage
+from drkit.mirror.reader import ABANDONED_MARKER, BatchAbandoned
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 #: How long one probe of a cluster may take (a frozen or blackholed broker answers nothing: a timeout).
 PROBE_SECONDS = 5.0
@@ -85,3 +91,52 @@ def wait_until_reachable(
                 return False
             sleep(min(STOP_CHECK_SECONDS, pause))
             pause -= STOP_CHECK_SECONDS
+
+
+class Reachability(Protocol):
+    def reachable(self, alias: str, timeout: float) -> bool: ...
+
+
+def through_outages(
+    flow: str,
+    batch_id: int,
+    attempt: Callable[[], T],
+    once: bool,
+    clusters: Reachability,
+    watches: tuple[ClusterWatch, ClusterWatch],
+    stopping: Callable[[], bool],
+) -> T:
+    """``attempt`` until it succeeds; after a failure, wait for a cluster that does not answer and try
+    again (drkit.core.outage decides). Each attempt starts the batch over: what a failed one delivered
+    stays on the target (a re-copy of a batch Spark did not commit: at-least-once, never a loss)."""
+    source_watch, target_watch = watches
+    quick = 0
+    while True:
+        try:
+            return attempt()
+        except (BatchAbandoned, FencedMirrorError):
+            raise
+        except Exception as exc:
+            if once:
+                raise
+            source_up = clusters.reachable(source_watch.alias, PROBE_SECONDS)
+            target_up = not source_up or clusters.reachable(target_watch.alias, PROBE_SECONDS)
+            failed = FailedBatch(False, source_up, target_up, looks_like_outage(str(exc)), quick)
+            action = outage_action(failed)
+            if action is OutageAction.FAIL:
+                raise
+            cause = failure_message(exc)
+            if action is OutageAction.RETRY:
+                quick += 1
+                log.warning(
+                    "flow %s: batch %d failed (%s); both clusters answer: copying it again",
+                    flow,
+                    batch_id,
+                    cause[:300],
+                )
+                continue
+            watch = source_watch if action is OutageAction.WAIT_FOR_SOURCE else target_watch
+            if not wait_until_reachable(watch, functools.partial(clusters.reachable, watch.alias), stopping, cause):
+                raise BatchAbandoned(f"{ABANDONED_MARKER}the mirror is stopping") from None
+            quick = 0
+            log.info("flow %s: batch %d is copied again", flow, batch_id)

@@ -31,9 +31,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from drkit.core.offsets import BatchRanges
+from drkit.mirror.chunk import Headers, RecordChunk, Sink
 
 #: Records taken from the consumer at a time (the copy's chunk; librdkafka prefetches the next ones),
 #: fewer when they are large: a chunk holds about ``CHUNK_BYTES`` at the last chunk's record size.
@@ -71,19 +72,6 @@ class BatchAbandoned(Exception):
     """The mirror is stopping and stopped waiting for this batch (copied again after a restart)."""
 
 
-class Sink(Protocol):
-    def __call__(
-        self,
-        topic: str,
-        partition: int,
-        offsets: list[int],
-        keys: list[bytes | None],
-        values: list[bytes | None],
-        stamps: list[int],
-        headers: list[list[tuple[str, bytes | None]] | None] | None,
-    ) -> None: ...
-
-
 @dataclass(frozen=True)
 class ReadResult:
     """What one read did: the records handed on, and each partition's consumer position when its read
@@ -103,7 +91,7 @@ class _Partition:
         self.keys: list[bytes | None] = []
         self.values: list[bytes | None] = []
         self.stamps: list[int] = []
-        self.headers: list[list[tuple[str, bytes | None]] | None] = []
+        self.headers: list[Headers] = []
 
 
 class BatchReader:
@@ -254,13 +242,15 @@ class BatchReader:
                 take = max(1, min(CHUNK, CHUNK_BYTES * len(messages) // max(1, size)))
                 for (topic, partition), part in chunk.items():
                     sink(
-                        topic,
-                        partition,
-                        part.offsets,
-                        part.keys,
-                        part.values,
-                        part.stamps,
-                        part.headers if any(h is not None for h in part.headers) else None,
+                        RecordChunk(
+                            topic,
+                            partition,
+                            part.offsets,
+                            part.keys,
+                            part.values,
+                            part.stamps,
+                            part.headers if any(h is not None for h in part.headers) else None,
+                        )
                     )
                     read += len(part.offsets)
         finally:

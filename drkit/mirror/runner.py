@@ -23,6 +23,7 @@ from drkit.mirror.context import MirrorContext
 from drkit.mirror.failure import describe_failure, refusal_in, source_lost
 from drkit.mirror.job import MirrorJob
 from drkit.mirror.reader import ABANDONED_MARKER
+from drkit.mirror.wiring import mirror_job
 from drkit.runtime.signals import stop_on_signals
 
 if TYPE_CHECKING:
@@ -35,7 +36,9 @@ class MirrorRunner:
     """Runs the jobs of one or more flows until done (``once``) or stopped by SIGINT/SIGTERM."""
 
     def __init__(self, context: MirrorContext, flows: list[FlowConfig]) -> None:
-        self.jobs = [MirrorJob(context, f) for f in flows]
+        self._context, self._flows = context, flows
+        #: made by ``run``: a job's copy path depends on the run (drkit.mirror.wiring)
+        self.jobs: list[MirrorJob] = []
         self._spark = context.spark
         self._stop = threading.Event()
         self._unreachable: set[str] = set()
@@ -44,6 +47,7 @@ class MirrorRunner:
         self, once: bool, poll_seconds: float = 0.2, on_progress: Callable[[list[MirrorSummary]], None] | None = None
     ) -> list[MirrorSummary]:
         queries: list[StreamingQuery] = []
+        self.jobs = [mirror_job(self._context, f, once) for f in self._flows]
         unwatch = progress.watch(self._spark, {job.query_name: job.flow.name for job in self.jobs})
         with stop_on_signals(self._stop):
             try:

@@ -20,14 +20,14 @@ from drkit.errors import DrkitError
 from drkit.kafka import topics
 from drkit.kafka.admin import KafkaAdmin
 from drkit.kafka.topology import AppliedTopology, TopologyReconciler
-from drkit.store.runs import MirrorFiles
+from drkit.mirror.ports import MirrorStateLog
 
 log = logging.getLogger(__name__)
 
 
 class TopologyFollower:
     def __init__(
-        self, flow_name: str, reconciler: TopologyReconciler, files: MirrorFiles, interval: float, source: KafkaAdmin
+        self, flow_name: str, reconciler: TopologyReconciler, files: MirrorStateLog, interval: float, source: KafkaAdmin
     ) -> None:
         self.flow = flow_name
         self.reconciler = reconciler

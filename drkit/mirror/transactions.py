@@ -23,16 +23,10 @@ import pyarrow as pa
 from drkit.core.exactly_once import Partition, Resume, resume, slot_of, transactional_id
 from drkit.core.offsets import BatchRanges
 from drkit.kafka.tail import read_copies
-from drkit.mirror.deliver import (
-    COPY_SCHEMA,
-    FAILURE_MARKER,
-    Copier,
-    DeliveryFailed,
-    begin_transactions,
-    describe,
-    fold_ranges,
-    new_producer,
-)
+from drkit.mirror.chunk import RecordChunk
+from drkit.mirror.copied import COPY_SCHEMA, fold_ranges
+from drkit.mirror.deliver import Copier
+from drkit.mirror.producers import FAILURE_MARKER, DeliveryFailed, begin_transactions, describe, new_producer
 
 #: How long reading back a batch's partitions may take.
 READ_BACK_SECONDS = 60.0
@@ -182,19 +176,8 @@ class SlotCopier:
     def skipped(self) -> int:
         return sum(c.skipped for c in self._copiers.values())
 
-    def copy(
-        self,
-        topic: str,
-        partition: int,
-        offsets: list[int],
-        keys: list[bytes | None],
-        values: list[bytes | None],
-        stamps: list[int],
-        headers: list[list[tuple[str, bytes | None]] | None] | None,
-    ) -> None:
-        self._copiers[slot_of(topic, partition, self._slots)].copy(
-            topic, partition, offsets, keys, values, stamps, headers
-        )
+    def copy(self, chunk: RecordChunk) -> None:
+        self._copiers[slot_of(chunk.topic, chunk.partition, self._slots)].copy(chunk)
 
     def finish(self, before_commit: Callable[[], None] | None = None) -> pa.Table:
         """Commit each slot's transaction; the first failure aborts the slots not yet committed and raises

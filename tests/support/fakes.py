@@ -394,17 +394,32 @@ class FakeMirrorSyncs(FakeSyncs):
         return len(rows)
 
 
+class FakeSparkContext:
+    """What the mirror's wiring asks of Spark before a query starts: its master and its cores."""
+
+    master = "local[2]"
+    defaultParallelism = 2
+
+
+class FakeLocalSpark:
+    sparkContext = FakeSparkContext()
+
+
 def mirror_context(config: DrkitConfig, consumer: Any = None) -> Any:
-    """A mirror context (``drkit.mirror.context.MirrorContext``) of fakes, without Spark."""
+    """A mirror context (``drkit.mirror.context.MirrorContext``) of fakes: a local Spark that runs nothing."""
     from drkit.mirror.context import MirrorContext
+    from drkit.store.runs import MirrorFiles, RunFiles
 
     clusters = {alias: FakeCluster(alias) for alias in config.clusters}
+    layout = StateLayout(config.state_root())
     return MirrorContext(
         config,
-        None,  # type: ignore[arg-type]  # no Spark: only what the driver decides is exercised
+        FakeLocalSpark(),  # no Spark: only what the driver decides is exercised
         FakeMirrorClusters(clusters, consumer),
         FakeMirrorSyncs(),
-        StateLayout(config.state_root()),
+        layout,
+        MirrorFiles(layout),
+        RunFiles(layout),
     )
 
 

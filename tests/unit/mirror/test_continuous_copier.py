@@ -17,7 +17,8 @@ from support.waiting import wait_until
 from drkit.core.batch import EARLIEST
 from drkit.core.continuous import TakeFailure
 from drkit.core.origin import ORIGIN_HEADER
-from drkit.mirror.continuous import AHEAD_MAX_RECORDS, ContinuousCopier, ahead_limit
+from drkit.mirror.continuous import ContinuousCopier
+from drkit.mirror.lanes import AHEAD_MAX_RECORDS, ahead_limit
 from drkit.mirror.reader import BatchAbandoned
 
 TOPICS = {"t": "A.t", "r": "A.r"}

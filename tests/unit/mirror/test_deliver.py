@@ -14,8 +14,11 @@ import pytest
 from support.fakes import FakeProducer
 
 from drkit.core.origin import origin_of
-from drkit.mirror import deliver
-from drkit.mirror.deliver import COPY_SCHEMA, FAILURE_MARKER, Copier, DeliveryFailed
+from drkit.mirror import deliver, producers
+from drkit.mirror.chunk import RecordChunk
+from drkit.mirror.copied import COPY_SCHEMA
+from drkit.mirror.deliver import Copier
+from drkit.mirror.producers import FAILURE_MARKER, DeliveryFailed
 from drkit.store import offset_syncs
 
 TOPIC_MAP = {"orders": "A.orders", "users": "A.users"}
@@ -87,13 +90,15 @@ def deliver_batches(
                 )
                 for start, end in _runs(topics, partitions):
                     copier.copy(
-                        topics[start],
-                        partitions[start],
-                        offsets[start:end],
-                        keys[start:end],
-                        values[start:end],
-                        stamps[start:end],
-                        headers[start:end] if headers is not None else None,
+                        RecordChunk(
+                            topics[start],
+                            partitions[start],
+                            offsets[start:end],
+                            keys[start:end],
+                            values[start:end],
+                            stamps[start:end],
+                            headers[start:end] if headers is not None else None,
+                        )
                     )
             copied = copier.finish(flush_timeout)
         except BaseException:
@@ -126,7 +131,7 @@ def batch(records: list[Record], headers: list[list[dict[str, Any]] | None] | No
 @pytest.fixture
 def install(monkeypatch: pytest.MonkeyPatch) -> Callable[[FakeProducer], list[dict[str, Any]]]:
     """Make ``confluent_kafka.Producer(conf)`` build the given fake; returns the confs it was built with."""
-    monkeypatch.setattr(deliver, "_PRODUCERS", {})
+    monkeypatch.setattr(producers, "_PRODUCERS", {})
     built: list[dict[str, Any]] = []
 
     def use(fake: FakeProducer) -> list[dict[str, Any]]:
@@ -280,7 +285,7 @@ def test_producer_is_kept_between_batches(install: Any) -> None:
 
     assert [{k: v for k, v in c.items() if k != "logger"} for c in built] == [CONF]
     assert built[0]["logger"].name.startswith("drkit.kafka.")  # librdkafka's lines: Python logging, masked
-    assert len(deliver._PRODUCERS) == 1
+    assert len(producers._PRODUCERS) == 1
 
 
 # ------------------------------------------------------------------------------ failures
@@ -296,7 +301,7 @@ def test_topic_not_selected_by_the_flow_fails(install: Any) -> None:
 
     assert str(info.value) == f"{FAILURE_MARKER}topic payments is not selected by this flow"
     assert len(fake.produced) == 2
-    assert deliver._PRODUCERS == {}
+    assert producers._PRODUCERS == {}
 
 
 def test_delivery_error_fails_the_task_and_drops_the_producer(install: Any) -> None:
@@ -315,7 +320,7 @@ def test_delivery_error_fails_the_task_and_drops_the_producer(install: Any) -> N
     # the failure is seen at the next poll (every POLL_EVERY records, and at the end): nothing more is
     # produced after it
     assert [p["value"] for p in fake.produced] == [b"ok", b"too-big", b"v" * 3, b"v" * 3, b"v" * 3]
-    assert deliver._PRODUCERS == {}
+    assert producers._PRODUCERS == {}
 
     # the retry builds a fresh producer
     install(FakeProducer())
@@ -338,7 +343,7 @@ def test_unacknowledged_records_fail_the_task(install: Any) -> None:
     with pytest.raises(DeliveryFailed) as info:
         run([batch(contiguous("orders", 0, range(2)))])
     assert str(info.value) == f"{FAILURE_MARKER}2 records were not acknowledged by the target within 300.0s"
-    assert deliver._PRODUCERS == {}
+    assert producers._PRODUCERS == {}
 
 
 def _batches_then_error(records: list[Record]) -> Iterator[pa.RecordBatch]:
@@ -350,7 +355,7 @@ def test_any_other_error_drops_the_producer(install: Any) -> None:
     install(FakeProducer())
     with pytest.raises(RuntimeError, match="the source read failed"):
         list(deliver_batches(CONF, TOPIC_MAP, "A")(_batches_then_error(contiguous("orders", 0, range(2)))))
-    assert deliver._PRODUCERS == {}
+    assert producers._PRODUCERS == {}
 
 
 def test_a_failure_stops_producing_at_the_next_poll(install: Any) -> None:
@@ -372,7 +377,7 @@ def test_delivery_reports_out_of_produce_order_fail_the_task(install: Any) -> No
     install(Reordering())
     with pytest.raises(DeliveryFailed, match=r"delivery reports of A.orders/0 do not match"):
         run([batch(contiguous("orders", 0, range(5)))])
-    assert deliver._PRODUCERS == {}
+    assert producers._PRODUCERS == {}
 
 
 def test_newest_source_timestamp_per_partition(install: Any) -> None:

@@ -11,8 +11,11 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from support.fakes import FakeTransactionalProducer
 
-from drkit.mirror import deliver
-from drkit.mirror.deliver import COPY_SCHEMA, FAILURE_MARKER, FENCED_MARKER, Copier, DeliveryFailed, Fenced
+from drkit.mirror import producers
+from drkit.mirror.chunk import RecordChunk
+from drkit.mirror.copied import COPY_SCHEMA
+from drkit.mirror.deliver import Copier
+from drkit.mirror.producers import FAILURE_MARKER, FENCED_MARKER, DeliveryFailed, Fenced
 
 TOPIC_MAP = {"orders": "A.orders", "users": "A.users"}
 CONF = {"bootstrap.servers": "target:9092", "transactional.id": "drkit-mirror.A->B.0"}
@@ -23,7 +26,7 @@ FENCED_CODES = [KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVAL
 def no_plain_producers(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """A transactional copy neither makes a producer nor uses the process's cache of plain ones."""
     cache: dict[str, Any] = {}
-    monkeypatch.setattr(deliver, "_PRODUCERS", cache)
+    monkeypatch.setattr(producers, "_PRODUCERS", cache)
 
     def refuse(conf: dict[str, Any]) -> None:
         raise AssertionError("a transactional copy made a producer of its own")
@@ -38,7 +41,7 @@ def copier_of(fake: FakeTransactionalProducer) -> Copier:
 
 def copy(copier: Copier, topic: str, partition: int, offsets: list[int], value: bytes = b"v") -> None:
     n = len(offsets)
-    copier.copy(topic, partition, offsets, [b"k"] * n, [value] * n, [o * 10 for o in offsets], None)
+    copier.copy(RecordChunk(topic, partition, offsets, [b"k"] * n, [value] * n, [o * 10 for o in offsets]))
 
 
 RANGE_COLUMNS = ("source_topic", "partition", "upstream_first", "upstream_last", "downstream_first", "downstream_last")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +14,10 @@ import confluent_kafka
 import pytest
 from confluent_kafka import KafkaError
 
-from drkit.mirror import deliver, executor
-from drkit.mirror.deliver import FAILURE_MARKER, DeliveryFailed
+from drkit.mirror import executor, producers
 from drkit.mirror.executor import CopyTask, TaskFailure, copy_partitions, copy_ranges
 from drkit.mirror.faults import FaultPlan
+from drkit.mirror.producers import FAILURE_MARKER, DeliveryFailed
 from drkit.mirror.reader import RecordsRemoved, SourceStalled
 from drkit.store import files
 
@@ -146,7 +147,7 @@ class Target:
 
 @pytest.fixture
 def clients(monkeypatch: pytest.MonkeyPatch) -> Callable[[Source, Target], None]:
-    monkeypatch.setattr(deliver, "_PRODUCERS", {})
+    monkeypatch.setattr(producers, "_PRODUCERS", {})
     monkeypatch.setattr(executor, "_READERS", {})
 
     def use(source: Source, target: Target) -> None:
@@ -231,7 +232,7 @@ def test_the_task_function_ships_without_live_clients_and_its_settings_never_pri
     settings = task()
     run = copy_partitions(settings)
     [result] = list(run(iter([{("t", 0): (0, 2)}])))  # the worker's caches now hold live clients
-    assert result.failure is None and executor._READERS and deliver._PRODUCERS
+    assert result.failure is None and executor._READERS and producers._PRODUCERS
     shipped = cloudpickle.dumps(run)
     assert b"Source" not in shipped and b"Target" not in shipped
     assert callable(cloudpickle.loads(shipped))
@@ -270,11 +271,11 @@ class FakeSpark:
         self.sparkContext = FakeContext(master, cores)
 
 
-def mirror_job(tmp_path: Path, master: str, cores: int, **mirror: Any) -> Any:
+def job_of(tmp_path: Path, master: str, cores: int, **mirror: Any) -> Any:
     from support.fakes import mirror_context
 
     from drkit.config import parse_config
-    from drkit.mirror.job import MirrorJob
+    from drkit.mirror.wiring import mirror_job
 
     cfg = parse_config(
         {
@@ -283,24 +284,28 @@ def mirror_job(tmp_path: Path, master: str, cores: int, **mirror: Any) -> Any:
             "state": {"root": str(tmp_path / "state")},
         }
     )
-    made = MirrorJob(mirror_context(cfg), cfg.flows[0])
-    made.spark = FakeSpark(master, cores)
-    return made
+    return mirror_job(replace(mirror_context(cfg), spark=FakeSpark(master, cores)), cfg.flows[0], once=True)
+
+
+def request(plan: Any, producer_conf: dict[str, Any], topic_map: dict[str, str]) -> Any:
+    from drkit.mirror.copy_path import CopyRequest
+
+    return CopyRequest(0, plan.ranges, plan.records(), producer_conf, topic_map)
 
 
 def test_with_a_cluster_master_every_batch_goes_to_copy_tasks_none_through_the_driver(
     clients: Callable[[Source, Target], None], tmp_path: Path
 ) -> None:
     from drkit.core.batch import BatchPlan, MirrorState
-    from drkit.mirror.job import BatchReport
+    from drkit.mirror.report import BatchReport
 
     target = Target()
     clients(Source({("t", p): 10 for p in range(6)}), target)
-    j = mirror_job(tmp_path, "spark://m:7077", cores=4)
+    j = job_of(tmp_path, "spark://m:7077", cores=4)
     j.reader.read = lambda *a, **k: pytest.fail("the driver read records")  # the driver's reader: never
     plan = BatchPlan({("t", p): (0, 10) for p in range(6)}, {})
     report = BatchReport(0)
-    copied, state = j._copy(0, plan, {"bootstrap.servers": "b:1"}, {"t": "A.t"}, report, MirrorState("s", 0))
+    copied, state = j._copy(request(plan, {"bootstrap.servers": "b:1"}, {"t": "A.t"}), report, MirrorState("s", 0))
     assert j.spark.sparkContext.jobs == [4]  # one job, 6 partitions in 4 balanced tasks
     assert not report.in_driver and len(report.sites) == 4 and sum(s.records for s in report.sites) == 60
     assert sorted(s.partitions for s in report.sites) == [1, 1, 2, 2]
@@ -313,14 +318,14 @@ def test_in_local_mode_a_small_batch_is_copied_by_the_driver_without_a_job(
     clients: Callable[[Source, Target], None], tmp_path: Path
 ) -> None:
     from drkit.core.batch import BatchPlan, MirrorState
-    from drkit.mirror.job import BatchReport
+    from drkit.mirror.report import BatchReport
 
     clients(Source({("t", 0): 10}), Target())
-    j = mirror_job(tmp_path, "local[2]", cores=2)
-    j.reader = executor.BatchReader(lambda: confluent_kafka.Consumer({}), 1.0)
+    j = job_of(tmp_path, "local[2]", cores=2)
+    j.path.driver.reader = executor.BatchReader(lambda: confluent_kafka.Consumer({}), 1.0)
     report = BatchReport(0)
     plan = BatchPlan({("t", 0): (0, 10)}, {})
-    j._copy(0, plan, {"bootstrap.servers": "b:1"}, {"t": "A.t"}, report, MirrorState("s", 0))
+    j._copy(request(plan, {"bootstrap.servers": "b:1"}, {"t": "A.t"}), report, MirrorState("s", 0))
     assert report.in_driver and j.spark.sparkContext.jobs == []
     assert [s.in_driver for s in report.sites] == [True] and report.where() == "copied by the driver"
 
@@ -330,15 +335,15 @@ def test_a_failure_a_copy_task_returns_fails_the_batch_as_the_drivers_copy_would
 ) -> None:
     from drkit.core.batch import BatchPlan, MirrorState
     from drkit.errors import MirrorError
-    from drkit.mirror.job import BatchReport
+    from drkit.mirror.report import BatchReport
 
     clients(Source({("t", 0): 5}, errors={("t", 0): KafkaError._AUTO_OFFSET_RESET}), Target())
-    j = mirror_job(tmp_path, "spark://m:7077", cores=2)
+    j = job_of(tmp_path, "spark://m:7077", cores=2)
     with pytest.raises(MirrorError, match=r"records were removed from the source before they were mirrored"):
-        j._copy(0, BatchPlan({("t", 0): (0, 5)}, {}), {}, {"t": "A.t"}, BatchReport(0), MirrorState("s", 0))
+        j._copy(request(BatchPlan({("t", 0): (0, 5)}, {}), {}, {"t": "A.t"}), BatchReport(0), MirrorState("s", 0))
     clients(Source({("t", 0): 5}), Target(refuse=frozenset({"A.t"})))
     with pytest.raises(DeliveryFailed, match=FAILURE_MARKER):
-        j._copy(0, BatchPlan({("t", 0): (0, 5)}, {}), {}, {"t": "A.t"}, BatchReport(0), MirrorState("s", 0))
+        j._copy(request(BatchPlan({("t", 0): (0, 5)}, {}), {}, {"t": "A.t"}), BatchReport(0), MirrorState("s", 0))
 
 
 def test_a_source_a_copy_task_could_not_read_is_a_cluster_error_naming_it(
@@ -346,19 +351,19 @@ def test_a_source_a_copy_task_could_not_read_is_a_cluster_error_naming_it(
 ) -> None:
     from drkit.core.batch import BatchPlan, MirrorState
     from drkit.errors import ClusterError
-    from drkit.mirror.job import BatchReport
+    from drkit.mirror.report import BatchReport
 
     clients(Source({}), Target())  # t/0 never answers
-    j = mirror_job(tmp_path, "spark://m:7077", cores=2, consumer={"default.api.timeout.ms": "300"})
+    j = job_of(tmp_path, "spark://m:7077", cores=2, consumer={"default.api.timeout.ms": "300"})
     with pytest.raises(ClusterError) as raised:
-        j._copy(0, BatchPlan({("t", 0): (0, 5)}, {}), {}, {"t": "A.t"}, BatchReport(0), MirrorState("s", 0))
+        j._copy(request(BatchPlan({("t", 0): (0, 5)}, {}), {}, {"t": "A.t"}), BatchReport(0), MirrorState("s", 0))
     assert str(raised.value).startswith("source cluster A (a:1) cannot be read: no record of 1 partition(s) arrived")
 
 
 def test_a_mirror_on_a_spark_with_speculation_is_refused_before_anything_starts(tmp_path: Path) -> None:
     from drkit.errors import RefusedError
 
-    j = mirror_job(tmp_path, "spark://m:7077", cores=2)
+    j = job_of(tmp_path, "spark://m:7077", cores=2)
 
     class Conf:
         def get(self, key: str) -> str | None:
@@ -376,6 +381,6 @@ def test_the_warm_up_makes_the_clients_the_first_copy_uses(clients: Callable[[So
     clients(source, Target())
     settings = task()
     assert list(executor.warm(settings)(iter([0]))) == [os.getpid()]
-    assert len(source.confs) == 1 and len(deliver._PRODUCERS) == 1  # the consumer made, the producer cached
+    assert len(source.confs) == 1 and len(producers._PRODUCERS) == 1  # the consumer made, the producer cached
     result = copy_ranges(settings, {("t", 0): (0, 3)}, 0)
-    assert result.failure is None and len(source.confs) == 1 and len(deliver._PRODUCERS) == 1  # the same ones
+    assert result.failure is None and len(source.confs) == 1 and len(producers._PRODUCERS) == 1  # the same ones

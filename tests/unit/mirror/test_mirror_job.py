@@ -19,6 +19,7 @@ from drkit.config import DrkitConfig, parse_config
 from drkit.core.offsets import SourceOffsets
 from drkit.errors import MirrorError
 from drkit.mirror.job import MirrorJob
+from drkit.mirror.wiring import mirror_job
 
 STREAM = "stream-1"
 
@@ -35,7 +36,7 @@ def config(tmp_path: Path, **mirror: Any) -> DrkitConfig:
 
 def job(tmp_path: Path, **mirror: Any) -> MirrorJob:
     cfg = config(tmp_path, **mirror)
-    made = MirrorJob(mirror_context(cfg), cfg.flows[0])
+    made = mirror_job(mirror_context(cfg), cfg.flows[0], once=False)
     Path(made.stream_checkpoint).mkdir(parents=True)
     Path(made.stream_checkpoint / "metadata").write_text(json.dumps({"id": STREAM}))
     return made

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from drkit.mirror.job import query_name, registration_refusal
+from drkit.mirror.query import query_name, registration_refusal
 
 
 def test_the_name_is_per_flow_and_state_root(tmp_path: Path) -> None:

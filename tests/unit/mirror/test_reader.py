@@ -13,6 +13,7 @@ from support.fakes import FakeConsumerError as FakeError
 from support.fakes import FakeRecord as Msg
 
 from drkit.core.batch import MirrorState
+from drkit.mirror.chunk import RecordChunk
 from drkit.mirror.reader import (
     ABANDONED_MARKER,
     CHUNK,
@@ -65,16 +66,9 @@ class Sink:
     def __init__(self) -> None:
         self.calls: list[tuple[str, int, list[int], list[Any] | None]] = []
 
-    def __call__(
-        self,
-        topic: str,
-        partition: int,
-        offsets: list[int],
-        keys: list[bytes | None],
-        values: list[bytes | None],
-        stamps: list[int],
-        headers: list[Any] | None,
-    ) -> None:
+    def __call__(self, chunk: RecordChunk) -> None:
+        topic, partition, offsets, keys = chunk.topic, chunk.partition, chunk.offsets, chunk.keys
+        values, stamps, headers = chunk.values, chunk.stamps, chunk.headers
         assert keys == [b"k%d" % o for o in offsets] and values == [b"v%d" % o for o in offsets]
         assert stamps == [1000 + o for o in offsets]
         self.calls.append((topic, partition, offsets, headers))
@@ -84,6 +78,15 @@ class Sink:
         for topic, partition, offsets, _ in self.calls:
             out.setdefault((topic, partition), []).extend(offsets)
         return out
+
+
+def driver_copy(job: Any, state: MirrorState) -> Any:
+    """The job's copy of t/0 [0, 5) in the driver (drkit.mirror.copy_driver), as a small batch is copied."""
+    from drkit.mirror.copy_path import CopyRequest
+    from drkit.mirror.report import BatchReport
+
+    request = CopyRequest(0, {("t", 0): (0, 5)}, 5, {"bootstrap.servers": "b:1"}, {"t": "A.t"})
+    return job.path.driver.copy(request, state, BatchReport(0))
 
 
 def reader(consumer: FakeConsumer, stall: float = 5.0) -> BatchReader:
@@ -227,8 +230,8 @@ def test_a_source_that_stalls_the_drivers_read_is_a_cluster_error_naming_it(
 
     from drkit.config import parse_config
     from drkit.errors import ClusterError
-    from drkit.mirror import deliver
-    from drkit.mirror.job import MirrorJob
+    from drkit.mirror import producers
+    from drkit.mirror.wiring import mirror_job
 
     config = parse_config(
         {
@@ -245,16 +248,16 @@ def test_a_source_that_stalls_the_drivers_read_is_a_cluster_error_naming_it(
         def flush(self, timeout: float) -> int:
             return 0
 
-    monkeypatch.setattr(deliver, "_PRODUCERS", {})
+    monkeypatch.setattr(producers, "_PRODUCERS", {})
     monkeypatch.setattr(confluent_kafka, "Producer", Producer)
-    job = MirrorJob(mirror_context(config, FakeConsumer([])), config.flows[0])
+    job = mirror_job(mirror_context(config, FakeConsumer([])), config.flows[0], once=True)
     assert job.reader.stall_seconds == 0.2
     with pytest.raises(ClusterError) as raised:
-        job._copy_in_driver({("t", 0): (0, 5)}, {"bootstrap.servers": "b:1"}, {"t": "A.t"}, MirrorState("s", 0))
+        driver_copy(job, MirrorState("s", 0))
     message = str(raised.value)
     assert message.startswith("source cluster A (a:1) cannot be read: no record of 1 partition(s) arrived"), message
     assert "drkit failover --flow 'A->B'" in message
-    assert deliver._PRODUCERS == {}
+    assert producers._PRODUCERS == {}
 
 
 def test_the_read_reports_where_each_partition_ended() -> None:
@@ -283,8 +286,8 @@ def test_a_partition_ending_before_the_planned_end_is_never_committed_as_copied(
 
     from drkit.config import parse_config
     from drkit.errors import MirrorError
-    from drkit.mirror import deliver
-    from drkit.mirror.job import MirrorJob
+    from drkit.mirror import producers
+    from drkit.mirror.wiring import mirror_job
 
     config = parse_config(
         {
@@ -304,11 +307,11 @@ def test_a_partition_ending_before_the_planned_end_is_never_committed_as_copied(
         def poll(self, timeout: float) -> int:
             return 0
 
-    monkeypatch.setattr(deliver, "_PRODUCERS", {})
+    monkeypatch.setattr(producers, "_PRODUCERS", {})
     monkeypatch.setattr(confluent_kafka, "Producer", Producer)
-    job = MirrorJob(mirror_context(config, FakeConsumer([[eof("t", 0, 3)]])), config.flows[0])
+    job = mirror_job(mirror_context(config, FakeConsumer([[eof("t", 0, 3)]])), config.flows[0], once=True)
     before = MirrorState("s", 0, {}, {("u", 0): 1})
-    copy = lambda: job._copy_in_driver({("t", 0): (0, 5)}, {"bootstrap.servers": "b:1"}, {"t": "A.t"}, before)  # noqa: E731
+    copy = lambda: driver_copy(job, before)  # noqa: E731
     if fail_on_data_loss:
         with pytest.raises(MirrorError) as raised:
             copy()

@@ -15,8 +15,11 @@ from support.fakes import FakeConsumerError, FakeRecord, FakeTransactionalProduc
 
 from drkit.core.exactly_once import Resume, slot_of, transactional_id
 from drkit.core.offsets import BatchRanges
-from drkit.mirror import deliver
-from drkit.mirror.deliver import COPY_SCHEMA, FAILURE_MARKER, FENCED_MARKER, Copier, DeliveryFailed, Fenced
+from drkit.mirror import producers
+from drkit.mirror.chunk import RecordChunk
+from drkit.mirror.copied import COPY_SCHEMA
+from drkit.mirror.deliver import Copier
+from drkit.mirror.producers import FAILURE_MARKER, FENCED_MARKER, DeliveryFailed, Fenced
 from drkit.mirror.transactions import SlotCopier, SlotProducers, make_transactional, read_back, slot_conf
 
 FLOW = "A->B"
@@ -217,7 +220,7 @@ def test_dropped_producers_are_made_again_and_read_back_again() -> None:
 
 def _copy(copier: SlotCopier | Copier, topic: str, partition: int, offsets: list[int]) -> None:
     n = len(offsets)
-    copier.copy(topic, partition, offsets, [b"k"] * n, [b"v"] * n, [o * 10 for o in offsets], None)
+    copier.copy(RecordChunk(topic, partition, offsets, [b"k"] * n, [b"v"] * n, [o * 10 for o in offsets]))
 
 
 RANGE_COLUMNS = ("source_topic", "partition", "upstream_first", "upstream_last", "downstream_first", "downstream_last")
@@ -231,7 +234,7 @@ def _rows(table: Any) -> list[tuple[Any, ...]]:
 def no_cached_producers(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     """A transactional copy never uses the process's cache of plain producers."""
     cache: dict[str, Any] = {}
-    monkeypatch.setattr(deliver, "_PRODUCERS", cache)
+    monkeypatch.setattr(producers, "_PRODUCERS", cache)
     return cache
 
 
@@ -313,8 +316,8 @@ def test_a_batch_with_no_slots_commits_nothing() -> None:
 def test_skipped_records_are_summed_over_the_slots() -> None:
     copier, fakes = _slot_copiers()
     back: list[list[tuple[str, bytes | None]] | None] = [[("drkit.origin", b"B:1")]]  # came from the target
-    copier.copy("orders", 0, [0], [None], [b"v"], [0], back)
-    copier.copy("orders", 1, [0], [None], [b"v"], [0], back)
+    copier.copy(RecordChunk("orders", 0, [0], [None], [b"v"], [0], back))
+    copier.copy(RecordChunk("orders", 1, [0], [None], [b"v"], [0], back))
     assert copier.skipped == 2
     assert fakes[2].produced == fakes[3].produced == []
 

@@ -1,0 +1,187 @@
+"""The continuous copier's lanes: per source partition, the copies made and not yet taken by a batch.
+
+Invariant: a lane's ``ups`` (upstream offsets, in produce order) pair by position with its ``reported``
+(downstream offsets, in report order); a batch takes a covered prefix of them (``cut``), folded into sync
+ranges as every copy path folds its copies (drkit.mirror.copied), and the lane's base moves past it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from drkit.core.batch import Partition
+from drkit.core.continuous import LaneChanges, TakeFailure, frontier
+from drkit.core.offsets import BatchRanges
+from drkit.core.origin import ORIGIN_HEADER, has_been_on
+from drkit.mirror.copied import fold_ranges
+from drkit.mirror.producers import describe
+from drkit.mirror.reader import TRANSIENT_CODES
+
+#: A batch whose planned partitions made no progress for this long copies its own records instead.
+STALL_SECONDS = 5.0
+
+#: The copier stops reading while this many acknowledged or in-flight copies wait for a batch to take them
+#: (memory: about 40 bytes each), or twice ``max_offsets_per_trigger`` when the flow sets one: that setting
+#: keeps its meaning, the most a batch (so a trigger interval) moves the mirror on, and it bounds what a crash
+#: makes the restart copy again. The limit is checked before each read of up to ``CHUNK`` records, so the copies
+#: held can pass it by one read, and by one more per lane a batch still waits for (those lanes are not paused).
+AHEAD_MAX_RECORDS = 1_000_000
+
+
+def ahead_limit(max_offsets_per_trigger: int | None) -> int:
+    """How many copies the copier may hold ahead of the batches."""
+    if max_offsets_per_trigger is None:
+        return AHEAD_MAX_RECORDS
+    return min(AHEAD_MAX_RECORDS, 2 * max_offsets_per_trigger)
+
+
+#: How long one read waits for records. librdkafka returns a read when its chunk is full or this time is
+#: up, and a steady flow seldom fills a chunk: every record would wait up to this long (the reader's 10 ms
+#: was 5 ms of the p50). An idle copier loops at this pace, which costs little.
+READ_WAIT_SECONDS = 0.002
+
+#: How long changing the lanes waits for the copies in flight (their reports pair with the old lanes).
+FLUSH_SECONDS = 10.0
+
+
+class Lane:
+    """One source partition's copies since ``base``, the first offset no batch took yet."""
+
+    __slots__ = ("base", "failure", "nbytes", "reached", "reported", "stamps", "target", "ups", "wanted")
+
+    def __init__(self, base: int, target: str) -> None:
+        self.base = base
+        self.target = target
+        #: the consumer's position: one past the last record read, or where it reported the partition's end
+        self.reached = base
+        self.ups: list[int] = []  # upstream offsets produced, in order
+        self.nbytes: list[int] = []  # their keys' and values' bytes
+        self.stamps: list[int] = []  # their source timestamps
+        self.reported: list[int] = []  # downstream offsets, in report order (-1: refused)
+        self.failure: str | None = None
+        #: the end a batch waits for: the lane reads up to it whatever the copier holds
+        self.wanted = base
+
+    def frontier(self) -> int:
+        acked = len(self.reported)
+        return frontier(self.reached, self.ups[acked] if acked < len(self.ups) else None)
+
+    def held(self) -> int:
+        return len(self.ups)
+
+
+@dataclass(frozen=True)
+class Taken:
+    """A batch's copies from the copier: the rows of :data:`drkit.mirror.copied.COPY_SCHEMA`, or why not."""
+
+    rows: pa.Table | None
+    failure: TakeFailure | None = None
+    reason: str = ""
+    skipped: int = 0  # records not copied because they came from the target (their origin header)
+    #: what the batch copies itself, after the copier stopped reading (the mirror is stopping)
+    rest: BatchRanges = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LaneRequest:
+    """Lane changes for the copying thread to apply between two reads."""
+
+    changes: LaneChanges
+    drop_all: bool = False  # everything held is dropped (orphans), the producer too
+    new_producer: bool = False  # its settings changed: the copies in flight are waited for, the lanes kept
+    flush: bool = False  # wait for every copy in flight (a stopping mirror's last batches)
+
+
+NO_CHANGES = LaneChanges({}, frozenset())
+
+
+def cut(key: Partition, lane: Lane, until: int) -> list[dict[str, Any]]:
+    """The rows of a covered lane's copies below ``until``, taken out of it: its base moves to ``until``."""
+    n = bisect.bisect_left(lane.ups, until, 0, len(lane.reported))
+    rows = fold_ranges(
+        key[0],
+        lane.target,
+        key[1],
+        lane.ups[:n],
+        lane.reported[:n],
+        sum(lane.nbytes[:n]),
+        max(lane.stamps[:n], default=0),
+    )
+    del lane.ups[:n], lane.reported[:n], lane.nbytes[:n], lane.stamps[:n]
+    lane.base = until
+    return rows
+
+
+def copy_messages(
+    messages: list[Any],
+    lanes: Mapping[Partition, Lane],
+    producer: Any,
+    on_delivery: Callable[[Any, Any], None],
+    origin: bytes,
+    back_to: str,
+    stall_seconds: float,
+) -> int:
+    """Produce the records read for the lanes, each as it came, and note them in its lane; how many were
+    skipped (they came from the target: their origin header names it). A lane that fails stops copying."""
+    from confluent_kafka import KafkaError
+
+    produce, poll = producer.produce, producer.poll
+    skipped = 0
+    read_at = time.monotonic()
+    for n, msg in enumerate(messages):
+        key = (msg.topic(), msg.partition())
+        lane = lanes.get(key)
+        if lane is None or lane.failure is not None:
+            continue
+        err = msg.error()
+        if err is not None:
+            if err.code() == KafkaError._PARTITION_EOF:
+                lane.reached = max(lane.reached, msg.offset())
+            elif err.fatal() or (not err.retriable() and err.code() not in TRANSIENT_CODES):
+                lane.failure = f"{key[0]}/{key[1]}: {err.name()}: {err.str()}"
+            continue
+        offset = msg.offset()
+        if offset < lane.reached:  # fetched again after an assignment
+            continue
+        lane.reached = offset + 1
+        headers = msg.headers()
+        if headers and back_to and has_been_on(headers, back_to):
+            skipped += 1
+            continue
+        value, k = msg.value(), msg.key()
+        stamp = msg.timestamp()[1]
+        mark = (ORIGIN_HEADER, origin + b"%d" % offset)
+        while True:
+            try:
+                produce(
+                    lane.target,
+                    value,
+                    k,
+                    key[1],
+                    on_delivery,
+                    timestamp=stamp,
+                    headers=[*headers, mark] if headers else [mark],
+                )
+                break
+            except BufferError:  # the producer's queue is full: a target that does not acknowledge
+                if time.monotonic() - read_at > stall_seconds:
+                    lane.failure = f"the producer's queue stayed full for {stall_seconds:.0f}s"
+                    break
+                poll(0.1)
+            except Exception as exc:
+                lane.failure = f"record {key[0]}/{key[1]}@{offset} could not be produced: {describe(exc)}"
+                break
+        if lane.failure is not None:
+            continue
+        lane.ups.append(offset)
+        lane.nbytes.append((len(value) if value is not None else 0) + (len(k) if k is not None else 0))
+        lane.stamps.append(stamp)
+        if not n % 32:
+            poll(0)
+    return skipped

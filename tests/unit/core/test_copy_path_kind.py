@@ -1,0 +1,30 @@
+"""The copy path of a mirror run: chosen once from the delivery and where copies may run."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from drkit.core.continuous import CopyMode, copy_mode
+from drkit.core.copy_path import CopyPathKind, copy_path_kind
+from drkit.core.exactly_once import Delivery
+
+
+@given(st.booleans(), st.booleans(), st.booleans(), st.integers(min_value=-1, max_value=10))
+def test_exactly_once_is_never_continuous(local: bool, continuous: bool, once: bool, driver_max: int) -> None:
+    assert copy_path_kind(Delivery.EXACTLY_ONCE, local, continuous, once, driver_max) is CopyPathKind.EXACTLY_ONCE
+
+
+@given(st.booleans(), st.booleans(), st.booleans(), st.integers(min_value=-1, max_value=10))
+def test_at_least_once_is_continuous_exactly_where_the_copy_mode_is(
+    local: bool, continuous: bool, once: bool, driver_max: int
+) -> None:
+    kind = copy_path_kind(Delivery.AT_LEAST_ONCE, local, continuous, once, driver_max)
+    mode = copy_mode(local, continuous, once, driver_max)
+    assert (kind is CopyPathKind.CONTINUOUS) is (mode is CopyMode.CONTINUOUS)
+    assert kind is not CopyPathKind.EXACTLY_ONCE
+
+
+def test_a_one_shot_run_copies_each_batch_itself() -> None:
+    assert copy_path_kind(Delivery.AT_LEAST_ONCE, True, True, True, 100) is CopyPathKind.AT_LEAST_ONCE
+    assert copy_path_kind(Delivery.AT_LEAST_ONCE, True, True, False, 100) is CopyPathKind.CONTINUOUS
