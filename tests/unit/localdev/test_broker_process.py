@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.waiting import wait_until
 
 from drkit.errors import RefusedError
 from drkit.localdev.broker_process import (
@@ -83,8 +84,12 @@ def test_each_refusal_is_one_line_naming_the_cluster_the_pid_and_why() -> None:
 def test_the_facts_of_a_live_process_come_from_proc_and_an_ended_one_has_none() -> None:
     proc = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE)
     try:
+        # /proc may still show the forked parent's command line for a moment under load (seen once in a busy
+        # unit run): wait for the exec, then the facts must hold and stay the same.
+        wanted = ("-c", "import sys; sys.stdin.read()")
+        wait_until(lambda: (f := process_facts(proc.pid)) is not None and f.cmdline[1:] == wanted, 10, "the exec")
         facts = process_facts(proc.pid)
-        assert facts is not None and facts.cmdline[1:] == ("-c", "import sys; sys.stdin.read()")
+        assert facts is not None and facts.cmdline[1:] == wanted
         assert facts.start_ticks > 0 and process_facts(proc.pid) == facts
     finally:
         proc.communicate(b"")
