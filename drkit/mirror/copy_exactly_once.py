@@ -10,22 +10,20 @@ copied twice); copy tasks use the same ids, so the driver's producers are forgot
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 
 from drkit.config import FlowConfig
 from drkit.core.batch import MirrorState, Partition
-from drkit.core.continuous import CopyMode
 from drkit.core.copying import CopyPlace
 from drkit.core.exactly_once import slot_groups
 from drkit.core.offsets import BatchRanges
 from drkit.errors import ClusterError
 from drkit.mirror.copied import COPY_SCHEMA
-from drkit.mirror.copy_path import CopyRequest, PlaceCopy, ProducerConf
+from drkit.mirror.copy_path import CopyRequest, PlaceCopy, PlacedCopy, ProducerConf
 from drkit.mirror.failure import source_unreachable
-from drkit.mirror.lanes import Taken
 from drkit.mirror.ports import MirrorSyncLog
 from drkit.mirror.producers import DeliveryFailed
 from drkit.mirror.reader import BatchReader, SourceStalled
@@ -147,10 +145,8 @@ class TransactionalDriverCopy:
         return rows, state
 
 
-class ExactlyOnceCopy:
+class ExactlyOnceCopy(PlacedCopy):
     """Every batch in transactions, where the placement says (the driver, or one task per slot)."""
-
-    mode = CopyMode.PER_BATCH
 
     def __init__(
         self,
@@ -162,12 +158,12 @@ class ExactlyOnceCopy:
         place: Callable[[int], CopyPlace],
         warm: Callable[[ProducerConf, dict[str, str]], None],
     ) -> None:
+        super().__init__(driver, executors, place, warm)
         self.flow, self.producers, self.tails = flow, producers, tails
-        self.driver, self.executors, self._place, self._warm = driver, executors, place, warm
 
     def prepare(self, producer_conf: ProducerConf, topic_map: dict[str, str]) -> None:
         self._fence_writers(producer_conf)
-        self._warm(producer_conf, topic_map)
+        super().prepare(producer_conf, topic_map)
 
     def _fence_writers(self, producer_conf: ProducerConf) -> None:
         """Initialise every transactional id of the flow before the first batch, so an older writer (another
@@ -184,22 +180,5 @@ class ExactlyOnceCopy:
             self.producers.drop()
             log.warning("flow %s: transactional ids not initialised at start: %s", self.flow.name, exc)
 
-    def take(self, request: CopyRequest, end: Mapping[Partition, int], report: BatchReport) -> Taken | None:
-        return None
-
-    def copy(self, request: CopyRequest, state: MirrorState, report: BatchReport) -> tuple[pa.Table, MirrorState]:
-        report.in_driver = self._place(request.records) is CopyPlace.DRIVER
-        place = self.driver if report.in_driver else self.executors
-        return place.copy(request, state, report)
-
     def synced(self, copied: pa.Table) -> None:
         self.tails.note(copied)
-
-    def stop_reading(self) -> None:
-        return None
-
-    def holds_copies(self) -> bool:
-        return False
-
-    def close(self) -> None:
-        return None

@@ -86,8 +86,9 @@ class CopyPath(Protocol):
     def close(self) -> None: ...
 
 
-class AtLeastOnceCopy:
-    """Every batch copies its own records with idempotent producers, where the placement says."""
+class PlacedCopy:
+    """Every batch copies its own records (nothing runs ahead), on the driver or the executors as the placement
+    says; what the paths of this kind share."""
 
     mode = CopyMode.PER_BATCH
 
@@ -122,6 +123,10 @@ class AtLeastOnceCopy:
 
     def close(self) -> None:
         return None
+
+
+class AtLeastOnceCopy(PlacedCopy):
+    """Every batch copies its own records with idempotent producers, where the placement says."""
 
 
 class ContinuousCopy:
