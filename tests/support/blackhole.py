@@ -16,7 +16,7 @@ reset there, and the test can say why.
 from __future__ import annotations
 
 import contextlib
-import select
+import selectors
 import socket
 import threading
 
@@ -88,13 +88,20 @@ class BlackholeProxy:
             return
         self._track(upstream)
         pair = {client: upstream, upstream: client}
+        # A selector (epoll), not select(): select() refuses descriptors of 1024 and above, which a process
+        # that has run many tests holds (CI saw "filedescriptor out of range in select()").
+        watch = selectors.DefaultSelector()
         try:
+            for end in pair:  # a connection held through a blackhole may have been reset by heal() already
+                watch.register(end, selectors.EVENT_READ, end)
             while not self._closed.is_set():
                 if not self._open.is_set():  # blackholed: read nothing, send nothing, close nothing
                     if self._open.wait(0.2):
                         return  # healed: heal() has reset this connection
                     continue
-                readable, _, _ = select.select(list(pair), [], [], 0.2)
+                if any(end.fileno() == -1 for end in pair):  # closed by heal() or close()
+                    return
+                readable: list[socket.socket] = [key.data for key, _ in watch.select(0.2)]
                 for s in readable:
                     if not self._open.is_set():
                         break
@@ -107,6 +114,7 @@ class BlackholeProxy:
                 self.failures.append(f"a forwarded connection failed: {e!r}")
             return
         finally:
+            watch.close()
             for s in pair:
                 with contextlib.suppress(OSError):
                     s.close()

@@ -3,6 +3,7 @@ passes and nothing is closed (a dead network, not a refused port); healed, new c
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -67,3 +68,31 @@ def test_forwards_then_blackholes_without_closing_then_heals(proxy: BlackholePro
     for s in (live, new, again):
         s.close()
     assert proxy.failures == []
+
+
+def test_forwards_when_the_process_holds_descriptors_past_1024() -> None:
+    """A pytest process that has run the integration suite holds over 1,024 descriptors; the proxy's sockets
+    then get numbers select() refuses (CI: "filedescriptor out of range in select()")."""
+    held = [os.dup(0) for _ in range(1100)]
+    try:
+        echo = socket.socket()
+        echo.bind(("127.0.0.1", 0))
+        echo.listen(1)
+        assert echo.fileno() > 1024
+        proxy = BlackholeProxy(0, echo.getsockname()[1])
+        try:
+            client = _ask(proxy.listen_port)
+            server, _ = echo.accept()
+            client.sendall(b"ping")
+            assert server.recv(4) == b"ping"
+            server.sendall(b"pong")
+            assert _answer(client, 4, proxy) == b"pong"
+            for s in (client, server):
+                s.close()
+            assert proxy.failures == []
+        finally:
+            proxy.close()
+            echo.close()
+    finally:
+        for fd in held:
+            os.close(fd)
