@@ -8,6 +8,7 @@
     .venv/bin/python -m scripts.bench.cluster --help          the mirror on a Spark standalone cluster
     .venv/bin/python -m scripts.bench.translate --help        offset translation over a day of offset-syncs
     .venv/bin/python -m scripts.bench.operator --help         the operator commands as CLI processes
+    .venv/bin/python -m scripts.bench.ab --help               two checkouts alternating: operator and mirror
 
 What several benchmarks share lives in ``scripts.bench.lib``: clusters and topics, producers, the process-tree
 memory sampler, percentiles, the machine record (load average, versions, git), drkit configs, the drkit child

@@ -57,6 +57,9 @@ and ``executors`` (one Spark job per batch whose copy tasks read and produce who
 executors / driver of the copy rates (``copy_records_per_s``: the batches' own time, so Spark's start-up
 is not in it) and of the wall-time rates, with the host's load average around every run.
 
+``--drkit-path DIR`` runs the mirror child with drkit imported from another checkout (first on its PYTHONPATH):
+the "before" of a change, same script (scripts/bench/ab.py alternates two checkouts on the same clusters).
+
 Example::
 
     .venv/bin/python -m scripts.bench.mirror --records 20000 --size 200 --partitions 3
@@ -121,6 +124,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--timeout", type=float, default=1800.0, help="give up on the mirror after this long")
     p.add_argument("--compare-paths", action="store_true", help="driver copy path against executor copy path")
     p.add_argument("--rounds", type=int, default=3, help="rounds of --compare-paths (each path once per round)")
+    p.add_argument(
+        "--drkit-path",
+        type=Path,
+        default=None,
+        help="run the mirror child with drkit imported from this checkout (to time an earlier commit)",
+    )
     args = p.parse_args(argv)
     if args.size < SEQ_BYTES:
         p.error(f"--size must be at least {SEQ_BYTES} (the sequence number is in the value)")
@@ -164,8 +173,20 @@ class MirrorRun:
     memory: dict[str, Any]
 
 
-def run_mirror(config: Path, workdir: Path, interval: float, timeout: float) -> MirrorRun:
-    """``drkit mirror --once --output json`` in a child process, with its tree's memory sampled."""
+def child_env(drkit_path: Path | None) -> dict[str, str]:
+    """The mirror child's environment: drkit imported from ``drkit_path`` (first on PYTHONPATH, which Spark's
+    Python workers inherit too) if given, else from wherever this interpreter finds it."""
+    env = dict(os.environ)
+    if drkit_path is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(drkit_path), *filter(None, [env.get("PYTHONPATH")])])
+    return env
+
+
+def run_mirror(
+    config: Path, workdir: Path, interval: float, timeout: float, drkit_path: Path | None = None
+) -> MirrorRun:
+    """``drkit mirror --once --output json`` in a child process (drkit from ``drkit_path`` if given), with its
+    tree's memory sampled."""
     out_path, err_path = workdir / "mirror.stdout", workdir / "mirror.stderr"
     code = child_code(progress=False, query_start=False)
     cmd = [sys.executable, "-c", code, "mirror", "-c", str(config), "--once", "--output", "json"]
@@ -174,7 +195,13 @@ def run_mirror(config: Path, workdir: Path, interval: float, timeout: float) -> 
     with out_path.open("wb") as out, err_path.open("wb") as err:
         # Own session, so that the whole tree (driver, JVM, Python workers) can be ended on timeout.
         child = subprocess.Popen(
-            cmd, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=workdir, start_new_session=True
+            cmd,
+            stdout=out,
+            stderr=err,
+            stdin=subprocess.DEVNULL,
+            cwd=workdir,
+            env=child_env(drkit_path),
+            start_new_session=True,
         )
         memory = TreeMemory(child.pid, interval, pss=True).start()
         try:
@@ -223,7 +250,7 @@ def bench(args: argparse.Namespace, state: Path) -> dict[str, Any]:
     try:
         if args.compare_paths:
             return _compare(args, state, source, target, local)
-        return _measure(args, state, source, target, local)
+        return measure(args, state, source, target, local)
     finally:
         if kafka is not None and not args.keep_clusters:
             log("stopping clusters")
@@ -242,7 +269,7 @@ def _compare(args: argparse.Namespace, state: Path, source: str, target: str, lo
         order = names if round_ % 2 == 0 else names[::-1]
         for name in order:
             log(f"round {round_ + 1}/{args.rounds}: the {name} path")
-            result = _measure(args, state, source, target, local, PATHS[name])
+            result = measure(args, state, source, target, local, PATHS[name])
             if result["missing"] or result["unexpected"] or result["wrong_partition"]:
                 raise RuntimeError(f"the {name} path's copy is not exact: {result['missing']} missing")
             runs.append({"path": name, "round": round_ + 1, **result})
@@ -292,7 +319,7 @@ def _compare(args: argparse.Namespace, state: Path, source: str, target: str, lo
     }
 
 
-def _measure(
+def measure(
     args: argparse.Namespace,
     state: Path,
     source: str,
@@ -300,6 +327,8 @@ def _measure(
     local: bool,
     driver_copy_max_records: int | None = None,
 ) -> dict[str, Any]:
+    """One backlog of ``args.records`` on a fresh topic, mirrored once by a drkit child (drkit from
+    ``args.drkit_path`` if set) and read back; the run's figures."""
     n, size, partitions = args.records, args.size, args.partitions
     topic = f"bench-mirror-{uuid.uuid4().hex[:8]}"
     run_dir = state / "runs" / topic
@@ -316,7 +345,8 @@ def _measure(
     )
     log(f"running the mirror: drkit mirror -c {config} --once --output json")
     load_before = os.getloadavg()[0]
-    run = run_mirror(config, run_dir, args.sample_interval, args.timeout)
+    drkit_path = getattr(args, "drkit_path", None)
+    run = run_mirror(config, run_dir, args.sample_interval, args.timeout, drkit_path)
     load_after = os.getloadavg()[0]
     log(f"mirror finished in {run.seconds:.1f}s; reading {copy_topic} back")
 
@@ -371,6 +401,7 @@ def _measure(
         "clusters": {"source": source, "target": target, "started_by_bench": local},
         "host_cpus": os.cpu_count(),
         "host_load_1m": {"before_mirror": round(load_before, 2), "after_mirror": round(load_after, 2)},
+        "drkit_path": str(drkit_path) if drkit_path else None,
         "versions": versions(local),
         "definitions": {
             "latency_ms": "target broker LogAppendTime minus source CreateTime, per record (first copy); "
