@@ -61,6 +61,13 @@ class KafkaAdmin:
                 self._client = clients.admin(self._cluster, self._alias, timeout_ms=int(self.timeout * 1000))
             return self._client
 
+    def renew(self) -> None:
+        """Drop the clients: the next request makes new ones. A long-lived client can stay unable to answer
+        after its broker restarted (seen: librdkafka "Failed while waiting for controller" for minutes while
+        a fresh client of the same cluster answered at once); a request already running keeps its client."""
+        with self._client_lock:
+            self._client, self._more = None, []
+
     def adopt(self, client: AdminClient) -> None:
         """Ask on ``client`` (a probe's, connected and configured for this cluster) unless a client exists."""
         with self._client_lock:

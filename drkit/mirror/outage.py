@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Protocol, TypeVar
 
 from drkit.core.outage import FailedBatch, OutageAction, backoff_seconds, outage_action
+from drkit.kafka.admin import KafkaAdmin
 from drkit.mirror.failure import FencedMirrorError, failure_message, looks_like_outage
 from drkit.mirror.reader import ABANDONED_MARKER, BatchAbandoned
 
@@ -32,10 +33,13 @@ STOP_CHECK_SECONDS = 0.25
 class ClusterWatch:
     """Whether one cluster of a flow answers, as last seen; logs each change once."""
 
-    def __init__(self, flow: str, role: str, alias: str) -> None:
+    def __init__(self, flow: str, role: str, alias: str, admins: tuple[KafkaAdmin, ...] = ()) -> None:
         self.flow = flow
         self.role = role  # "source" or "target"
         self.alias = alias
+        #: the flow's long-lived admin clients of this cluster, renewed when a batch failed on a cluster that
+        #: answers a fresh probe (a stale client may be what failed)
+        self.admins = admins
         self._lock = threading.Lock()
         self._since: float | None = None  # wall-clock time it was first seen not answering
 
@@ -52,6 +56,10 @@ class ClusterWatch:
         log.warning(
             "flow %s: %s %s unreachable since %s, %s (%s)", self.flow, self.role, self.alias, at, what, cause[:300]
         )
+
+    def renew(self) -> None:
+        for admin in self.admins:
+            admin.renew()
 
     def up(self, what: str = "resuming") -> None:
         with self._lock:
@@ -128,6 +136,8 @@ def through_outages(
             cause = failure_message(exc)
             if action is OutageAction.RETRY:
                 quick += 1
+                for each in watches:  # both answer a fresh client: the next attempt gets fresh ones too
+                    each.renew()
                 log.warning(
                     "flow %s: batch %d failed (%s); both clusters answer: copying it again",
                     flow,

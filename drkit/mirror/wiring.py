@@ -48,8 +48,9 @@ def mirror_job(context: MirrorContext, flow: FlowConfig, once: bool) -> MirrorJo
     config = context.config
     selector = config.topic_selector(flow)
     source_admin = context.clusters.admin(flow.source)
+    heartbeat_source_admin = context.clusters.admin(flow.source)
     target_admin = context.clusters.admin(flow.target)
-    source_watch = ClusterWatch(flow.name, "source", flow.source)
+    source_watch = ClusterWatch(flow.name, "source", flow.source, (source_admin, heartbeat_source_admin))
     files = context.files
     reconciler = TopologyReconciler(
         flow,
@@ -74,8 +75,8 @@ def mirror_job(context: MirrorContext, flow: FlowConfig, once: bool) -> MirrorJo
         stopping,
         SourceObserver(flow, source_admin, context.runs, source_watch),
         topology,
-        HeartbeatWriter(flow, config.clusters[flow.source], context.clusters.admin(flow.source), target_admin),
-        (source_watch, ClusterWatch(flow.name, "target", flow.target)),
+        HeartbeatWriter(flow, config.clusters[flow.source], heartbeat_source_admin, target_admin),
+        (source_watch, ClusterWatch(flow.name, "target", flow.target, (target_admin,))),
         target_admin,
     )
 
