@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from typing import Protocol, TypeVar
 
 from drkit.core.outage import FailedBatch, OutageAction, backoff_seconds, outage_action
-from drkit.kafka.admin import KafkaAdmin
 from drkit.mirror.failure import FencedMirrorError, failure_message, looks_like_outage
 from drkit.mirror.reader import ABANDONED_MARKER, BatchAbandoned
 
@@ -30,10 +29,16 @@ PROBE_SECONDS = 5.0
 STOP_CHECK_SECONDS = 0.25
 
 
+class Renewable(Protocol):
+    """A client that can drop its connections so the next request makes new ones (``KafkaAdmin.renew``)."""
+
+    def renew(self) -> None: ...
+
+
 class ClusterWatch:
     """Whether one cluster of a flow answers, as last seen; logs each change once."""
 
-    def __init__(self, flow: str, role: str, alias: str, admins: tuple[KafkaAdmin, ...] = ()) -> None:
+    def __init__(self, flow: str, role: str, alias: str, admins: tuple[Renewable, ...] = ()) -> None:
         self.flow = flow
         self.role = role  # "source" or "target"
         self.alias = alias

@@ -46,6 +46,8 @@ class FakeCluster:
     members: dict[str, tuple[Member, ...]] = field(default_factory=dict)
     timestamps: dict[TopicPartition, int] = field(default_factory=dict)
     reachable: bool = True
+    #: How often a running mirror renewed this cluster's admin clients (drkit.mirror.outage).
+    renewals: int = 0
     commits: list[tuple[str, dict[TopicPartition, int]]] = field(default_factory=list)
     #: Offsets the broker "keeps" instead of what was committed (to test the read-back check).
     tamper: dict[TopicPartition, int] = field(default_factory=dict)
@@ -65,6 +67,9 @@ class FakeCluster:
 
     #: Questions asked of this cluster (every method counts, answered or not).
     asked: int = 0
+
+    def renew(self) -> None:
+        self.renewals += 1
 
     def _check(self) -> None:
         self.asked += 1
