@@ -42,6 +42,10 @@ class MirrorError(DrkitError):
     exit_code = 5
 
 
+class FencedError(RefusedError):
+    """A newer holder of a flow's mirror lease fenced this process: its writes are refused (exit 3)."""
+
+
 class StoreError(DrkitError):
     names_logs = False
     exit_code = 6

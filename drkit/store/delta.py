@@ -26,7 +26,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
-from drkit.errors import StoreError
+from drkit.errors import FencedError, StoreError
 from drkit.layout import StatePath
 from drkit.store.files import delta_location
 
@@ -191,6 +191,7 @@ def write(
     what: str = "append",
     table: DeltaTable | None = None,
     metadata: Mapping[str, str] | None = None,
+    fence: tuple[str, int] | None = None,
 ) -> bool:
     """Commit ``rows`` to the table (created first if missing): an append, or with ``replace`` (a SQL
     predicate) a replacement of exactly the rows it matches, in one commit.
@@ -201,6 +202,12 @@ def write(
     meanwhile (then False is returned). Every failure is one line naming the table. ``table``: the
     table held open by a :class:`Writer` (it exists and was checked). ``metadata``: keys recorded in the
     commit's info (``history()`` shows them: the audit trail finds the version of an operation's rows).
+
+    ``fence`` (an application id and this writer's epoch, with ``table``): the commit also records it, and is
+    refused (:class:`FencedError`) when the table's version of that id is above the epoch. Checked before
+    every attempt on the table brought up to date; a concurrent commit of the same id fails this one (delta-rs
+    refuses two commits of one application id from one snapshot), so the check is made again on the winner:
+    a fenced writer never commits after the commit that fenced it.
     """
     rows = rows.select(spec.columns).cast(spec.schema)
     if table is None:
@@ -209,12 +216,15 @@ def write(
     target: str | DeltaTable = uri if table is None else table
     options = options if table is None else None  # an open table carries its own
     commit = None
-    if app is not None or metadata:
+    apps = [Transaction(*a) for a in (app, fence) if a is not None]
+    if apps or metadata:
         commit = CommitProperties(
-            app_transactions=[Transaction(*app)] if app is not None else None,
+            app_transactions=apps or None,
             custom_metadata=dict(metadata) if metadata else None,
         )
     for attempt in range(COMMIT_ATTEMPTS):
+        if fence is not None and table is not None:
+            _check_fence(table, fence, spec.name)
         try:
             partitions = list(spec.partitions) or None
             if replace is None:
@@ -254,6 +264,16 @@ def write(
         except Exception as exc:  # delta-rs raises its own error types; the operator needs one line
             raise StoreError(f"{spec.name} at {path}: {what} failed: {cause(exc)}") from None
     raise AssertionError("unreachable")
+
+
+def _check_fence(table: DeltaTable, fence: tuple[str, int], name: str) -> None:
+    app_id, epoch = fence
+    recorded = table.transaction_version(app_id)
+    if recorded is not None and recorded > epoch:
+        raise FencedError(
+            f"{name}: epoch {recorded} of {app_id} was recorded by a newer holder of the lease; this process holds "
+            f"epoch {epoch} and writes nothing more"
+        )
 
 
 class Handle:
@@ -332,10 +352,20 @@ class Handle:
         done: Callable[[], bool] | None = None,
         what: str = "append",
         metadata: Mapping[str, str] | None = None,
+        fence: tuple[str, int] | None = None,
     ) -> bool:
         table = self.for_writing()
         return write(
-            self.path, self.spec, rows, app=app, replace=replace, done=done, what=what, table=table, metadata=metadata
+            self.path,
+            self.spec,
+            rows,
+            app=app,
+            replace=replace,
+            done=done,
+            what=what,
+            table=table,
+            metadata=metadata,
+            fence=fence,
         )
 
     def commit_versions(self, key: str, values: Iterable[str], window: int) -> dict[str, int]:

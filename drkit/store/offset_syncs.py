@@ -122,6 +122,12 @@ def _app_id(stream_id: str) -> str:
     return f"drkit-mirror-{stream_id}"
 
 
+def lease_app_id(flow: str) -> str:
+    """Delta's application id of a flow's lease epochs (drkit.core.mirror_lease): its version is the epoch of
+    the newest process that took the flow's mirror over."""
+    return f"drkit-lease-{flow}"
+
+
 class SyncTable:
     """``offset_syncs``: implements ``SyncLog`` (the readers of the operations and the translator) and the
     mirror's idempotent, self-coalescing writes."""
@@ -152,10 +158,48 @@ class SyncTable:
         recorded = table.transaction_version(_app_id(stream_id))
         return recorded is not None and recorded >= batch_id
 
-    def write(self, flow: str, stream_id: str, batch_id: int, ranges: pa.Table, at: datetime | None = None) -> int:
+    def epoch(self, flow: str) -> int:
+        """The epoch of the newest process that took ``flow``'s mirror over (0: none yet)."""
+        table = self._handle.current()
+        recorded = None if table is None else table.transaction_version(lease_app_id(flow))
+        return recorded or 0
+
+    def fence(self, flow: str) -> int:
+        """Take ``flow``'s next epoch, one above the newest, in a commit of its own (no rows): from then on the
+        sync appends of every older epoch are refused (``write``'s ``epoch``). Two processes fencing at once
+        both read the same newest epoch: delta-rs commits one and refuses the other, which reads again and
+        takes the next. Returns the epoch taken."""
+        for _ in range(delta.COMMIT_ATTEMPTS):
+            # The epoch is read from the snapshot the commit is made on (not brought up to date between).
+            table = self._handle.for_writing()
+            epoch = (table.transaction_version(lease_app_id(flow)) or 0) + 1
+            empty = SPEC.schema.empty_table()
+            if delta.write(
+                self.path,
+                SPEC,
+                empty,
+                app=(lease_app_id(flow), epoch),
+                done=lambda: True,
+                what=f"fencing epoch {epoch} of {flow}",
+                table=table,
+            ):
+                return epoch
+        raise StoreError(f"offset_syncs at {self.path}: fencing flow {flow}: every attempt met a concurrent fence")
+
+    def write(
+        self,
+        flow: str,
+        stream_id: str,
+        batch_id: int,
+        ranges: pa.Table,
+        at: datetime | None = None,
+        epoch: int | None = None,
+    ) -> int:
         """Record the batch's ``ranges`` (:data:`RANGE_SCHEMA`); a second write of a (stream, batch) is skipped.
 
-        ``at`` (default: now) is the ``written_at`` time; its UTC date is the row's partition. Every
+        ``at`` (default: now) is the ``written_at`` time; its UTC date is the row's partition. ``epoch``: this
+        process's lease epoch (:meth:`fence`); the append is refused (:class:`~drkit.errors.FencedError`) once a
+        newer epoch was taken, and records its own. Every
         ``compact_every`` batches of the stream (and on its first write in this process), the commit also
         coalesces the stream's rows of that day. Returns the rows of the batch (0 when recorded before).
         """
@@ -178,6 +222,7 @@ class SyncTable:
             replace=replace,
             done=lambda: self.batch_written(stream_id, batch_id),
             what=f"recording batch {batch_id} of stream {stream_id}",
+            fence=None if epoch is None else (lease_app_id(flow), epoch),
         )
         self._since_compaction[key] = 0 if replace is not None else since + 1
         return ranges.num_rows if written else 0
