@@ -19,6 +19,9 @@ from pathlib import Path
 
 from drkit.core.storage import RootUri, StorageSettings
 
+#: A lease epoch's streaming checkpoint is the folder ``checkpoint-<epoch>`` (:meth:`StateLayout.stream_checkpoint`).
+CHECKPOINT_EPOCH_PREFIX = "checkpoint-"
+
 #: A log file under the state root larger than this is moved to its :meth:`StateLayout.rotated_log`.
 LOG_ROTATE_BYTES = 10 * 1024 * 1024
 
@@ -191,9 +194,20 @@ class StateLayout:
         """The file a running job of ``kind`` for ``flow`` holds locked (one such job per flow)."""
         return self.job_dir(kind, flow) / "lock"
 
-    def stream_checkpoint(self, flow: str) -> StatePath:
-        """Spark's streaming checkpoint of the flow's mirror query (offsets, commits, query id)."""
-        return self.flow_dir(JobKind.MIRROR, flow) / "checkpoint"
+    def stream_checkpoint(self, flow: str, epoch: int = 0) -> StatePath:
+        """Spark's streaming checkpoint of the flow's mirror query (offsets, commits, query id) as the holder of
+        lease ``epoch`` writes it (drkit.core.mirror_lease): each holder its own copy, so a fenced process that
+        still runs never writes where the new holder does. Epoch 0: the folder of versions before the lease."""
+        name = "checkpoint" if epoch == 0 else f"{CHECKPOINT_EPOCH_PREFIX}{epoch}"
+        return self.flow_dir(JobKind.MIRROR, flow) / name
+
+    @staticmethod
+    def checkpoint_epoch(name: str) -> int | None:
+        """The lease epoch whose streaming checkpoint the folder ``name`` is (None: not a checkpoint's)."""
+        if name == "checkpoint":
+            return 0
+        number = name.removeprefix(CHECKPOINT_EPOCH_PREFIX)
+        return int(number) if name.startswith(CHECKPOINT_EPOCH_PREFIX) and number.isdigit() else None
 
     def mirror_states(self, flow: str) -> StatePath:
         """What the mirror knew after its latest batches (topic ids copied, partitions held), per batch."""

@@ -8,7 +8,7 @@ properties that leave drkit's read settings alone.
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from drkit.config.base import ConfigModel
 from drkit.config.properties import check_client_properties, flatten_properties
@@ -90,11 +90,26 @@ class MirrorSettings(ConfigModel):
     #: Seconds between observations of the source's end offsets (lag metrics, RPO) while no batch runs;
     #: after every batch the ends are observed at once, in the background.
     observe_interval_seconds: float = 5.0
+    #: How long the flow's lease lasts without a renewal (drkit.core.mirror_lease): a standby takes over this
+    #: long after the active mirror's last renewal (plus about one renewal interval and its start). Every
+    #: process of the flow must use the same value.
+    lease_seconds: float = Field(default=5.0, ge=1.0, le=300.0)
+    #: How often the holder renews the lease and a standby says it is there; at most a third of the lease.
+    lease_renew_seconds: float = Field(default=1.0, ge=0.1, le=100.0)
 
     @field_validator("trigger_interval_seconds", "observe_interval_seconds")
     @classmethod
     def _interval(cls, value: float) -> float:
         return checked_interval(value, MIN_INTERVAL_SECONDS)
+
+    @model_validator(mode="after")
+    def _renewals_fit_the_lease(self) -> MirrorSettings:
+        if self.lease_renew_seconds * 3 > self.lease_seconds:
+            raise ValueError(
+                f"lease_renew_seconds ({self.lease_renew_seconds:g}) must be at most a third of lease_seconds "
+                f"({self.lease_seconds:g}): two renewals may fail before the lease runs out"
+            )
+        return self
 
     @field_validator("stop_grace_seconds")
     @classmethod

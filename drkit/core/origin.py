@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from drkit.core.mirror_lease import EPOCH_HEADER
 from drkit.core.translate import Position, SyncIndex, Translation
 
 #: The header every mirrored record carries (value: ``<source alias>:<upstream offset>``).
@@ -34,10 +35,10 @@ TAIL_READ_LIMIT = 500_000
 
 
 def origin_overhead(alias: str) -> int:
-    """At most how many bytes one origin header adds to a record batch: the header's key and value (the
-    largest offset has 19 digits) and their varint lengths, and growth of the record's own length varints
-    (5 bytes each at most: generous, never short)."""
-    return len(ORIGIN_HEADER) + len(origin_prefix(alias)) + 19 + 4 * 5
+    """At most how many bytes the mirror's headers add to a record batch: the origin header's key and value
+    (the largest offset has 19 digits) and the epoch header's (drkit.core.mirror_lease), their varint lengths,
+    and growth of the record's own length varints (5 bytes each at most: generous, never short)."""
+    return len(ORIGIN_HEADER) + len(origin_prefix(alias)) + 19 + 4 * 5 + len(EPOCH_HEADER) + 19 + 2 * 5
 
 
 def origin_prefix(alias: str) -> bytes:

@@ -18,6 +18,7 @@ from drkit.kafka.admin import KafkaAdmin
 from drkit.kafka.tail import TAIL_CONSUMER_SETTINGS
 from drkit.layout import StateLayout, flow_dir_name
 from drkit.mirror.faults import NO_FAULTS, FaultPlan
+from drkit.mirror.lease import LeaseEntries
 from drkit.mirror.ports import MirrorStateLog, MirrorSyncLog, SourceEndsLog
 
 if TYPE_CHECKING:
@@ -67,6 +68,10 @@ class MirrorClusters(Protocol):
 
     def reachable(self, alias: str, timeout: float) -> bool: ...
 
+    def lease_entries(self, flow: FlowConfig) -> LeaseEntries:
+        """The flow's entries on its target's lease topic (drkit.mirror.lease)."""
+        ...
+
 
 class KafkaMirrorClusters:
     """The configured clusters through confluent-kafka; implements ``MirrorClusters``."""
@@ -89,6 +94,11 @@ class KafkaMirrorClusters:
         return clients.consumer(
             self._config.clusters[flow.target], flow.target, tail_group_id(flow.name), **TAIL_CONSUMER_SETTINGS
         )
+
+    def lease_entries(self, flow: FlowConfig) -> LeaseEntries:
+        from drkit.kafka.lease_log import LeaseLog
+
+        return LeaseLog(self._config.clusters[flow.target], flow.target, flow.name)
 
     def reachable(self, alias: str, timeout: float) -> bool:
         try:

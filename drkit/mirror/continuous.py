@@ -38,6 +38,7 @@ import pyarrow as pa
 
 from drkit.core.batch import EARLIEST, Partition
 from drkit.core.continuous import TakeFailure, covered, lane_changes, split_stopped
+from drkit.core.mirror_lease import EPOCH_HEADER
 from drkit.core.offsets import BatchRanges
 from drkit.core.origin import origin_prefix
 from drkit.mirror.copied import COPY_SCHEMA
@@ -53,6 +54,7 @@ from drkit.mirror.lanes import (
     copy_messages,
     cut,
 )
+from drkit.mirror.lease import LeaseStamp
 from drkit.mirror.producers import DeliveryFailed, describe, new_producer
 from drkit.mirror.reader import ABANDONED_MARKER, CHUNK, STOP_CHECK_SECONDS, BatchAbandoned
 
@@ -75,8 +77,12 @@ class ContinuousCopier:
         new_producer_: Callable[[dict[str, Any], str], Any] = new_producer,
         stall_seconds: float = STALL_SECONDS,
         ahead: int = AHEAD_MAX_RECORDS,
+        lease: LeaseStamp | None = None,
     ) -> None:
         self.flow = flow
+        #: Asked before every produce: a copier whose process may not copy now (lease lapsed or lost) fails
+        #: its lanes instead, and the batches copy their own records once it may again.
+        self._lease = lease
         self.ahead = ahead
         self._new_consumer = new_consumer
         self._new_producer = new_producer_
@@ -396,6 +402,14 @@ class ContinuousCopier:
         )
 
     def _copy(self, messages: list[Any]) -> None:
+        marks: list[tuple[str, bytes]] = []
+        if self._lease is not None and messages:
+            refused = self._lease.refusal()
+            if refused is not None:
+                for lane in self._lanes.values():
+                    lane.failure = lane.failure or refused
+                return
+            marks = [(EPOCH_HEADER, b"%d" % self._lease.epoch)]
         self._skipped += copy_messages(
             messages,
             self._lanes,
@@ -404,6 +418,7 @@ class ContinuousCopier:
             self._origin,
             self._target_alias,
             self.stall_seconds,
+            marks,
         )
 
     def _on_delivery(self, err: Any, msg: Any) -> None:

@@ -18,6 +18,7 @@ from drkit.errors import ClusterError
 from drkit.mirror.copy_path import CopyRequest
 from drkit.mirror.deliver import Copier
 from drkit.mirror.failure import source_unreachable
+from drkit.mirror.lease import LeaseStamp
 from drkit.mirror.reader import BatchReader, SourceStalled
 from drkit.mirror.report import BatchReport
 from drkit.mirror.settle import ReadSettler, driver_site
@@ -33,6 +34,7 @@ class DriverCopy:
         reader: BatchReader,
         settle: ReadSettler,
         stopping: Callable[[], bool],
+        lease: LeaseStamp | None = None,
     ) -> None:
         self.flow, self._servers, self.reader, self._settle, self._stopping = (
             flow,
@@ -41,10 +43,19 @@ class DriverCopy:
             settle,
             stopping,
         )
+        self._lease = lease
 
     def copy(self, request: CopyRequest, state: MirrorState, report: BatchReport) -> tuple[pa.Table, MirrorState]:
         ranges = request.ranges
-        copier = Copier(request.producer_conf, request.topic_map, self.flow.source, self.flow.target)
+        lease = self._lease
+        copier = Copier(
+            request.producer_conf,
+            request.topic_map,
+            self.flow.source,
+            self.flow.target,
+            epoch=0 if lease is None else lease.epoch,
+            gate=None if lease is None else lease.refusal,
+        )
         try:
             result = self.reader.read(ranges, copier.copy, self._stopping)
             self._settle.removed(result.removed)

@@ -26,6 +26,7 @@ from drkit.mirror.copy_path import CopyRequest, ProducerConf
 from drkit.mirror.executor import CopyTask, ExactlyOnceTask, TaskResult, copy_partitions, warm
 from drkit.mirror.failure import failure_message
 from drkit.mirror.faults import FaultPlan
+from drkit.mirror.lease import LeaseStamp
 from drkit.mirror.reader import ABANDONED_MARKER, BatchAbandoned
 from drkit.mirror.report import BatchReport
 from drkit.mirror.settle import ReadSettler
@@ -51,9 +52,11 @@ class CopyTasks:
         skip_removed: bool,
         local: bool,
         faults: FaultPlan,
+        lease: LeaseStamp | None = None,
     ) -> None:
         self.flow, self.source, self.target = flow, source, target
         self.stall_seconds, self.skip_removed, self.local, self.faults = stall_seconds, skip_removed, local, faults
+        self.lease = lease
 
     def task(
         self, producer_conf: dict[str, Any], topic_map: dict[str, str], exactly_once: ExactlyOnceTask | None = None
@@ -69,6 +72,9 @@ class CopyTasks:
         )
         consumer_conf.pop("logger", None)  # not picklable; the task process makes its own
         producer_conf = {k: v for k, v in producer_conf.items() if k != "logger"}
+        lease = self.lease
+        # The lease's end on the wall clock, as this driver believes it now: the tasks stop copying there.
+        until_ms = 0 if lease is None else max(1, int((time.time() + lease.remaining()) * 1000))
         return CopyTask(
             consumer_conf,
             producer_conf,
@@ -80,6 +86,8 @@ class CopyTasks:
             self.local,
             self.faults,
             exactly_once,
+            0 if lease is None else lease.epoch,
+            until_ms,
         )
 
     def target_conf(self) -> dict[str, Any]:

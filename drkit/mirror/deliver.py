@@ -31,6 +31,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from drkit.core.mirror_lease import EPOCH_HEADER
 from drkit.core.origin import ORIGIN_HEADER, has_been_on, origin_prefix
 from drkit.kafka.authz import Operation, refusal
 from drkit.mirror.chunk import RecordChunk
@@ -81,8 +82,14 @@ class Copier:
         source_alias: str,
         target_alias: str = "",
         producer: Any = None,
+        epoch: int = 0,
+        gate: Callable[[], str | None] | None = None,
     ) -> None:
         self.began = time.monotonic()
+        #: Every copy says which holder of the flow's lease made it (drkit.core.mirror_lease); none without one.
+        self._stamp: list[tuple[str, bytes]] = [(EPOCH_HEADER, b"%d" % epoch)] if epoch else []
+        #: Asked before each chunk: why this process may not copy now (its lease lapsed or was lost), or None.
+        self._gate = gate
         #: Records that were on the target cluster before (an origin header names it) are never copied back.
         self._target_alias = target_alias
         self.skipped = 0
@@ -153,6 +160,10 @@ class Copier:
         keys, values, stamps, headers = chunk.keys, chunk.values, chunk.stamps, chunk.headers
         if self.failures or not offsets:
             return
+        refused = self._gate() if self._gate is not None else None
+        if refused is not None:
+            self.failures.append(refused)
+            return
         target = self._topic_map.get(topic)
         if target is None:
             raise DeliveryFailed(f"{FAILURE_MARKER}topic {topic} is not selected by this flow")
@@ -164,6 +175,7 @@ class Copier:
         produced = self.produced
         nbytes = 0
         back_to = self._target_alias
+        epoch_marks = self._stamp
         for i, offset in enumerate(offsets):
             if failures:
                 break
@@ -185,7 +197,7 @@ class Copier:
                         partition,
                         on_delivery,
                         timestamp=stamps[i],
-                        headers=[*hdrs, mark] if hdrs else [mark],
+                        headers=[*hdrs, mark, *epoch_marks] if hdrs else [mark, *epoch_marks],
                     )
                     break
                 except BufferError:

@@ -28,6 +28,7 @@ import contextlib
 import json
 import os
 import socket
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -36,6 +37,7 @@ from typing import Any
 import pyarrow as pa
 
 from drkit.core.copying import CopySite, executor_id
+from drkit.core.mirror_lease import task_refusal
 from drkit.core.offsets import BatchRanges
 from drkit.mirror.copied import COPY_SCHEMA
 from drkit.mirror.deliver import Copier
@@ -90,9 +92,23 @@ class CopyTask:
     local: bool
     faults: FaultPlan = NO_FAULTS  # the driver's plan (drkit.mirror.faults): a test's, or none
     exactly_once: ExactlyOnceTask | None = None
+    #: The driver's lease epoch (written on every copy) and the lease's end as it believed it (wall clock, ms):
+    #: the task copies nothing after it (drkit.core.mirror_lease.task_refusal). 0: no lease.
+    epoch: int = 0
+    lease_until_ms: int = 0
 
     def __repr__(self) -> str:  # a task's settings hold secrets: never in a trace or a log line
         return f"CopyTask({self.source_alias} -> {self.target_alias}, {len(self.topic_map)} topics)"
+
+
+@dataclass(frozen=True)
+class LeaseDeadline:
+    """A copy task's gate: it refuses once the wall clock passes the lease's end as the driver held it."""
+
+    until_ms: int
+
+    def __call__(self) -> str | None:
+        return task_refusal(int(time.time() * 1000), self.until_ms)
 
 
 @dataclass(frozen=True)
@@ -167,7 +183,14 @@ def copy_ranges(task: CopyTask, ranges: BatchRanges, attempt: int) -> TaskResult
         if task.exactly_once is not None:
             copier, ranges, found, reached = _transactional(task, task.exactly_once, ranges)
         else:
-            copier = Copier(task.producer_conf, task.topic_map, task.source_alias, task.target_alias)
+            copier = Copier(
+                task.producer_conf,
+                task.topic_map,
+                task.source_alias,
+                task.target_alias,
+                epoch=task.epoch,
+                gate=LeaseDeadline(task.lease_until_ms),
+            )
         read = _reader(task).read(ranges, copier.copy)
         copied = pa.concat_tables([found, copier.finish()])
     except (DeliveryFailed, RecordsRemoved, ReadFailed, SourceStalled) as exc:
@@ -215,7 +238,15 @@ def _transactional(
         found, rows = read_back(consumer, ranges, eo.tail_from, task.topic_map, task.source_alias, task.target_alias)
     finally:
         consumer.close()
-    copier = Copier(conf, task.topic_map, task.source_alias, task.target_alias, producer=producer)
+    copier = Copier(
+        conf,
+        task.topic_map,
+        task.source_alias,
+        task.target_alias,
+        producer=producer,
+        epoch=task.epoch,
+        gate=LeaseDeadline(task.lease_until_ms),
+    )
     return copier, dict(found.ranges), rows, found.reached(ranges)
 
 

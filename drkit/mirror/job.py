@@ -51,6 +51,7 @@ from drkit.mirror.copy_path import CopyPath, CopyRequest
 from drkit.mirror.failure import copy_failure
 from drkit.mirror.faults import KillPoint, kill_here
 from drkit.mirror.heartbeat import HeartbeatWriter
+from drkit.mirror.lease import MirrorLease
 from drkit.mirror.observer import SourceObserver
 from drkit.mirror.offset_log import batch_start_offsets, logged_offsets
 from drkit.mirror.outage import ClusterWatch, through_outages
@@ -98,6 +99,7 @@ class MirrorJob:
         heartbeats: HeartbeatWriter,
         watches: tuple[ClusterWatch, ClusterWatch],
         target_admin: KafkaAdmin,
+        lease: MirrorLease,
     ) -> None:
         self.context, self.flow, self.path, self.reader, self.stopping = context, flow, path, reader, stopping
         self.observer, self.topology, self.heartbeats, self.target_admin = observer, topology, heartbeats, target_admin
@@ -106,7 +108,11 @@ class MirrorJob:
         self.source = context.config.clusters[flow.source]
         self.target = context.config.clusters[flow.target]
         self.selector = context.config.topic_selector(flow)
+        #: Held (or waited for) by the runner before the query starts; every copy and sync append checks it.
+        self.lease = lease
+        #: The checkpoint of this process's lease epoch, known once it holds the lease (:meth:`start`).
         self.stream_checkpoint = context.layout.stream_checkpoint(flow.name)
+        # The name is the flow's under this state root, whatever the epoch: one query per flow in a session.
         self.query_name = query_name(flow.name, self.stream_checkpoint)
         #: Set by the runner when it stops waiting for a running batch: the driver's read gives it up.
         self.abandon = stopping.abandon
@@ -171,6 +177,8 @@ class MirrorJob:
         # After the topology: the producer settings follow the target topics' limits.
         self.path.prepare(self._producer_conf, self._topic_map())
         self.heartbeats.start()
+        self.stream_checkpoint = offset_log.adopt(self.context.layout, self.flow.name, self.lease.epoch)
+        self._stream_id = None
         offset_log.make_parent(self.stream_checkpoint)
         writer = (
             source_stream(self.spark, self.flow, self.source, self.selector, once)
@@ -240,7 +248,9 @@ class MirrorJob:
         copy = totals(copied)
         report.records, report.bytes = copy.records, copy.bytes
         write_started = time.monotonic()
-        report.ranges = self.syncs.write(self.flow.name, stream_id, batch_id, copied.select(RANGE_COLUMNS.names))
+        report.ranges = self.syncs.write(
+            self.flow.name, stream_id, batch_id, copied.select(RANGE_COLUMNS.names), epoch=self.lease.epoch
+        )
         report.syncs_seconds = time.monotonic() - write_started
         kill_here(self.faults, self.flow.name, KillPoint.SYNCED, batch_id)
         self.path.synced(copied)
@@ -269,7 +279,9 @@ class MirrorJob:
 
     def _copy(self, request: CopyRequest, report: BatchReport, state: MirrorState) -> tuple[pa.Table, MirrorState]:
         """One attempt at copying the batch: the exact ranges the target acknowledged, and the mirror's
-        state after it (partitions held where a read ended short)."""
+        state after it (partitions held where a read ended short). Not before this process holds its lease
+        (a lapse is waited out for a lease's time; a lease lost raises ``FencedError``)."""
+        self.lease.wait_held(self.stopping, self.flow.mirror.lease_seconds)
         try:
             return self.path.copy(request, state, report)
         except Exception as exc:

@@ -126,13 +126,16 @@ def copy_messages(
     origin: bytes,
     back_to: str,
     stall_seconds: float,
+    marks: list[tuple[str, bytes]] | None = None,
 ) -> int:
     """Produce the records read for the lanes, each as it came, and note them in its lane; how many were
-    skipped (they came from the target: their origin header names it). A lane that fails stops copying."""
+    skipped (they came from the target: their origin header names it). A lane that fails stops copying.
+    ``marks``: headers every copy carries after its origin (the lease's epoch)."""
     from confluent_kafka import KafkaError
 
     produce, poll = producer.produce, producer.poll
     skipped = 0
+    extra = marks or []
     read_at = time.monotonic()
     for n, msg in enumerate(messages):
         key = (msg.topic(), msg.partition())
@@ -166,7 +169,7 @@ def copy_messages(
                     key[1],
                     on_delivery,
                     timestamp=stamp,
-                    headers=[*headers, mark] if headers else [mark],
+                    headers=[*headers, mark, *extra] if headers else [mark, *extra],
                 )
                 break
             except BufferError:  # the producer's queue is full: a target that does not acknowledge

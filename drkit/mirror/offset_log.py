@@ -9,10 +9,14 @@ checkpoint is Spark's, not drkit's state.
 from __future__ import annotations
 
 import json
+import logging
 
 from drkit.core.offsets import SourceOffsets
+from drkit.layout import JobKind, StateLayout, StatePath
 from drkit.store import files
 from drkit.store.files import Location
+
+log = logging.getLogger(__name__)
 
 
 def logged_offsets(checkpoint: Location, batch_id: int) -> SourceOffsets | None:
@@ -43,6 +47,29 @@ def stream_id(checkpoint: Location) -> str:
     """The query's stream id (``metadata``, written by Spark when the query first started)."""
     metadata = json.loads(files.read_text(checkpoint / "metadata") or "{}")
     return str(metadata["id"])
+
+
+def adopt(layout: StateLayout, flow: str, epoch: int) -> StatePath:
+    """The streaming checkpoint of lease ``epoch`` (:meth:`~drkit.layout.StateLayout.stream_checkpoint`), made
+    on first use as a copy of the newest earlier epoch's: the new holder goes on from the batches the earlier
+    ones committed. The earlier holder is fenced (its sync appends are refused, so it commits no batch after
+    the fence): what it may still write to its own folder, a batch's planned offsets, is re-planned or
+    replayed here. Files Spark is still writing (hidden temporary files) are not copied."""
+    target = layout.stream_checkpoint(flow, epoch)
+    if files.exists(target / "metadata"):
+        return target
+    earlier = [
+        found
+        for name in files.listing(layout.flow_dir(JobKind.MIRROR, flow))
+        if (found := layout.checkpoint_epoch(name)) is not None and found < epoch
+    ]
+    if earlier:
+        source = layout.stream_checkpoint(flow, max(earlier))
+        copied = files.copy_tree(source, target, skip=lambda name: name.startswith("."))
+        log.info(
+            "flow %s: epoch %d goes on from the checkpoint of epoch %d (%d files)", flow, epoch, max(earlier), copied
+        )
+    return target
 
 
 def make_parent(checkpoint: Location) -> None:

@@ -16,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Protocol, TypeVar
 
 from drkit.core.outage import FailedBatch, OutageAction, backoff_seconds, outage_action
+from drkit.errors import FencedError
 from drkit.mirror.failure import FencedMirrorError, failure_message, looks_like_outage
 from drkit.mirror.reader import ABANDONED_MARKER, BatchAbandoned
 
@@ -127,7 +128,7 @@ def through_outages(
     while True:
         try:
             return attempt()
-        except (BatchAbandoned, FencedMirrorError):
+        except (BatchAbandoned, FencedMirrorError, FencedError):
             raise
         except Exception as exc:
             if once:

@@ -7,6 +7,7 @@ of drkit.mirror builds a store class or imports drkit.store to write state; it w
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 from drkit.core.batch import MirrorState
@@ -27,9 +28,21 @@ class MirrorSyncLog(Protocol):
 
     def batch_written(self, stream_id: str, batch_id: int) -> bool: ...
 
-    def write(self, flow: str, stream_id: str, batch_id: int, ranges: pa.Table) -> int:
+    def write(
+        self,
+        flow: str,
+        stream_id: str,
+        batch_id: int,
+        ranges: pa.Table,
+        at: datetime | None = None,
+        epoch: int | None = None,
+    ) -> int:
         """Record a batch's ranges (the range columns of ``drkit.mirror.copied.COPY_SCHEMA``, Arrow); 0 when
-        recorded before."""
+        recorded before. ``epoch``: the writer's lease epoch; refused (``FencedError``) once a newer one was taken."""
+        ...
+
+    def fence(self, flow: str) -> int:
+        """Take the flow's next lease epoch (drkit.store.offset_syncs)."""
         ...
 
     def progress(self, flow: str) -> dict[TopicPartition, SyncProgress]: ...

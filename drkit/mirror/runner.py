@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING
 
 from drkit import metrics
 from drkit.config import FlowConfig
+from drkit.core.mirror_lease import Instance
 from drkit.core.reports import MirrorSummary
-from drkit.errors import AccessDenied, ClusterError, MirrorError
+from drkit.errors import AccessDenied, ClusterError, FencedError, MirrorError
 from drkit.mirror import progress
 from drkit.mirror.context import MirrorContext
 from drkit.mirror.failure import describe_failure, refusal_in, source_lost
 from drkit.mirror.job import MirrorJob
+from drkit.mirror.lease import this_instance
 from drkit.mirror.reader import ABANDONED_MARKER
 from drkit.mirror.wiring import mirror_job
 from drkit.runtime.signals import stop_on_signals
@@ -35,8 +37,10 @@ log = logging.getLogger(__name__)
 class MirrorRunner:
     """Runs the jobs of one or more flows until done (``once``) or stopped by SIGINT/SIGTERM."""
 
-    def __init__(self, context: MirrorContext, flows: list[FlowConfig]) -> None:
+    def __init__(self, context: MirrorContext, flows: list[FlowConfig], instance: Instance | None = None) -> None:
         self._context, self._flows = context, flows
+        #: This process, as the other mirror processes of its flows see it (drkit.core.mirror_lease).
+        self.instance = instance or this_instance()
         #: made by ``run``: a job's copy path depends on the run (drkit.mirror.wiring)
         self.jobs: list[MirrorJob] = []
         self._spark = context.spark
@@ -47,7 +51,7 @@ class MirrorRunner:
         self, once: bool, poll_seconds: float = 0.2, on_progress: Callable[[list[MirrorSummary]], None] | None = None
     ) -> list[MirrorSummary]:
         queries: list[StreamingQuery] = []
-        self.jobs = [mirror_job(self._context, f, once) for f in self._flows]
+        self.jobs = [mirror_job(self._context, f, once, self.instance) for f in self._flows]
         unwatch = progress.watch(self._spark, {job.query_name: job.flow.name for job in self.jobs})
         with stop_on_signals(self._stop):
             try:
@@ -67,17 +71,39 @@ class MirrorRunner:
         # Every flow before any starts: a refusal must not leave other flows' batches half done.
         for job in self.jobs:
             job.check_not_registered()
-            job.check_targets()
-        for job in self.jobs:
-            queries.append(job.start(once))
-        while any(q.isActive for q in queries):
+        # Each flow's lease in a thread of its own: a flow starts as soon as this process holds its lease (a
+        # standby of several flows takes over each one as its active stops).
+        leases = [_Acquiring(job, self._stop, wait=not once) for job in self.jobs]
+        started: dict[int, StreamingQuery] = {}
+        while len(started) < len(self.jobs) or any(q.isActive for q in started.values()):
+            for i, acquiring in enumerate(leases):
+                if i in started or not acquiring.done.is_set():
+                    continue
+                if acquiring.error is not None:
+                    raise acquiring.error
+                if not acquiring.held:
+                    continue  # stopped while standing by
+                job = self.jobs[i]
+                job.lease.start()
+                job.check_targets()
+                started[i] = job.start(once)
+                queries.append(started[i])
+            lost = next((job for job in self.jobs if job.lease.lost.is_set()), None)
+            if lost is not None:
+                for q in queries:
+                    lost.abandon.set()
+                    if q.isActive:
+                        q.stop()
+                raise FencedError(lost.lease.lost_reason)
             if self._stop.is_set():
-                self._stop_queries(queries)
+                self._stop_queries(queries, [self.jobs[i] for i in sorted(started)])
                 break
-            if on_progress is not None:
-                on_progress([job.summary() for job in self.jobs])
+            if on_progress is not None and started:
+                on_progress([self.jobs[i].summary() for i in sorted(started)])
             self._stop.wait(poll_seconds)
-        for query, job in zip(queries, self.jobs, strict=True):
+        queries[:] = [started[i] for i in sorted(started)]
+        held = [self.jobs[i] for i in sorted(started)]
+        for query, job in zip(queries, held, strict=True):
             error = query.exception()
             if error is not None and ABANDONED_MARKER in str(error):  # the query was being stopped
                 log.warning(
@@ -88,6 +114,12 @@ class MirrorRunner:
                 continue
             if error is not None:
                 metrics.ERRORS.labels(job.flow.name, "mirror").inc()
+                if job.lease.lost.is_set() or "FencedError" in str(error):
+                    raise FencedError(
+                        job.lease.lost_reason
+                        or f"flow {job.flow.name}: a newer mirror of this flow took over (epoch above "
+                        f"{job.lease.epoch}): this mirror stopped copying"
+                    ) from error
                 refused = refusal_in(job.flow, error)
                 if refused is not None:
                     raise AccessDenied(f"mirror of flow {job.flow.name} stopped: {refused}") from error
@@ -106,11 +138,12 @@ class MirrorRunner:
             job.topology.close()
             job.heartbeats.close()
             job.close_copy()
+            job.lease.release()  # after the last copy: a standby takes over at once
 
     def stop(self) -> None:
         self._stop.set()
 
-    def _stop_queries(self, queries: list[StreamingQuery]) -> None:
+    def _stop_queries(self, queries: list[StreamingQuery], jobs: list[MirrorJob]) -> None:
         """Let the running batches finish within their flow's grace, then stop every query.
 
         A continuous copier stops reading first, and the wait lasts until the batches took every copy it
@@ -120,9 +153,9 @@ class MirrorRunner:
         not commit it and its syncs were not written). A source that cannot be read makes the batch wait
         for Kafka's timeouts, so it is not waited for at all.
         """
-        for job in self.jobs:
+        for job in jobs:
             job.stop_reading()
-        for q, job in zip(queries, self.jobs, strict=False):
+        for q, job in zip(queries, jobs, strict=False):
             deadline = time.monotonic() + job.flow.mirror.stop_grace_seconds
             # The batches after the copier stopped reading take every copy it made (none left an orphan).
             while (
@@ -135,7 +168,7 @@ class MirrorRunner:
                     )
                     break
                 time.sleep(0.1)
-        for q, job in zip(queries, self.jobs, strict=False):
+        for q, job in zip(queries, jobs, strict=False):
             job.abandon.set()  # a batch the driver is still reading gives up now
             if q.isActive:
                 try:
@@ -146,3 +179,22 @@ class MirrorRunner:
                         "it: its uncommitted batch is copied again on restart (duplicates on the target, no loss)",
                         job.flow.name,
                     )
+
+
+class _Acquiring:
+    """One flow's lease being waited for in a thread of its own (drkit.mirror.lease)."""
+
+    def __init__(self, job: MirrorJob, stop: threading.Event, wait: bool) -> None:
+        self.done = threading.Event()
+        self.held = False
+        self.error: Exception | None = None
+        self._job, self._stop, self._wait = job, stop, wait
+        threading.Thread(target=self._run, name=f"drkit-standby-{job.flow.name}", daemon=True).start()
+
+    def _run(self) -> None:
+        try:
+            self.held = self._job.lease.acquire(self._stop, wait=self._wait)
+        except Exception as exc:  # raised by the runner's thread: one line, the flow named
+            self.error = exc
+        finally:
+            self.done.set()

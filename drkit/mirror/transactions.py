@@ -26,6 +26,7 @@ from drkit.kafka.tail import read_copies
 from drkit.mirror.chunk import RecordChunk
 from drkit.mirror.copied import COPY_SCHEMA, fold_ranges
 from drkit.mirror.deliver import Copier
+from drkit.mirror.lease import LeaseStamp
 from drkit.mirror.producers import FAILURE_MARKER, DeliveryFailed, begin_transactions, describe, new_producer
 
 #: How long reading back a batch's partitions may take.
@@ -100,11 +101,13 @@ class SlotProducers:
         slots: int,
         target_alias: str,
         make: Callable[[dict[str, Any], str], Any] = new_producer,
+        lease: LeaseStamp | None = None,
     ) -> None:
         self.flow = flow
         self.slots = slots
         self._alias = target_alias
         self._make = make
+        self._lease = lease
         self._producers: dict[int, tuple[str, Any, set[Partition]]] = {}
 
     def producer(self, slot: int, producer_conf: Mapping[str, Any]) -> tuple[Any, set[Partition]]:
@@ -154,6 +157,8 @@ class SlotProducers:
                 source_alias,
                 self._alias,
                 producer=self.producer(slot, producer_conf)[0],
+                epoch=0 if self._lease is None else self._lease.epoch,
+                gate=None if self._lease is None else self._lease.refusal,
             )
             for slot in sorted(slots)
         }

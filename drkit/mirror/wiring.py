@@ -7,6 +7,7 @@ Invariant: the job builds nothing; everything it uses is made here from the cont
 
 from __future__ import annotations
 
+import json
 from functools import partial
 from typing import Any
 
@@ -22,6 +23,7 @@ from drkit.core.copying import (
     may_copy_on_executors,
     read_failure_action,
 )
+from drkit.core.mirror_lease import Instance
 from drkit.kafka.topology import TopologyReconciler
 from drkit.mirror.context import MirrorContext
 from drkit.mirror.continuous import ContinuousCopier
@@ -34,6 +36,7 @@ from drkit.mirror.faults import KillPoint, kill_here
 from drkit.mirror.heartbeat import HeartbeatWriter
 from drkit.mirror.job import MirrorJob
 from drkit.mirror.lanes import ahead_limit
+from drkit.mirror.lease import LeaseStamp, MirrorLease
 from drkit.mirror.observer import SourceObserver
 from drkit.mirror.outage import ClusterWatch
 from drkit.mirror.reader import BatchReader
@@ -43,9 +46,20 @@ from drkit.mirror.topology import TopologyFollower
 from drkit.mirror.transactions import SlotProducers
 
 
-def mirror_job(context: MirrorContext, flow: FlowConfig, once: bool) -> MirrorJob:
-    """The job of ``flow`` for one run (``once``: until caught up), with every collaborator it needs."""
+def mirror_job(context: MirrorContext, flow: FlowConfig, once: bool, instance: Instance) -> MirrorJob:
+    """The job of ``flow`` for one run (``once``: until caught up) of this process (``instance``), with every
+    collaborator it needs."""
     config = context.config
+    m = flow.mirror
+    lease = MirrorLease(
+        flow.name,
+        context.clusters.lease_entries(flow),
+        context.syncs,
+        instance,
+        lease_settings(context, flow),
+        int(m.lease_seconds * 1000),
+        int(m.lease_renew_seconds * 1000),
+    )
     selector = config.topic_selector(flow)
     source_admin = context.clusters.admin(flow.source)
     heartbeat_source_admin = context.clusters.admin(flow.source)
@@ -70,7 +84,7 @@ def mirror_job(context: MirrorContext, flow: FlowConfig, once: bool) -> MirrorJo
     return MirrorJob(
         context,
         flow,
-        copy_path(context, flow, once, reader, stopping),
+        copy_path(context, flow, once, reader, stopping, lease),
         reader,
         stopping,
         SourceObserver(flow, source_admin, context.runs, source_watch),
@@ -78,7 +92,22 @@ def mirror_job(context: MirrorContext, flow: FlowConfig, once: bool) -> MirrorJo
         HeartbeatWriter(flow, config.clusters[flow.source], heartbeat_source_admin, target_admin),
         (source_watch, ClusterWatch(flow.name, "target", flow.target, (target_admin,))),
         target_admin,
+        lease,
     )
+
+
+def lease_settings(context: MirrorContext, flow: FlowConfig) -> dict[str, str]:
+    """What every mirror process of a flow must agree on (a standby that differs is refused): what it copies,
+    where to, how, and the state root it records in."""
+    m = flow.mirror
+    return {
+        "topics": json.dumps(flow.topics.model_dump(mode="json"), sort_keys=True),
+        "replication_policy": f"{flow.replication_policy} (separator {flow.separator!r})",
+        "delivery": str(m.delivery),
+        "transaction_slots": str(m.transaction_slots),
+        "lease_seconds": f"{m.lease_seconds:g}",
+        "state": context.layout.where,
+    }
 
 
 def read_stall_seconds(flow: FlowConfig) -> float:
@@ -90,7 +119,12 @@ def read_stall_seconds(flow: FlowConfig) -> float:
 
 
 def copy_path(
-    context: MirrorContext, flow: FlowConfig, once: bool, reader: BatchReader, stopping: Stopping
+    context: MirrorContext,
+    flow: FlowConfig,
+    once: bool,
+    reader: BatchReader,
+    stopping: Stopping,
+    lease: LeaseStamp | None = None,
 ) -> CopyPath:
     """The one copy path of this run (drkit.core.copy_path), with its places: the driver and the copy tasks."""
     m, spark = flow.mirror, context.spark
@@ -107,6 +141,7 @@ def copy_path(
         reader.skip_removed,
         local,
         context.faults,
+        lease,
     )
     may_use_tasks = may_copy_on_executors(master, m.driver_copy_max_records, m.max_offsets_per_trigger)
 
@@ -114,7 +149,7 @@ def copy_path(
         return copy_place(master, records, m.driver_copy_max_records)
 
     if kind is CopyPathKind.EXACTLY_ONCE:
-        producers = SlotProducers(flow.name, m.transaction_slots, flow.target)
+        producers = SlotProducers(flow.name, m.transaction_slots, flow.target, lease=lease)
         tails = SyncedTails(flow.name, context.syncs)
 
         def eo_task(producer_conf: dict[str, Any], topic_map: dict[str, str]) -> CopyTask:
@@ -136,7 +171,7 @@ def copy_path(
         warm = warm_workers(flow.name, spark, eo_task) if may_use_tasks else no_warm_up
         return ExactlyOnceCopy(flow, producers, tails, driver, executors, place, warm)
     own = AtLeastOnceCopy(
-        DriverCopy(flow, servers, reader, settle, stopping),
+        DriverCopy(flow, servers, reader, settle, stopping, lease),
         ExecutorCopy(flow, spark, lambda ranges: copy_groups(ranges, slots(spark)), tasks.task, settle, stopping),
         place,
         warm_workers(flow.name, spark, tasks.task) if may_use_tasks else no_warm_up,
@@ -149,5 +184,6 @@ def copy_path(
         flow.source,
         flow.target,
         ahead=ahead_limit(m.max_offsets_per_trigger),
+        lease=lease,
     )
     return ContinuousCopy(flow.name, copier, own, settle, stopping)

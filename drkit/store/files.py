@@ -10,6 +10,8 @@ make atomic. Invariant: a remote path is never handed to the local file system (
 from __future__ import annotations
 
 import functools
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -122,3 +124,27 @@ def _delta_rs(store: RootUri, settings: StorageSettings) -> fs.FileSystem:
     from pyarrow import fs
 
     return fs.PyFileSystem(DeltaStorageHandler(str(store), delta_options(store, settings)))
+
+
+def copy_tree(source: Location, target: Location, skip: Callable[[str], bool] = lambda name: False) -> int:
+    """Copy every file under the folder ``source`` to the same relative path under ``target`` (which holds
+    nothing yet), except those whose own name ``skip`` accepts; how many files were copied."""
+    if not _is_remote(source):
+        root, copied = Path(source), 0
+        for path in sorted(root.rglob("*")):
+            if path.is_file() and not skip(path.name):
+                out = Path(target) / path.relative_to(root)
+                out.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, out)
+                copied += 1
+        return copied
+    from pyarrow import fs
+
+    filesystem, where = _remote(source)
+    _, there = _remote(target)
+    copied = 0
+    for info in filesystem.get_file_info(fs.FileSelector(where, recursive=True, allow_not_found=True)):
+        if info.type == fs.FileType.File and not skip(info.base_name):
+            filesystem.copy_file(info.path, there.rstrip("/") + "/" + info.path[len(where.rstrip("/")) + 1 :])
+            copied += 1
+    return copied

@@ -8,6 +8,7 @@ tests prove the real adapters against real brokers and tables.
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -22,12 +23,13 @@ from drkit.core.audit import OperationRecord, fold
 from drkit.core.checkpoints import Checkpoint, CommittedOffset, RecordedCheckpoint
 from drkit.core.groups import GroupState, Member
 from drkit.core.heartbeat import HeartbeatCopy
+from drkit.core.mirror_lease import Instance, LeaseAct, LeaseEntry
 from drkit.core.offsets import SyncRange
 from drkit.core.origin import TailRecord, TargetTail
 from drkit.core.ports import SyncProgress, TopicPartition
 from drkit.core.reach import Reach, Unreachable
 from drkit.core.translate import Position
-from drkit.errors import ClusterError
+from drkit.errors import ClusterError, FencedError
 from drkit.layout import StateLayout
 from drkit.operate.context import OperateContext
 from drkit.store.runs import MirrorFiles, RunFiles
@@ -374,6 +376,78 @@ class FakeMirrorClusters:
     def reachable(self, alias: str, timeout: float) -> bool:
         return self.clusters[alias].reachable
 
+    def lease_entries(self, flow: Any) -> FakeLeaseEntries:
+        return FakeLeaseEntries(self.lease_topics.setdefault(flow.name, FakeLeaseTopic()), flow.target)
+
+    lease_topics: dict[str, FakeLeaseTopic] = field(default_factory=dict)
+
+
+@dataclass
+class FakeLeaseTopic:
+    """One flow's entries on a target's lease topic, stamped by a broker clock (real time unless a test sets
+    ``now_ms``); ``down`` makes every append and read fail as a cluster that does not answer."""
+
+    entries: list[LeaseEntry] = field(default_factory=list)
+    now_ms: int | None = None
+    down: bool = False
+
+    def stamp(self) -> int:
+        return int(time.time() * 1000) if self.now_ms is None else self.now_ms
+
+
+class FakeLeaseEntries:
+    """``drkit.mirror.lease.LeaseEntries`` over a :class:`FakeLeaseTopic`: what one process reads and appends."""
+
+    def __init__(self, topic: FakeLeaseTopic, alias: str) -> None:
+        self.topic, self.alias, self._next = topic, alias, 0
+        self.closed = False
+
+    def _answer(self) -> None:
+        if self.topic.down:
+            raise ClusterError(f"cluster {self.alias}: the lease topic does not answer")
+
+    def ensure(self) -> None:
+        self._answer()
+
+    def append(
+        self,
+        act: LeaseAct,
+        instance: Instance,
+        lease_ms: int,
+        claim: int = -1,
+        epoch: int = 0,
+        settings: Mapping[str, str] | None = None,
+    ) -> int:
+        self._answer()
+        offset = len(self.topic.entries)
+        entry = LeaseEntry(offset, self.topic.stamp(), act, instance, lease_ms, claim, epoch, dict(settings or {}))
+        self.topic.entries.append(entry)
+        return offset
+
+    def read(self, wait: float) -> list[LeaseEntry]:
+        self._answer()
+        out = self.topic.entries[self._next :]
+        self._next += len(out)
+        return out
+
+    def read_through(self, offset: int, wait: float) -> list[LeaseEntry]:
+        return self.read(wait)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def held_job(context: Any, flow: Any, once: bool) -> Any:
+    """``drkit.mirror.wiring.mirror_job`` for this process, holding its flow's lease (as the runner makes it)."""
+    import threading
+
+    from drkit.mirror.lease import this_instance
+    from drkit.mirror.wiring import mirror_job
+
+    job = mirror_job(context, flow, once, this_instance())
+    assert job.lease.acquire(threading.Event(), wait=False)
+    return job
+
 
 @dataclass
 class FakeMirrorSyncs(FakeSyncs):
@@ -387,10 +461,20 @@ class FakeMirrorSyncs(FakeSyncs):
     def batch_written(self, stream_id: str, batch_id: int) -> bool:
         return (stream_id, batch_id) in self.batches
 
-    def write(self, flow: str, stream_id: str, batch_id: int, ranges: Any) -> int:
+    epochs: dict[str, int] = field(default_factory=dict)
+
+    def fence(self, flow: str) -> int:
+        self.epochs[flow] = self.epochs.get(flow, 0) + 1
+        return self.epochs[flow]
+
+    def write(
+        self, flow: str, stream_id: str, batch_id: int, ranges: Any, at: Any = None, epoch: int | None = None
+    ) -> int:
         """``ranges``: an Arrow table of the range columns, as the mirror writes them."""
         if (stream_id, batch_id) in self.batches:
             return 0
+        if epoch is not None and self.epochs.get(flow, 0) > epoch:
+            raise FencedError(f"offset_syncs: epoch {self.epochs[flow]} is newer than {epoch}")
         rows = ranges.to_pylist()
         self.batches[(stream_id, batch_id)] = rows
         for r in rows:

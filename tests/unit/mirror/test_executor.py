@@ -272,10 +272,9 @@ class FakeSpark:
 
 
 def job_of(tmp_path: Path, master: str, cores: int, **mirror: Any) -> Any:
-    from support.fakes import mirror_context
+    from support.fakes import held_job, mirror_context
 
     from drkit.config import parse_config
-    from drkit.mirror.wiring import mirror_job
 
     cfg = parse_config(
         {
@@ -284,7 +283,7 @@ def job_of(tmp_path: Path, master: str, cores: int, **mirror: Any) -> Any:
             "state": {"root": str(tmp_path / "state")},
         }
     )
-    return mirror_job(replace(mirror_context(cfg), spark=FakeSpark(master, cores)), cfg.flows[0], once=True)
+    return held_job(replace(mirror_context(cfg), spark=FakeSpark(master, cores)), cfg.flows[0], once=True)
 
 
 def request(plan: Any, producer_conf: dict[str, Any], topic_map: dict[str, str]) -> Any:

@@ -10,12 +10,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from support.fakes import mirror_context
+from support.fakes import held_job, mirror_context
 from support.faulty_mirror import command, plan_of
 
 from drkit.config import DrkitConfig, parse_config
 from drkit.mirror.faults import NO_FAULTS, FaultPlan, KillAt, KillPoint
-from drkit.mirror.wiring import mirror_job
 
 
 def config(tmp_path: Path) -> DrkitConfig:
@@ -57,14 +56,14 @@ def test_exactly_one_copy_task_fails_on_purpose_even_when_tasks_run_at_once(tmp_
 
 def test_a_mirror_job_has_no_faults_unless_its_context_carries_a_plan(tmp_path: Path) -> None:
     cfg = config(tmp_path)
-    assert mirror_job(mirror_context(cfg), cfg.flows[0], once=True).faults is NO_FAULTS
+    assert held_job(mirror_context(cfg), cfg.flows[0], once=True).faults is NO_FAULTS
 
 
 def test_the_drivers_plan_travels_to_the_copy_tasks_inside_each_task(tmp_path: Path) -> None:
     cfg = config(tmp_path)
     plan = FaultPlan(KillAt(KillPoint.COPIED, 2), str(tmp_path / "failed-once"))
     spark = SimpleNamespace(sparkContext=SimpleNamespace(master="local[2]"))  # a task asks only the master
-    job = mirror_job(replace(mirror_context(cfg), spark=spark, faults=plan), cfg.flows[0], once=True)
+    job = held_job(replace(mirror_context(cfg), spark=spark, faults=plan), cfg.flows[0], once=True)
     assert job.faults is plan
     task = job.path.executors.task({"bootstrap.servers": "b:1"}, {"t": "A.t"})
     assert task.faults == plan

@@ -13,13 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.fakes import mirror_context
+from support.fakes import held_job, mirror_context
 
 from drkit.config import DrkitConfig, parse_config
 from drkit.core.offsets import SourceOffsets
 from drkit.errors import MirrorError
 from drkit.mirror.job import MirrorJob
-from drkit.mirror.wiring import mirror_job
 
 STREAM = "stream-1"
 
@@ -36,7 +35,7 @@ def config(tmp_path: Path, **mirror: Any) -> DrkitConfig:
 
 def job(tmp_path: Path, **mirror: Any) -> MirrorJob:
     cfg = config(tmp_path, **mirror)
-    made = mirror_job(mirror_context(cfg), cfg.flows[0], once=False)
+    made = held_job(mirror_context(cfg), cfg.flows[0], once=False)
     Path(made.stream_checkpoint).mkdir(parents=True)
     Path(made.stream_checkpoint / "metadata").write_text(json.dumps({"id": STREAM}))
     return made

@@ -226,12 +226,11 @@ def test_a_source_that_stalls_the_drivers_read_is_a_cluster_error_naming_it(
     """The batch fails as a cluster error (exit 4) that names the source and says what to do; the copy's
     producer is dropped, so a retry starts with a fresh one."""
     import confluent_kafka
-    from support.fakes import mirror_context
+    from support.fakes import held_job, mirror_context
 
     from drkit.config import parse_config
     from drkit.errors import ClusterError
     from drkit.mirror import producers
-    from drkit.mirror.wiring import mirror_job
 
     config = parse_config(
         {
@@ -250,7 +249,7 @@ def test_a_source_that_stalls_the_drivers_read_is_a_cluster_error_naming_it(
 
     monkeypatch.setattr(producers, "_PRODUCERS", {})
     monkeypatch.setattr(confluent_kafka, "Producer", Producer)
-    job = mirror_job(mirror_context(config, FakeConsumer([])), config.flows[0], once=True)
+    job = held_job(mirror_context(config, FakeConsumer([])), config.flows[0], once=True)
     assert job.reader.stall_seconds == 0.2
     with pytest.raises(ClusterError) as raised:
         driver_copy(job, MirrorState("s", 0))
@@ -282,12 +281,11 @@ def test_a_partition_ending_before_the_planned_end_is_never_committed_as_copied(
     the planned end and the actual end, or (the loss accepted) the partition is held from 3, so the next
     batch copies from there whatever Spark's next start."""
     import confluent_kafka
-    from support.fakes import mirror_context
+    from support.fakes import held_job, mirror_context
 
     from drkit.config import parse_config
     from drkit.errors import MirrorError
     from drkit.mirror import producers
-    from drkit.mirror.wiring import mirror_job
 
     config = parse_config(
         {
@@ -309,7 +307,7 @@ def test_a_partition_ending_before_the_planned_end_is_never_committed_as_copied(
 
     monkeypatch.setattr(producers, "_PRODUCERS", {})
     monkeypatch.setattr(confluent_kafka, "Producer", Producer)
-    job = mirror_job(mirror_context(config, FakeConsumer([[eof("t", 0, 3)]])), config.flows[0], once=True)
+    job = held_job(mirror_context(config, FakeConsumer([[eof("t", 0, 3)]])), config.flows[0], once=True)
     before = MirrorState("s", 0, {}, {("u", 0): 1})
     copy = lambda: driver_copy(job, before)  # noqa: E731
     if fail_on_data_loss:

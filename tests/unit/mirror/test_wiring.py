@@ -10,13 +10,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from support.fakes import mirror_context
+from support.fakes import held_job, mirror_context
 
 import drkit.mirror
 from drkit.config import parse_config
 from drkit.mirror.copy_exactly_once import ExactlyOnceCopy
 from drkit.mirror.copy_path import AtLeastOnceCopy, ContinuousCopy
-from drkit.mirror.wiring import mirror_job
 
 
 def job(tmp_path: Path, master: str, once: bool, **mirror: Any) -> Any:
@@ -28,7 +27,7 @@ def job(tmp_path: Path, master: str, once: bool, **mirror: Any) -> Any:
         }
     )
     spark = SimpleNamespace(sparkContext=SimpleNamespace(master=master, defaultParallelism=2))
-    return mirror_job(replace(mirror_context(cfg), spark=spark), cfg.flows[0], once)
+    return held_job(replace(mirror_context(cfg), spark=spark), cfg.flows[0], once)
 
 
 @pytest.mark.parametrize(
