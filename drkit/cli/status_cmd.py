@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from drkit.cli.console import Output, emit, table
 from drkit.cli.options import ConfigOption, FlowOption, MetricsPortOption, OutputOption, facade, parse_time
+from drkit.core.mirror_lease import LeaseReport
 from drkit.core.status import StatusReport, Verdict
 from drkit.errors import RefusedError
 from drkit.results import OffsetsReport
@@ -40,6 +41,22 @@ def _running(flag: bool) -> str:
     return "running" if flag else "not running"
 
 
+def _lease_line(flow: str, lease: LeaseReport | None) -> str:
+    """Who mirrors the flow (drkit.core.mirror_lease), in one line."""
+    if lease is None:
+        return f"{flow}: active mirror unknown (the target's lease topic could not be read, or no mirror ran)"
+    a = lease.active
+    since = "" if a is None else datetime.fromtimestamp(a.since_ms / 1000, UTC).isoformat(timespec="seconds")
+    active = (
+        "no active mirror"
+        if a is None
+        else f"active mirror {escape(a.host)} pid {a.pid} epoch {a.epoch} since {since}"
+        + ("" if a.running else f" [bold red](its lease ended {-a.ends_in_seconds}s ago)[/]")
+    )
+    standbys = ", ".join(f"{escape(s.host)} pid {s.pid} (seen {s.seen_seconds_ago}s ago)" for s in lease.standbys)
+    return f"{flow}: {active}; standing by: {standbys or 'none'}"
+
+
 def _render_status(report: StatusReport) -> Iterable[RenderableType]:
     for f in report.flows:
         yield table(
@@ -60,6 +77,7 @@ def _render_status(report: StatusReport) -> Iterable[RenderableType]:
                 for p in f.partitions
             ],
         )
+        yield _lease_line(f.flow, f.mirror_lease)
         if f.groups:
             yield table("checkpoints", ["group", "age s"], [[g.group, g.checkpoint_age_seconds] for g in f.groups])
         for line in f.unreachable:

@@ -198,3 +198,61 @@ def task_refusal(now_ms: int, until_ms: int) -> str | None:
             "nothing more (the batch is tried again under a renewed lease)"
         )
     return None
+
+
+@dataclass(frozen=True)
+class ActiveMirror:
+    """The holder of a flow's lease as ``drkit status`` shows it."""
+
+    host: str
+    pid: int
+    instance: str
+    epoch: int
+    since_ms: int
+    #: Whether its lease still ran when status read the topic (on the reader's clock, or the broker's when later).
+    running: bool
+    #: Seconds until its lease ends without a renewal (negative: ended that long ago).
+    ends_in_seconds: float
+
+
+@dataclass(frozen=True)
+class StandbyMirror:
+    host: str
+    pid: int
+    instance: str
+    #: Seconds since its latest beat.
+    seen_seconds_ago: float
+
+
+@dataclass(frozen=True)
+class LeaseReport:
+    """Who mirrors a flow, read from its target's lease topic: the active process (None: nobody holds the
+    lease, or its holder released it) and the processes standing by."""
+
+    active: ActiveMirror | None
+    standbys: tuple[StandbyMirror, ...]
+
+
+def lease_report(view: LeaseView, now_ms: int) -> LeaseReport:
+    """``view`` told at ``now_ms`` (the reader's clock; the broker's latest append time when that is later:
+    an age is never younger than the truth)."""
+    now = max(now_ms, view.now_ms)
+    holder = view.holder
+    active = (
+        None
+        if holder is None
+        else ActiveMirror(
+            holder.instance.host,
+            holder.instance.pid,
+            holder.instance.id,
+            holder.epoch,
+            holder.since_ms,
+            now < holder.ends_ms,
+            round((holder.ends_ms - now) / 1000, 1),
+        )
+    )
+    standbys = tuple(
+        StandbyMirror(s.instance.host, s.instance.pid, s.instance.id, round((now - s.seen_ms) / 1000, 1))
+        for s in view.waiting()
+    )
+    return LeaseReport(active, standbys)

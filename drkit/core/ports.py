@@ -16,6 +16,7 @@ from drkit.core.audit import OperationRecord
 from drkit.core.checkpoints import Checkpoint, CommittedOffset, RecordedCheckpoint
 from drkit.core.groups import GroupState
 from drkit.core.heartbeat import HeartbeatCopy
+from drkit.core.mirror_lease import LeaseEntry
 from drkit.core.offsets import SyncRange
 from drkit.core.origin import TargetTail
 from drkit.core.reach import Reach
@@ -64,6 +65,11 @@ class ClusterAdmin(Protocol):
 
     def newest_heartbeat(self, topic: str, key: bytes) -> HeartbeatCopy | None:
         """The newest heartbeat with ``key`` in ``topic`` (drkit.core.heartbeat); None when there is none."""
+        ...
+
+    def lease_entries(self, flow: str) -> list[LeaseEntry] | None:
+        """Every entry of ``flow`` on the cluster's mirror lease topic (drkit.core.mirror_lease); None when the
+        topic does not exist."""
         ...
 
     def fence_transactions(self, transactional_ids: Iterable[str]) -> None:

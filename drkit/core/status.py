@@ -17,6 +17,7 @@ from typing import Any
 from drkit.core.checkpoints import RecordedCheckpoint, retranslate
 from drkit.core.consistency import TargetDivergence
 from drkit.core.heartbeat import HEARTBEAT_TOPIC
+from drkit.core.mirror_lease import LeaseReport
 from drkit.core.offsets import SyncRange
 from drkit.core.ports import SyncProgress, TopicPartition
 from drkit.core.topology import TopicIssue
@@ -190,6 +191,9 @@ class FlowStatus:
     topology_age_seconds: float | None = None
     #: One line per cluster of the flow that did not answer its probe, and why (drkit.core.reach).
     unreachable: tuple[str, ...] = ()
+    #: Which process mirrors the flow and which stand by, from the target's lease topic (drkit.core.mirror_lease);
+    #: None: unknown (the target did not answer, or no mirror with a lease ever ran for it).
+    mirror_lease: LeaseReport | None = None
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)

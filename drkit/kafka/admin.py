@@ -20,6 +20,7 @@ from drkit.config import ClusterConfig, DrkitConfig
 from drkit.core.checkpoints import CommittedOffset
 from drkit.core.groups import GroupState, Member
 from drkit.core.heartbeat import HeartbeatCopy, created_ms_of
+from drkit.core.mirror_lease import LEASE_TOPIC, LeaseEntry
 from drkit.core.origin import TargetTail
 from drkit.core.reach import Reach
 from drkit.errors import AccessDenied, ClusterError
@@ -163,6 +164,28 @@ class KafkaAdmin:
             return read_tail(consumer, self._alias, topic, partition, start, end, origin_alias, timeout, TAIL_GROUP)
         finally:
             consumer.close()
+
+    def lease_entries(self, flow: str) -> list[LeaseEntry] | None:
+        """Every entry of ``flow`` on this cluster's mirror lease topic (drkit.kafka.lease_log); None when the
+        topic does not exist (no mirror with a lease ever ran against this cluster)."""
+        from drkit.kafka.lease_log import LeaseLog
+
+        if LEASE_TOPIC not in self.partition_counts():
+            return None
+        log = LeaseLog(self._cluster, self._alias, flow, timeout=self.timeout)
+        try:
+            out: list[LeaseEntry] = []
+            while True:
+                read = log.read(self.timeout)
+                out.extend(read)
+                if log.at_end:
+                    return out
+                if not read:
+                    raise ClusterError(
+                        f"cluster {self._alias}: {LEASE_TOPIC} was not read to its end in {self.timeout:.0f}s"
+                    )
+        finally:
+            log.close()
 
     def fence_transactions(self, transactional_ids: Iterable[str]) -> None:
         """Initialise a producer of each id (fencing its older producers, aborting their open transaction)."""

@@ -47,6 +47,8 @@ class LeaseLog:
         self._producer: Producer | None = None
         self._consumer: Consumer | None = None
         self._next = 0
+        #: Whether the last read reached the partition's end.
+        self.at_end = False
 
     # -- the topic --------------------------------------------------------------------------------
 
@@ -138,6 +140,7 @@ class LeaseLog:
                 if entry is not None:
                     out.append(entry)
             if at_end or time.monotonic() >= deadline:
+                self.at_end = at_end
                 return out
 
     def read_through(self, offset: int, wait: float) -> list[LeaseEntry]:

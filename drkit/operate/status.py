@@ -14,6 +14,7 @@ from datetime import datetime
 from drkit.config import FlowConfig
 from drkit.core.consistency import TargetDivergence, divergence_message
 from drkit.core.heartbeat import HEARTBEAT_TOPIC, HeartbeatReading, heartbeat_key, reading
+from drkit.core.mirror_lease import LeaseReport, LeaseView, fold, lease_report
 from drkit.core.ports import SyncProgress, TopicPartition
 from drkit.core.reach import Command, Reach, unreachable_lines
 from drkit.core.status import (
@@ -28,7 +29,7 @@ from drkit.core.status import (
     partition_lags,
 )
 from drkit.core.topology import TopicIssueKind
-from drkit.errors import ClusterError
+from drkit.errors import ClusterError, DrkitError
 from drkit.layout import JobKind
 from drkit.operate.context import OperateContext
 from drkit.operate.lag import oldest_unmirrored, source_ends
@@ -68,6 +69,15 @@ def _heartbeat(ctx: OperateContext, flow: FlowConfig, target_up: bool) -> Heartb
     return reading(newest, ctx.now_ms())
 
 
+def _lease(ctx: OperateContext, flow: FlowConfig) -> LeaseReport | None:
+    """Who mirrors the flow, read on its target's lease topic; None when it cannot be known."""
+    try:
+        entries = ctx.clusters.admin(flow.target, probe=True).lease_entries(flow.name)
+    except DrkitError:
+        return None
+    return None if entries is None else lease_report(fold(LeaseView(), entries), int(ctx.now_ms()))
+
+
 def _nothing() -> None:
     return None
 
@@ -97,11 +107,12 @@ def flow_status(ctx: OperateContext, flow: FlowConfig, reaches: Future[dict[str,
     selector = ctx.config.topic_selector(flow)
     on_source = background.started(source_ends, source, selector) if source_up else background.started(_nothing)
     beat_read = background.started(_heartbeat, ctx, flow, target_up)
+    lease_read = background.started(_lease, ctx, flow) if target_up else background.started(_nothing)
     on_target = background.started(_divergences, ctx, flow, progress) if target_up else background.started(_nothing)
     ends = on_source.result()
     oldest = oldest_unmirrored(source, progress, ends)
     recorded = recorded_read.result()
-    divergences, beat = on_target.result(), beat_read.result()
+    divergences, beat, lease = on_target.result(), beat_read.result(), lease_read.result()
     now = ctx.now_ms()  # after every read: ages and lags are never younger than the truth
     confirmed = {} if last_run is None else {g: last_run.finished_at_ms for g in last_run.confirmed_groups}
     ages = group_ages(recorded, now, confirmed)
@@ -140,6 +151,7 @@ def flow_status(ctx: OperateContext, flow: FlowConfig, reaches: Future[dict[str,
         topic_issues=issues,
         topology_age_seconds=None if checked_at is None else round((now - checked_at) / 1000, 1),
         unreachable=unreachable_lines(reach, (flow.source, flow.target)),
+        mirror_lease=lease,
     )
 
 

@@ -62,6 +62,8 @@ class FakeCluster:
     fenced: list[str] = field(default_factory=list)
     #: The newest heartbeat copy per (topic, key) (drkit.core.heartbeat).
     heartbeats: dict[tuple[str, bytes], HeartbeatCopy] = field(default_factory=dict)
+    #: Each flow's entries on the mirror lease topic (absent: the topic does not exist).
+    lease: dict[str, list[LeaseEntry]] = field(default_factory=dict)
     #: The groups of each commit_offsets_many call, and a hook run after each group's commit (to
     #: interrupt an apply mid-way, or to let another apply in).
     batches: list[list[str]] = field(default_factory=list)
@@ -96,6 +98,9 @@ class FakeCluster:
     def first_timestamps(self, positions: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         self._check()
         return {k: self.timestamps[k] for k in positions if k in self.timestamps}
+
+    def lease_entries(self, flow: str) -> list[LeaseEntry] | None:
+        return self.lease.get(flow)
 
     def newest_heartbeat(self, topic: str, key: bytes) -> HeartbeatCopy | None:
         self._check()

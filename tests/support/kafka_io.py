@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from drkit.core.mirror_lease import EPOCH_HEADER
 from drkit.core.origin import ORIGIN_HEADER, origin_of
 
 
@@ -23,10 +24,15 @@ class Rec:
     timestamp: int
 
     def content(self) -> tuple[object, ...]:
-        """What must be equal between a source record and its copy: not the offset, nor the origin
-        header the mirror adds to each copy (checked on its own: :meth:`origin`)."""
-        own = tuple(h for h in self.headers if h[0] != ORIGIN_HEADER)
+        """What must be equal between a source record and its copy: not the offset, nor the origin and epoch
+        headers the mirror adds to each copy (checked on their own: :meth:`origin`, :meth:`epoch`)."""
+        own = tuple(h for h in self.headers if h[0] not in (ORIGIN_HEADER, EPOCH_HEADER))
         return (self.partition, self.key, self.value, own, self.timestamp)
+
+    def epoch(self) -> int | None:
+        """The lease epoch of the mirror process that made this copy (its last epoch header); None: none."""
+        found = [v for k, v in self.headers if k == EPOCH_HEADER]
+        return int(found[-1]) if found and found[-1] is not None else None
 
     def origin(self, alias: str) -> int | None:
         """The offset on cluster ``alias`` this record is a copy of, by its last origin header."""

@@ -9,7 +9,7 @@ from typing import Any
 
 from drkit.config import DrkitConfig
 from drkit.core.offsets import SyncRange
-from drkit.layout import StateLayout
+from drkit.layout import JobKind, StateLayout
 from drkit.service import Drkit
 from drkit.store.offset_syncs import SyncTable
 from support.kafka_io import Rec
@@ -21,9 +21,20 @@ def partition_syncs(spark: Any, config: DrkitConfig, topic: str, flow: str = "A-
     return {p: rs for (t, p), rs in ranges.items() if t == topic}
 
 
+def latest_checkpoint(config: DrkitConfig, flow: str | None = None) -> Path:
+    """The streaming checkpoint of the newest lease epoch of ``flow`` (default: the config's first), local."""
+    layout = StateLayout(config.state_root())
+    name = flow or config.flows[0].name
+    folder = Path(layout.flow_dir(JobKind.MIRROR, name))
+    epochs = (
+        [e for p in folder.iterdir() if (e := layout.checkpoint_epoch(p.name)) is not None] if folder.exists() else []
+    )
+    return Path(layout.stream_checkpoint(name, max(epochs, default=0)))
+
+
 def committed_batches(config: DrkitConfig) -> list[str]:
-    """The batches Spark committed for the config's first flow (its streaming checkpoint's ``commits``)."""
-    commits = Path(StateLayout(config.state_root()).stream_checkpoint(config.flows[0].name) / "commits")
+    """The batches Spark committed for the config's first flow (its newest streaming checkpoint's ``commits``)."""
+    commits = latest_checkpoint(config) / "commits"
     return sorted(p.name for p in commits.iterdir() if not p.name.startswith(".")) if commits.exists() else []
 
 

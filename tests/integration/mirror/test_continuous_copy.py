@@ -21,11 +21,10 @@ from typing import Any
 import pytest
 from support import faulty_mirror
 from support.kafka_io import create_topic, produce, read_all, unique
-from support.mirror_checks import audit_syncs, committed_batches, copies_by_origin, partition_syncs
+from support.mirror_checks import audit_syncs, committed_batches, copies_by_origin, latest_checkpoint, partition_syncs
 
 from drkit.config import DrkitConfig
 from drkit.core.translate import SyncIndex
-from drkit.layout import StateLayout
 from drkit.mirror.faults import KillAt, KillPoint
 from drkit.mirror.offset_log import batch_start_offsets, logged_offsets
 from drkit.mirror.runner import MirrorRunner
@@ -211,7 +210,7 @@ def test_a_sigkill_between_copies_syncs_and_sparks_commit_loses_nothing(
     assert "copied by the driver as the records arrived" in text
 
     # What the kill left: Spark never committed the batch; its syncs are durable only past the sync write.
-    checkpoint = Path(StateLayout(config.state_root()).stream_checkpoint("A->B"))
+    checkpoint = latest_checkpoint(config)
     stream_id = json.loads((checkpoint / "metadata").read_text())["id"]
     assert str(batch) not in committed_batches(config)
     written = SyncTable(Drkit(config, spark).layout).batch_written(stream_id, batch)

@@ -18,12 +18,18 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 from support.kafka_io import Rec, create_topic, end_offsets, produce, read_all, unique
-from support.mirror_checks import audit_syncs, by_partition, committed_batches, copies_by_origin, partition_syncs
+from support.mirror_checks import (
+    audit_syncs,
+    by_partition,
+    committed_batches,
+    copies_by_origin,
+    latest_checkpoint,
+    partition_syncs,
+)
 
 from drkit.config import DrkitConfig
 from drkit.core.translate import SyncIndex
 from drkit.errors import MirrorError
-from drkit.layout import StateLayout
 from drkit.mirror.offset_log import batch_start_offsets
 from drkit.service import Drkit
 
@@ -200,7 +206,7 @@ def test_sigkill_mid_copy_then_restart_loses_nothing(
     # Where the batch Spark had not committed starts: nothing before it may be copied again.
     committed = [int(b) for b in committed_batches(config)]
     first_uncommitted = max(committed, default=-1) + 1
-    logged = batch_start_offsets(StateLayout(config.state_root()).stream_checkpoint("A->B"), first_uncommitted)
+    logged = batch_start_offsets(latest_checkpoint(config), first_uncommitted)
     assert logged is not None and topic in logged, f"no start offsets of batch {first_uncommitted}: {logged}"
     resume = {int(p): offset for p, offset in logged[topic].items()}
     # The bound is exercised only if more records than it allows lay past the kill's batch.

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from support.kafka_io import create_topic, end_offsets, produce, read_all, unique
-from support.mirror_checks import audit_syncs
+from support.mirror_checks import audit_syncs, latest_checkpoint
 
 from drkit.config import DrkitConfig
 from drkit.layout import StateLayout
@@ -63,7 +63,7 @@ def test_a_failed_sync_commit_leaves_the_batch_uncommitted_and_a_restart_loses_n
     print(f"failed as it should: {str(failure[0]).splitlines()[0][:300]}")
 
     # Every batch Spark committed has its syncs; the batch whose commit failed was not committed.
-    checkpoint = Path(layout.stream_checkpoint("A->B"))
+    checkpoint = latest_checkpoint(config)
     stream = json.loads((checkpoint / "metadata").read_text())["id"]
     committed = sorted(int(p.name) for p in (checkpoint / "commits").iterdir() if p.name.isdigit())
     planned = max(int(p.name) for p in (checkpoint / "offsets").iterdir() if p.name.isdigit())
