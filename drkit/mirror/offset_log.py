@@ -65,11 +65,28 @@ def adopt(layout: StateLayout, flow: str, epoch: int) -> StatePath:
     ]
     if earlier:
         source = layout.stream_checkpoint(flow, max(earlier))
-        copied = files.copy_tree(source, target, skip=lambda name: name.startswith("."))
+        # Spark restarts from its newest offsets and commits: older ones are not copied (it purges them anyway).
+        newest = {log: _newest(files.listing(source / log), RESTART_BATCHES) for log in ("offsets", "commits")}
+
+        def keep(relative: str) -> bool:
+            folder, _, name = relative.partition("/")
+            if name.startswith(".") or relative.startswith("."):
+                return False  # a file Spark is still writing (its temporary), or a local checksum
+            return name in newest[folder] if folder in newest else True
+
+        copied = files.copy_tree(source, target, keep)
         log.info(
             "flow %s: epoch %d goes on from the checkpoint of epoch %d (%d files)", flow, epoch, max(earlier), copied
         )
     return target
+
+
+#: Batches of Spark's offset and commit logs a new epoch's checkpoint starts with (the newest ones).
+RESTART_BATCHES = 3
+
+
+def _newest(names: list[str], count: int) -> set[str]:
+    return {str(n) for n in sorted(int(n) for n in names if n.isdigit())[-count:]}
 
 
 def make_parent(checkpoint: Location) -> None:

@@ -126,14 +126,15 @@ def _delta_rs(store: RootUri, settings: StorageSettings) -> fs.FileSystem:
     return fs.PyFileSystem(DeltaStorageHandler(str(store), delta_options(store, settings)))
 
 
-def copy_tree(source: Location, target: Location, skip: Callable[[str], bool] = lambda name: False) -> int:
-    """Copy every file under the folder ``source`` to the same relative path under ``target`` (which holds
-    nothing yet), except those whose own name ``skip`` accepts; how many files were copied."""
+def copy_tree(source: Location, target: Location, keep: Callable[[str], bool] = lambda relative: True) -> int:
+    """Copy every file under the folder ``source`` whose path relative to it (``/``-separated) ``keep`` accepts
+    to the same relative path under ``target``; how many files were copied."""
     if not _is_remote(source):
         root, copied = Path(source), 0
         for path in sorted(root.rglob("*")):
-            if path.is_file() and not skip(path.name):
-                out = Path(target) / path.relative_to(root)
+            relative = path.relative_to(root).as_posix()
+            if path.is_file() and keep(relative):
+                out = Path(target) / relative
                 out.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(path, out)
                 copied += 1
@@ -143,8 +144,10 @@ def copy_tree(source: Location, target: Location, skip: Callable[[str], bool] = 
     filesystem, where = _remote(source)
     _, there = _remote(target)
     copied = 0
+    prefix = where.rstrip("/") + "/"
     for info in filesystem.get_file_info(fs.FileSelector(where, recursive=True, allow_not_found=True)):
-        if info.type == fs.FileType.File and not skip(info.base_name):
-            filesystem.copy_file(info.path, there.rstrip("/") + "/" + info.path[len(where.rstrip("/")) + 1 :])
+        relative = info.path[len(prefix) :]
+        if info.type == fs.FileType.File and keep(relative):
+            filesystem.copy_file(info.path, there.rstrip("/") + "/" + relative)
             copied += 1
     return copied

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.ports import SESSION
+from support.object_store import BUCKET, S3Server
+from support.ports import OBJECT_STORE, SESSION
 
 from drkit.config import DrkitConfig, parse_config
 from drkit.localdev.clusters import LocalKafka
@@ -43,6 +44,17 @@ def local_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalKafka
 def clusters(local_kafka: LocalKafka) -> dict[str, str]:
     """alias -> bootstrap servers of the test clusters."""
     return {c.alias: c.bootstrap_servers for c in local_kafka.status()}
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
+    """moto's S3 server on loopback, with :data:`~support.object_store.BUCKET`: one per session."""
+    server = S3Server.start(OBJECT_STORE.base, tmp_path_factory.mktemp("moto") / "moto.log")
+    try:
+        server.client().create_bucket(Bucket=BUCKET)  # type: ignore[attr-defined]
+        yield server
+    finally:
+        server.stop()
 
 
 @pytest.fixture(scope="session")

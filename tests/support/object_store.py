@@ -14,6 +14,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+#: The bucket the session's server holds (tests/integration/conftest.py's ``s3``): each test its own prefix.
+BUCKET = "drkit-state"
+
 #: Credentials the server accepts (moto accepts any); given to drkit through environment references.
 ACCESS_KEY_ID, SECRET_ACCESS_KEY = "drkit-test-key", "drkit-test-secret-not-real"
 

@@ -53,7 +53,7 @@ def _block(name: str, owner: str, offset: int, span: int = KAFKA_PAIR_SPAN) -> P
 #: The session's clusters A and B.
 SESSION = _block("SESSION", "conftest.py", 0)
 #: The S3-compatible server (moto's).
-OBJECT_STORE = _block("OBJECT_STORE", "store/test_object_store_root.py", 50, 1)
+OBJECT_STORE = _block("OBJECT_STORE", "conftest.py", 50, 1)
 #: The clusters of the disaster test, which kills its source broker: never the session's.
 DISASTER = _block("DISASTER", "operate/test_disaster.py", 100)
 FAILBACK = _block("FAILBACK", "operate/test_failback_exact.py", 150)
@@ -65,6 +65,8 @@ DRILL = _block("DRILL", "drill/test_drill_run.py", 400)
 OUTAGE_ANSWERS = _block("OUTAGE_ANSWERS", "operate/test_outage_answers.py", 450)
 #: X alone at +0, Y and Z at +10 and +20 (a second LocalKafka, base +10), X's TCP proxy at +40.
 LONG_OUTAGE = _block("LONG_OUTAGE", "mirror/test_long_outage.py", 500, 41)
+#: The metrics ports of the standby test's mirror processes (one each, on one host).
+STANDBY = _block("STANDBY", "mirror/test_standby.py", 700, 4)
 #: The secure clusters (SASL_SSL and mutual TLS).
 SECURE = _block("SECURE", "secure/conftest.py", 600)
 #: The local Spark standalone cluster: master at +0 (web UI +1), workers at +10 and +20 (web UI one
@@ -83,6 +85,7 @@ PLAN: tuple[PortBlock, ...] = (
     DRILL,
     OUTAGE_ANSWERS,
     LONG_OUTAGE,
+    STANDBY,
     SECURE,
     SPARK,
 )

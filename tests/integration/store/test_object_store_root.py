@@ -14,14 +14,12 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.kafka_io import Rec, commit, committed_on, create_topic, produce, read_all, unique
-from support.object_store import ACCESS_KEY_ID, SECRET_ACCESS_KEY, S3Server
-from support.ports import OBJECT_STORE
+from support.object_store import ACCESS_KEY_ID, BUCKET, SECRET_ACCESS_KEY, S3Server
 
 from drkit.config import load_config
 from drkit.layout import StateLayout
@@ -29,19 +27,8 @@ from drkit.runtime.artifacts import jvm_working_dir
 from drkit.store.checkpoints import CheckpointTable
 from drkit.store.offset_syncs import SyncTable
 
-BUCKET = "drkit-state"
 RECORDS, PARTITIONS = 600, 3
 COMMITTED = {0: 150, 1: 37, 2: 200}  # the group's offsets on A, per partition (each holds 200 records)
-
-
-@pytest.fixture(scope="session")
-def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
-    server = S3Server.start(OBJECT_STORE.base, tmp_path_factory.mktemp("moto") / "moto.log")
-    try:
-        server.client().create_bucket(Bucket=BUCKET)  # type: ignore[attr-defined]
-        yield server
-    finally:
-        server.stop()
 
 
 def env() -> dict[str, str]:
@@ -120,9 +107,9 @@ def test_mirror_checkpoint_and_failover_with_the_state_in_an_object_store(
     flow = "A_to_B"
     for expected in (
         "drkit/delta/offset_syncs/_delta_log/00000000000000000000.json",
-        f"drkit/mirror/{flow}/checkpoint/metadata",
-        f"drkit/mirror/{flow}/checkpoint/offsets/0",
-        f"drkit/mirror/{flow}/checkpoint/commits/0",
+        f"drkit/mirror/{flow}/checkpoint-1/metadata",  # the first lease epoch's (drkit.core.mirror_lease)
+        f"drkit/mirror/{flow}/checkpoint-1/offsets/0",
+        f"drkit/mirror/{flow}/checkpoint-1/commits/0",
         f"drkit/mirror/{flow}/batch_state.json",
         f"drkit/mirror/{flow}/source_ends.json",
     ):
