@@ -55,7 +55,7 @@ from drkit.mirror.lease import MirrorLease
 from drkit.mirror.observer import SourceObserver
 from drkit.mirror.offset_log import batch_start_offsets, logged_offsets
 from drkit.mirror.outage import ClusterWatch, through_outages
-from drkit.mirror.query import query_name, registration_refusal, source_stream
+from drkit.mirror.query import open_checkpoint_store, query_name, registration_refusal, source_stream
 from drkit.mirror.reader import BatchReader
 from drkit.mirror.report import BatchReport
 from drkit.mirror.stopping import Stopping
@@ -160,6 +160,13 @@ class MirrorJob:
         refusal = registration_refusal(self.flow.name, self.flow.source, self.query_name, registered)
         if refusal is not None:
             raise RefusedError(refusal)
+
+    def stand_by(self) -> None:
+        """What a standby prepares while it waits (nothing that writes): Spark's file system of the checkpoint."""
+        try:
+            open_checkpoint_store(self.spark, self.stream_checkpoint)
+        except Exception as exc:  # the takeover opens it then; a store that does not answer fails there
+            log.info("flow %s: the checkpoint's store was not opened ahead: %s", self.flow.name, exc)
 
     def start(self, once: bool) -> StreamingQuery:
         refusal = speculation_refusal(self.spark.sparkContext.getConf().get("spark.speculation"))

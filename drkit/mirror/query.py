@@ -88,3 +88,12 @@ def source_stream(
     return reader.load().selectExpr(
         "topic", "partition", "offset", "key", "value", "unix_millis(timestamp) AS ts", "headers"
     )
+
+
+def open_checkpoint_store(spark: SparkSession, checkpoint: StatePath) -> None:
+    """Open the Hadoop file system Spark will write ``checkpoint`` with (S3A's client and thread pools take
+    seconds to start): a standby does it while it waits, so a takeover does not."""
+    jvm = spark.sparkContext._jvm
+    conf = spark.sparkContext._jsc.hadoopConfiguration()
+    path = jvm.org.apache.hadoop.fs.Path(str(checkpoint.parent))  # type: ignore[union-attr]
+    path.getFileSystem(conf).exists(path)

@@ -71,6 +71,7 @@ class MirrorRunner:
         # Every flow before any starts: a refusal must not leave other flows' batches half done.
         for job in self.jobs:
             job.check_not_registered()
+            job.stand_by()
         # Each flow's lease in a thread of its own: a flow starts as soon as this process holds its lease (a
         # standby of several flows takes over each one as its active stops).
         leases = [_Acquiring(job, self._stop, wait=not once) for job in self.jobs]
@@ -85,9 +86,16 @@ class MirrorRunner:
                     continue  # stopped while standing by
                 job = self.jobs[i]
                 job.lease.start()
+                held_at = time.monotonic()
                 job.check_targets()
                 started[i] = job.start(once)
                 queries.append(started[i])
+                log.info(
+                    "flow %s: query started under epoch %d, %.1fs after taking the lease",
+                    job.flow.name,
+                    job.lease.epoch,
+                    time.monotonic() - held_at,
+                )
             lost = next((job for job in self.jobs if job.lease.lost.is_set()), None)
             if lost is not None:
                 for q in queries:

@@ -45,7 +45,12 @@ def test_identity_grants_each_copy_literally() -> None:
     identity = Names("A", "B", "orders", "billing", identity=True)
     granted = acls(documented_rows(), identity, ROLES, frozenset({"heartbeats"}))
     on_b = {(a.name, a.pattern) for a in granted if a.principal == "m" and a.cluster == "B"}
-    assert on_b == {("orders", ResourcePatternType.LITERAL), ("drkit-heartbeats", ResourcePatternType.LITERAL)}
+    assert on_b == {
+        ("orders", ResourcePatternType.LITERAL),
+        ("drkit-heartbeats", ResourcePatternType.LITERAL),
+        ("_drkit.mirror-lease", ResourcePatternType.LITERAL),  # the flow's lease (drkit.core.mirror_lease)
+        ("_drkit-mirror-lease", ResourcePatternType.LITERAL),
+    }
 
 
 def test_sync_acls_is_said_to_make_an_acl_administrator() -> None:
