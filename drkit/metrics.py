@@ -92,6 +92,19 @@ MIRROR_LAG_SECONDS = Gauge(
     ["flow"],
 )
 MIRROR_RATE = Gauge("drkit_mirror_records_per_second", "Records mirrored per second over the last 10 s", ["flow"])
+MIRROR_LEASE_ACTIVE = Gauge(
+    "drkit_mirror_lease_active",
+    "1 while this process holds the flow's lease and may copy, 0 while it stands by or its lease lapsed",
+    ["flow", "host"],
+)
+MIRROR_LEASE_EPOCH = Gauge(
+    "drkit_mirror_lease_epoch", "The epoch of the flow's lease this process holds (0: none yet)", ["flow", "host"]
+)
+MIRROR_LEASE_REMAINING = Gauge(
+    "drkit_mirror_lease_remaining_seconds",
+    "How long this process may still copy without another accepted renewal (0: it may not)",
+    ["flow", "host"],
+)
 MIRROR_LAST_BATCH = Gauge("drkit_mirror_last_batch_timestamp_seconds", "When the last batch finished", ["flow"])
 CHECKPOINT_RUNS = Counter("drkit_checkpoint_runs", "Checkpoint translator runs", ["flow"])
 CHECKPOINT_SECONDS = Histogram(

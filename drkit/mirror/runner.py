@@ -96,6 +96,8 @@ class MirrorRunner:
                     job.lease.epoch,
                     time.monotonic() - held_at,
                 )
+            for job in self.jobs:
+                _lease_metrics(job)
             lost = next((job for job in self.jobs if job.lease.lost.is_set()), None)
             if lost is not None:
                 for q in queries:
@@ -187,6 +189,13 @@ class MirrorRunner:
                         "it: its uncommitted batch is copied again on restart (duplicates on the target, no loss)",
                         job.flow.name,
                     )
+
+
+def _lease_metrics(job: MirrorJob) -> None:
+    lease, labels = job.lease, (job.flow.name, job.lease.instance.host)
+    metrics.MIRROR_LEASE_ACTIVE.labels(*labels).set(1.0 if lease.refusal() is None else 0.0)
+    metrics.MIRROR_LEASE_EPOCH.labels(*labels).set(lease.epoch)
+    metrics.MIRROR_LEASE_REMAINING.labels(*labels).set(round(lease.remaining(), 1))
 
 
 class _Acquiring:

@@ -40,7 +40,7 @@ PARTITIONS = 3
 PER_TRIGGER = 2_000
 #: The most records one read of the continuous copier takes (drkit.mirror.reader.CHUNK), as README states it.
 COPIER_READ = 5_000
-LEASE_SECONDS = 4.0
+LEASE_SECONDS = 3.0
 HOLDS = re.compile(r"holds the lease: epoch (\d+)")
 STANDING_BY = "standing by: the active mirror is"
 TAKEOVER_SECONDS = 10.0
