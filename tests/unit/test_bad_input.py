@@ -200,6 +200,17 @@ CONFIG_CASES: list[Any] = [
         id="trigger-string",
     ),
     pytest.param(
+        _flow("[flows.mirror]\nlease_seconds = 3\nlease_renew_seconds = 1.5"),
+        "flows[0].mirror: lease_renew_seconds (1.5) must be at most a third of lease_seconds (3): two renewals "
+        "may fail before the lease runs out",
+        id="lease-renewals-too-rare",
+    ),
+    pytest.param(
+        _flow("[flows.mirror]\nlease_seconds = 0.5"),
+        "flows[0].mirror.lease_seconds: input should be greater than or equal to 1",
+        id="lease-too-short",
+    ),
+    pytest.param(
         _flow("[flows.mirror]\nstop_grace_seconds = -inf"),
         "flows[0].mirror.stop_grace_seconds: input should be a finite number",
         id="grace-minus-inf",
