@@ -8,6 +8,7 @@ stopped query's error becomes an ``AccessDenied`` (a cluster refused the princip
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -18,7 +19,7 @@ from drkit import metrics
 from drkit.config import FlowConfig
 from drkit.core.mirror_lease import Instance
 from drkit.core.reports import MirrorSummary
-from drkit.errors import AccessDenied, ClusterError, FencedError, MirrorError
+from drkit.errors import AccessDenied, ClusterError, DrkitError, FencedError, MirrorError
 from drkit.mirror import progress
 from drkit.mirror.context import MirrorContext
 from drkit.mirror.failure import describe_failure, refusal_in, source_lost
@@ -125,6 +126,9 @@ class MirrorRunner:
             if error is not None:
                 metrics.ERRORS.labels(job.flow.name, "mirror").inc()
                 if job.lease.lost.is_set() or "FencedError" in str(error):
+                    if not job.lease.lost.is_set():  # fenced in offset_syncs first: learn who holds the lease now
+                        with contextlib.suppress(DrkitError):
+                            job.lease.renew()
                     raise FencedError(
                         job.lease.lost_reason
                         or f"flow {job.flow.name}: a newer mirror of this flow took over (epoch above "

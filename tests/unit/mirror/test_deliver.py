@@ -414,3 +414,35 @@ def test_a_partition_just_added_to_the_target_is_looked_up_not_a_failure(install
     install(fake)
     rows = run([batch(contiguous("orders", 5, range(3)))])
     assert fake.lookups == ["A.orders"] and ranges(rows) == {("orders", 5): [(0, 2, 0, 2)]}
+
+
+# ------------------------------------------------------------------------------ the lease's gate and epoch
+
+
+def chunk(offsets: list[int]) -> RecordChunk:
+    return RecordChunk("orders", 0, offsets, [b"k"] * len(offsets), [b"v"] * len(offsets), offsets, None)
+
+
+def test_every_copy_carries_its_holders_epoch_after_its_origin(install: Any) -> None:
+    fake = FakeProducer()
+    install(fake)
+    copier = Copier(CONF, TOPIC_MAP, "A", "B", epoch=7)
+    copier.copy(chunk([0, 1]))
+    copier.finish(5.0)
+    assert [p["headers"] for p in fake.produced] == [
+        [("drkit.origin", b"A:0"), ("drkit.epoch", b"7")],
+        [("drkit.origin", b"A:1"), ("drkit.epoch", b"7")],
+    ]
+
+
+def test_a_copier_whose_lease_refuses_produces_nothing_more_and_fails_the_batch(install: Any) -> None:
+    fake = FakeProducer()
+    install(fake)
+    refusal: list[str] = []
+    copier = Copier(CONF, TOPIC_MAP, "A", "B", epoch=3, gate=lambda: refusal[0] if refusal else None)
+    copier.copy(chunk([0, 1]))
+    refusal.append("flow A->B: the lease (epoch 3) lapsed")
+    copier.copy(chunk([2, 3]))
+    assert len(fake.produced) == 2  # the second chunk was not produced
+    with pytest.raises(DeliveryFailed, match=r"the lease \(epoch 3\) lapsed"):
+        copier.finish(5.0)
