@@ -162,11 +162,16 @@ class MirrorJob:
             raise RefusedError(refusal)
 
     def stand_by(self) -> None:
-        """What a standby prepares while it waits (nothing that writes): Spark's file system of the checkpoint."""
+        """What a standby prepares while it waits, so that a takeover does not (nothing here writes): Spark's
+        file system of the checkpoint, the offset_syncs table held open, both clusters' admin clients."""
         try:
             open_checkpoint_store(self.spark, self.stream_checkpoint)
-        except Exception as exc:  # the takeover opens it then; a store that does not answer fails there
-            log.info("flow %s: the checkpoint's store was not opened ahead: %s", self.flow.name, exc)
+            offset_log.open_store(self.context.layout, self.flow.name)
+            self.syncs.progress(self.flow.name)
+            self.target_admin.partition_counts()
+            self.topology.warm()
+        except Exception as exc:  # the takeover does it again; a store or cluster that does not answer fails there
+            log.info("flow %s: not all was prepared ahead: %s", self.flow.name, exc)
 
     def start(self, once: bool) -> StreamingQuery:
         refusal = speculation_refusal(self.spark.sparkContext.getConf().get("spark.speculation"))
@@ -174,6 +179,7 @@ class MirrorJob:
             raise RefusedError(f"flow {self.flow.name}: {refusal}")
         self._once = once
         log.info("flow %s: copy mode %s, delivery %s", self.flow.name, self.path.mode, self.flow.mirror.delivery)
+        began = time.monotonic()
         self.syncs.ensure()
         self.observer.start()
         try:
@@ -184,6 +190,7 @@ class MirrorJob:
         # After the topology: the producer settings follow the target topics' limits.
         self.path.prepare(self._producer_conf, self._topic_map())
         self.heartbeats.start()
+        prepared = time.monotonic()
         self.stream_checkpoint = offset_log.adopt(self.context.layout, self.flow.name, self.lease.epoch)
         self._stream_id = None
         offset_log.make_parent(self.stream_checkpoint)
@@ -197,7 +204,16 @@ class MirrorJob:
             writer = writer.trigger(availableNow=True)
         else:
             writer = writer.trigger(processingTime=f"{self.flow.mirror.trigger_interval_seconds} seconds")
+        adopted = time.monotonic()
         self.stopping.query = writer.start()
+        log.info(
+            "flow %s: started in %.1fs (topology and clients %.1fs, checkpoint %.1fs, Spark's query %.1fs)",
+            self.flow.name,
+            time.monotonic() - began,
+            prepared - began,
+            adopted - prepared,
+            time.monotonic() - adopted,
+        )
         return self.stopping.query
 
     # -- one micro-batch --------------------------------------------------------------------

@@ -81,6 +81,11 @@ def adopt(layout: StateLayout, flow: str, epoch: int) -> StatePath:
     return target
 
 
+def open_store(layout: StateLayout, flow: str) -> None:
+    """List the flow's folder (a standby's preparation: the object store's client made and connected)."""
+    files.listing(layout.flow_dir(JobKind.MIRROR, flow))
+
+
 #: Batches of Spark's offset and commit logs a new epoch's checkpoint starts with (the newest ones).
 RESTART_BATCHES = 3
 

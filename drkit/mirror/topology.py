@@ -71,6 +71,12 @@ class TopologyFollower:
 
     # -- reconciliation -----------------------------------------------------------------------------
 
+    def warm(self) -> None:
+        """Plan the flow's topology without applying it (a standby's preparation: both clusters' admin clients
+        connected, nothing changed)."""
+        with self._lock:
+            self.reconciler.plan(self.mirrored)
+
     def refresh(self) -> AppliedTopology:
         """A full reconciliation of the flow: every selected topic, configs included."""
         with self._lock:
