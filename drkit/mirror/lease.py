@@ -137,14 +137,22 @@ class MirrorLease:
         self, stop: threading.Event, wait: bool = True, on_standby: Callable[[LeaseView], None] | None = None
     ) -> bool:
         """Stand by until this process holds the lease and fenced (True), or until ``stop`` (False). Without
-        ``wait`` (a one-shot run), a lease held by another process is refused in one line instead."""
+        ``wait`` (a one-shot run), a lease whose holder is alive (it renewed since) is refused in one line
+        instead; a lease left by a process that died is waited out either way."""
         self._entries.ensure()
         self._read(0.0)
         said = False
         next_beat = 0.0
+        #: The end of each holder's lease when first seen: a holder is alive once it moved it (it renewed). A
+        #: holder killed just before this process started is not refused for, only waited out.
+        first_seen: dict[tuple[str, int], int] = {}
         while not stop.is_set():
             holder = self.view.holder
+            alive = False
             if holder is not None and holder.instance.id != self.instance.id:
+                seen = first_seen.setdefault((holder.instance.id, holder.claim), holder.ends_ms)
+                alive = holder.ends_ms > seen
+            if holder is not None and alive:
                 difference = settings_difference(self.settings, holder.settings)
                 if difference is not None:
                     raise RefusedError(
@@ -168,7 +176,7 @@ class MirrorLease:
                     )
                     return True
                 continue
-            if not wait and holder is not None:
+            if not wait and holder is not None and alive:
                 raise RefusedError(
                     f"flow {self.flow} has an active mirror ({holder.instance.describe()}, epoch {holder.epoch}): a "
                     "one-shot run does not stand by; stop it first or run without --once to stand by"

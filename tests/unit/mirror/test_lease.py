@@ -96,22 +96,58 @@ def test_a_lapsed_holder_renews_again_when_nobody_claimed() -> None:
     assert active.refusal() is None and active.epoch == 1
 
 
+def refusal_while_the_active_renews(active: MirrorLease, topic: FakeLeaseTopic, other: MirrorLease, wait: bool) -> str:
+    """What ``other`` is refused with, standing by (or a one-shot run) while ``active`` renews its lease."""
+    errors: list[Exception] = []
+
+    def run() -> None:
+        try:
+            other.acquire(threading.Event(), wait=wait)
+        except RefusedError as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    for at in (300, 600, 900, 1_200):
+        if errors:
+            break
+        time.sleep(0.1)
+        topic.now_ms = at
+        active.renew()
+    thread.join(2.0)
+    assert errors, "not refused while the active renewed"
+    return str(errors[0])
+
+
 def test_a_standby_with_other_settings_is_refused_in_one_line_naming_the_difference() -> None:
     topic, syncs = FakeLeaseTopic(now_ms=0), FakeMirrorSyncs()
-    assert lease(topic, syncs, "a", Clock()).acquire(threading.Event(), wait=False)
-    other = lease(topic, syncs, "b", Clock(), delivery="exactly_once")
-    with pytest.raises(RefusedError) as refused:
-        other.acquire(threading.Event())
-    message = str(refused.value)
-    assert "delivery: exactly_once here, at_least_once on the active" in message and "\n" not in message
+    active = lease(topic, syncs, "a", Clock())
+    assert active.acquire(threading.Event(), wait=False)
+    message = refusal_while_the_active_renews(active, topic, lease(topic, syncs, "b", Clock(), delivery="x"), True)
+    assert "delivery: x here, at_least_once on the active" in message and "\n" not in message
     assert syncs.epochs == {FLOW: 1}  # nothing taken
 
 
-def test_a_one_shot_run_does_not_stand_by() -> None:
+def test_a_one_shot_run_does_not_stand_by_while_the_active_lives() -> None:
     topic, syncs = FakeLeaseTopic(now_ms=0), FakeMirrorSyncs()
-    assert lease(topic, syncs, "a", Clock()).acquire(threading.Event(), wait=False)
-    with pytest.raises(RefusedError, match=r"has an active mirror \(host-a pid 1 \(a\), epoch 1\)"):
-        lease(topic, syncs, "b", Clock()).acquire(threading.Event(), wait=False)
+    active = lease(topic, syncs, "a", Clock())
+    assert active.acquire(threading.Event(), wait=False)
+    message = refusal_while_the_active_renews(active, topic, lease(topic, syncs, "b", Clock()), False)
+    assert "has an active mirror (host-a pid 1 (a), epoch 1)" in message
+
+
+def test_a_lease_left_by_a_dead_process_is_waited_out_not_refused_even_with_other_settings() -> None:
+    """A process killed just before (its lease still runs) is not taken for an active one: a one-shot run, or
+    a mirror of another state root, waits for its lease to end and takes it."""
+    topic, syncs = FakeLeaseTopic(now_ms=0), FakeMirrorSyncs()
+    assert lease(topic, syncs, "a", Clock()).acquire(threading.Event(), wait=False)  # then it dies
+    took = threading.Event()
+    other = lease(topic, syncs, "b", time.monotonic, state="another root")
+    threading.Thread(target=lambda: other.acquire(threading.Event(), wait=False) and took.set(), daemon=True).start()
+    time.sleep(0.3)
+    assert not took.is_set()
+    topic.now_ms = 1_000
+    assert took.wait(2.0) and other.epoch == 2
 
 
 def test_a_lease_topic_that_does_not_answer_is_one_line_and_nothing_is_taken() -> None:
