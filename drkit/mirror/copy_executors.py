@@ -2,11 +2,13 @@
 
 The driver splits the batch's partitions into groups (one task each), runs the job, and gets back each
 task's ranges, where its reads ended and where it ran. Invariant: a failure a task detected is raised as
-the driver's own copy raises it; a job cancelled because the mirror is stopping gives the batch up.
+the driver's own copy raises it; a job cancelled because the mirror is stopping gives the batch up; a
+task's closure holds no secret (the clients' secrets are sealed apart: drkit.runtime.task_secrets).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -29,6 +31,7 @@ from drkit.mirror.faults import FaultPlan
 from drkit.mirror.reader import ABANDONED_MARKER, BatchAbandoned
 from drkit.mirror.report import BatchReport
 from drkit.mirror.settle import ReadSettler
+from drkit.runtime.task_secrets import TaskSecrets
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -51,9 +54,11 @@ class CopyTasks:
         skip_removed: bool,
         local: bool,
         faults: FaultPlan,
+        secrets: TaskSecrets,
     ) -> None:
         self.flow, self.source, self.target = flow, source, target
         self.stall_seconds, self.skip_removed, self.local, self.faults = stall_seconds, skip_removed, local, faults
+        self.secrets = secrets
 
     def task(
         self, producer_conf: dict[str, Any], topic_map: dict[str, str], exactly_once: ExactlyOnceTask | None = None
@@ -68,10 +73,15 @@ class CopyTasks:
             },
         )
         consumer_conf.pop("logger", None)  # not picklable; the task process makes its own
-        producer_conf = {k: v for k, v in producer_conf.items() if k != "logger"}
+        sections = {"consumer": consumer_conf, "producer": {k: v for k, v in producer_conf.items() if k != "logger"}}
+        if exactly_once is not None:
+            sections["target"] = exactly_once.target_conf
+        public, ref = self.secrets.seal(sections)
+        if exactly_once is not None:
+            exactly_once = dataclasses.replace(exactly_once, target_conf=public["target"])
         return CopyTask(
-            consumer_conf,
-            producer_conf,
+            public["consumer"],
+            public["producer"],
             dict(topic_map),
             self.flow.source,
             self.flow.target,
@@ -80,10 +90,12 @@ class CopyTasks:
             self.local,
             self.faults,
             exactly_once,
+            ref,
         )
 
     def target_conf(self) -> dict[str, Any]:
-        """The target's client settings, picklable (an exactly-once task reads its copies back)."""
+        """The target's client settings, picklable (an exactly-once task reads its copies back); :meth:`task`
+        seals their secrets."""
         conf = clients.client_config(self.target, self.flow.target)
         conf.pop("logger", None)
         return conf
