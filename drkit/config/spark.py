@@ -62,9 +62,10 @@ class SparkConfig(ConfigModel):
     #: With a cluster master: authenticated, encrypted RPC and encrypted local I/O (drkit.core.spark_security).
     #: Off only on a network nobody else reaches; drkit then says so in one warning line.
     secure: bool = True
-    #: The file holding Spark's shared secret (``spark.authenticate.secret``): a standalone cluster's, which its
-    #: master and workers were started with. Else the environment variable ``DRKIT_SPARK_AUTH_SECRET``; with
-    #: YARN or Kubernetes and neither, Spark generates one per application.
+    #: The file holding Spark's shared secret: a standalone cluster's, which its master and workers were started
+    #: with (else the environment variable ``DRKIT_SPARK_AUTH_SECRET``); on Kubernetes, Spark's
+    #: ``spark.authenticate.secret.file`` (mounted at this path in the executor pods too). Otherwise, and always on
+    #: YARN, Spark generates one per application.
     auth_secret_file: Path | None = None
     #: Extra Spark properties, applied last.
     conf: dict[str, str] = Field(default_factory=dict)

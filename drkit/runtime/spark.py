@@ -13,7 +13,8 @@ happens at session start.
 
 With a cluster master, Spark's RPC is authenticated and encrypted and its local I/O encrypted unless
 ``[spark] secure = false`` (drkit.core.spark_security; one warning line then). The shared secret comes from
-``[spark] auth_secret_file``, else ``DRKIT_SPARK_AUTH_SECRET``, else (YARN, Kubernetes) Spark generates one;
+``[spark] auth_secret_file``, else ``DRKIT_SPARK_AUTH_SECRET`` (a standalone cluster's; on Kubernetes the file is
+Spark's ``spark.authenticate.secret.file``; else, and on YARN, Spark generates one per application);
 like every secret setting it never reaches a command line (:func:`session_settings`), and the UI and event
 log redact it (``spark.redaction.regex``, widened here to JAAS configs and PEM private keys). The Kafka
 clients' secrets travel apart from the tasks (drkit.runtime.task_secrets).
@@ -174,11 +175,12 @@ def session_settings(
         **driver_network(config),
         "spark.jars": ",".join(jars),
     }
-    security = spark_security(config.master, config.secure, secret_key is not None)
+    secret_file = None if config.auth_secret_file is None else str(config.auth_secret_file)
+    security = spark_security(config.master, config.secure, secret_key is not None, secret_file)
     if security.refusal is not None:
         raise ConfigError(security.refusal)
     settings.update(security.settings)
-    if security.settings and secret_key is not None:
+    if security.passes_secret and secret_key is not None:
         settings[SECRET_SETTING] = secret_key
     settings.update(config.conf)
     if quiet:

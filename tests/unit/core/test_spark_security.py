@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from drkit.core.spark_security import SECURE_SETTINGS, is_cluster_master, spark_security
+from drkit.core.spark_security import SECRET_FILE_SETTING, SECURE_SETTINGS, is_cluster_master, spark_security
 
 CLUSTER = ["spark://10.0.0.5:7077", "spark://a:7077,b:7077", "k8s://https://kube:6443", "yarn"]
 LOCAL = ["local", "local[2]", "local[*]", "local[2,3]", "local-cluster[2,1,512]"]
@@ -51,3 +51,16 @@ def test_security_off_on_a_cluster_is_one_warning_line_and_no_settings(master: s
     security = spark_security(master, secure=False, has_secret=False)
     assert security.settings == {} and security.refusal is None
     assert security.warning is not None and "\n" not in security.warning and master in security.warning
+
+
+def test_only_a_standalone_master_is_given_the_secret_itself() -> None:
+    assert spark_security("spark://m:7077", True, True).passes_secret
+    for master in ("k8s://https://kube:6443", "yarn"):  # Spark's SecurityManager ignores it there
+        assert not spark_security(master, True, True).passes_secret
+
+
+def test_on_kubernetes_a_secret_file_is_sparks_own_for_driver_and_executor_pods() -> None:
+    security = spark_security("k8s://https://kube:6443", True, True, "/etc/drkit/spark/auth-secret")
+    assert security.settings == {**SECURE_SETTINGS, SECRET_FILE_SETTING: "/etc/drkit/spark/auth-secret"}
+    assert not security.passes_secret
+    assert SECRET_FILE_SETTING not in spark_security("yarn", True, True, "/s").settings
