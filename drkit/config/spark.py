@@ -2,7 +2,8 @@
 
 Invariant: a :class:`SparkConfig` that exists names a master Spark can parse, driver addresses Spark can
 use (a host name or an IP address, no URL, no port) and extra properties Spark reads (``spark.*``), none
-of them one of the settings ``[spark]`` has a checked key for.
+of them one of the settings ``[spark]`` has a checked key for. Spark's security (``secure``, on by
+default: drkit.core.spark_security) is one key, not three properties to keep in step.
 """
 
 from __future__ import annotations
@@ -10,12 +11,14 @@ from __future__ import annotations
 import contextlib
 import ipaddress
 import re
+from pathlib import Path
 from typing import Any
 
 from pydantic import Field, field_validator
 
 from drkit.config.base import ConfigModel
 from drkit.config.properties import PropertyError, flatten_properties
+from drkit.core.spark_security import SECURE_SETTINGS
 
 #: What SparkContext accepts as a master (Spark 4): local, local[N|*], local[N|*,F], local-cluster,
 #: standalone (HA: several host:port), YARN, Kubernetes.
@@ -56,6 +59,14 @@ class SparkConfig(ConfigModel):
     #: With a cluster master, ship the driver's drkit to the executors (a zip through addPyFile).
     #: Off only when the executors' image holds the very same drkit version.
     ship_drkit: bool = True
+    #: With a cluster master: authenticated, encrypted RPC and encrypted local I/O (drkit.core.spark_security).
+    #: Off only on a network nobody else reaches; drkit then says so in one warning line.
+    secure: bool = True
+    #: The file holding Spark's shared secret: a standalone cluster's, which its master and workers were started
+    #: with (else the environment variable ``DRKIT_SPARK_AUTH_SECRET``); on Kubernetes, Spark's
+    #: ``spark.authenticate.secret.file`` (mounted at this path in the executor pods too). Otherwise, and always on
+    #: YARN, Spark generates one per application.
+    auth_secret_file: Path | None = None
     #: Extra Spark properties, applied last.
     conf: dict[str, str] = Field(default_factory=dict)
 
@@ -87,6 +98,8 @@ class SparkConfig(ConfigModel):
         for name in value:
             if name == "spark.master":
                 raise PropertyError(name, "set the master as [spark] master, where it is checked")
+            if name in SECURE_SETTINGS:
+                raise PropertyError(name, "set [spark] secure, which turns Spark's security on or off as a whole")
             if name in _DRIVER_NETWORK:
                 raise PropertyError(name, f"set it as [spark] {_DRIVER_NETWORK[name]}, where it is checked")
             if not name.startswith("spark."):

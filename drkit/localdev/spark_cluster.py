@@ -8,6 +8,11 @@ checked before any signal: drkit.localdev.broker_process), its log, its PID file
 ``base_port + 10*i`` (web UI one above). Workers run their executors with this machine's Python
 (``PYSPARK_PYTHON``: the venv's), and get the driver's jars from the driver (``spark.jars``).
 
+Secure by default, like a production cluster drkit expects (drkit.core.spark_security): the daemons
+authenticate and encrypt their RPC with a secret generated once into ``auth-secret`` (mode 0600) under the
+state folder, which a driver names as ``[spark] auth_secret_file``; the secret is in each daemon's
+properties file (0600), never on a command line. ``secure=False`` (``--insecure``) starts an open cluster.
+
 Invariant: a cluster is ready only when its master, asked on its JSON endpoint, lists every one of its
 workers ALIVE; killing a worker (a lost machine) kills the executors it launched and their Python
 workers with it (its process group and every descendant), and ``down`` leaves no JVM behind.
@@ -20,6 +25,7 @@ import contextlib
 import json
 import os
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -30,6 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from drkit.core.spark_security import SECRET_SETTING, SECURE_SETTINGS
 from drkit.errors import ClusterError, DrkitError, RefusedError
 from drkit.localdev.broker_process import PidRecord, Verdict, process_facts, verdict, wait_for_exec
 
@@ -84,6 +91,7 @@ class LocalSpark:
         memory: str = "1g",
         daemon_memory: str = "256m",
         python: str | None = None,
+        secure: bool = True,
     ) -> None:
         self.state_dir = state_dir.resolve()
         self.base_port = base_port
@@ -91,6 +99,7 @@ class LocalSpark:
         self.memory = memory
         self.daemon_memory = daemon_memory
         self.python = python or sys.executable
+        self.secure = secure
 
     # -- where things are ------------------------------------------------------------------------------
 
@@ -118,6 +127,25 @@ class LocalSpark:
                 if match:
                     found = int(match[1])
         return found if found is not None else self._ports(name)[0]
+
+    def secret_file(self) -> Path:
+        """The file holding the cluster's Spark secret (a driver's ``[spark] auth_secret_file``)."""
+        return self.state_dir / "auth-secret"
+
+    def _secret(self) -> str:
+        """The cluster's secret, generated on first use (0600): kept across restarts, so running drivers still fit."""
+        path = self.secret_file()
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _write_private(path, secrets.token_hex(32) + "\n")
+        return path.read_text().strip()
+
+    def daemon_properties(self) -> str:
+        """A daemon's properties file: the cluster's settings, and its security with the secret when secure."""
+        if not self.secure:
+            return _PROPERTIES
+        security = {**SECURE_SETTINGS, SECRET_SETTING: self._secret()}
+        return _PROPERTIES + "".join(f"{k}={v}\n" for k, v in security.items())
 
     def master_url(self) -> str:
         return f"spark://127.0.0.1:{self._ports(MASTER)[0]}"
@@ -239,7 +267,7 @@ class LocalSpark:
         (home / "daemon.json").write_text(json.dumps({"port": port, "webui_port": webui}) + "\n")
         with contextlib.suppress(FileNotFoundError):  # the log holds this start's lines only (its bound port)
             (home / "daemon.log").replace(home / "daemon.log.1")
-        (home / "daemon.properties").write_text(_PROPERTIES)
+        _write_private(home / "daemon.properties", self.daemon_properties())
         log = (home / "daemon.log").open("ab")
         # spark-class execs java: the PID is the JVM's. Its own session: a worker's executors share its
         # process group, so a killed worker takes them along (as a lost machine would).
@@ -317,6 +345,15 @@ spark.ui.showConsoleProgress=false
 """
 
 
+def _write_private(path: Path, text: str) -> None:
+    """``text`` into ``path``, readable by this user only from its creation (a secret is never world-readable)."""
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)
+
+
 def descendants(pid: int) -> list[int]:
     """The live descendants of ``pid`` (children first), from ``/proc``: none where there is no ``/proc``."""
     children: dict[int, list[int]] = {}
@@ -372,8 +409,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cores", type=int, default=1, help="cores each worker offers")
     parser.add_argument("--memory", default="1g", help="memory each worker offers its executors")
     parser.add_argument("--json", action="store_true", help="print JSON")
+    parser.add_argument(
+        "--insecure",
+        action="store_true",
+        help="up: no authentication or encryption (drivers set [spark] secure = false)",
+    )
     args = parser.parse_args(argv)
-    spark = LocalSpark(args.state_dir, args.base_port, args.cores, args.memory)
+    spark = LocalSpark(args.state_dir, args.base_port, args.cores, args.memory, secure=not args.insecure)
     try:
         if args.command == "up":
             status = spark.up(args.workers)
@@ -395,6 +437,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(asdict(status), indent=2))
     else:
         print(f"master\t{status.master_url}\tUI {status.webui_url}\talive workers: {status.alive_workers}")
+        if spark.secure:
+            print(f"secret\t{spark.secret_file()}\t(a driver's [spark] auth_secret_file)")
         for d in status.daemons:
             state = f"running (pid {d.pid})" if d.running else "stopped"
             print(f"{d.name}\t127.0.0.1:{d.port}\t{state}")

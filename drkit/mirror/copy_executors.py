@@ -2,11 +2,13 @@
 
 The driver splits the batch's partitions into groups (one task each), runs the job, and gets back each
 task's ranges, where its reads ended and where it ran. Invariant: a failure a task detected is raised as
-the driver's own copy raises it; a job cancelled because the mirror is stopping gives the batch up.
+the driver's own copy raises it; a job cancelled because the mirror is stopping gives the batch up; a
+task's closure holds no secret (the clients' secrets are sealed apart: drkit.runtime.task_secrets).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
@@ -30,6 +32,7 @@ from drkit.mirror.lease import LeaseStamp
 from drkit.mirror.reader import ABANDONED_MARKER, BatchAbandoned
 from drkit.mirror.report import BatchReport
 from drkit.mirror.settle import ReadSettler
+from drkit.runtime.task_secrets import TaskSecrets
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -52,10 +55,12 @@ class CopyTasks:
         skip_removed: bool,
         local: bool,
         faults: FaultPlan,
+        secrets: TaskSecrets,
         lease: LeaseStamp | None = None,
     ) -> None:
         self.flow, self.source, self.target = flow, source, target
         self.stall_seconds, self.skip_removed, self.local, self.faults = stall_seconds, skip_removed, local, faults
+        self.secrets = secrets
         self.lease = lease
 
     def task(
@@ -71,13 +76,18 @@ class CopyTasks:
             },
         )
         consumer_conf.pop("logger", None)  # not picklable; the task process makes its own
-        producer_conf = {k: v for k, v in producer_conf.items() if k != "logger"}
+        sections = {"consumer": consumer_conf, "producer": {k: v for k, v in producer_conf.items() if k != "logger"}}
+        if exactly_once is not None:
+            sections["target"] = exactly_once.target_conf
+        public, ref = self.secrets.seal(sections)
+        if exactly_once is not None:
+            exactly_once = dataclasses.replace(exactly_once, target_conf=public["target"])
         lease = self.lease
         # The lease's end on the wall clock, as this driver believes it now: the tasks stop copying there.
         until_ms = 0 if lease is None else max(1, int((time.time() + lease.remaining()) * 1000))
         return CopyTask(
-            consumer_conf,
-            producer_conf,
+            public["consumer"],
+            public["producer"],
             dict(topic_map),
             self.flow.source,
             self.flow.target,
@@ -86,12 +96,14 @@ class CopyTasks:
             self.local,
             self.faults,
             exactly_once,
+            ref,
             0 if lease is None else lease.epoch,
             until_ms,
         )
 
     def target_conf(self) -> dict[str, Any]:
-        """The target's client settings, picklable (an exactly-once task reads its copies back)."""
+        """The target's client settings, picklable (an exactly-once task reads its copies back); :meth:`task`
+        seals their secrets."""
         conf = clients.client_config(self.target, self.flow.target)
         conf.pop("logger", None)
         return conf

@@ -18,8 +18,9 @@ source offset).
 
 Everything a task gets is pickled into the job's closure: settings only (no logger, no client), the
 task process makes its own; a test's faults too (drkit.mirror.faults), so an executor looks nothing up.
-The client settings hold the clusters' secrets, as Spark's Kafka options do; they are never printed or
-logged.
+Never a secret: the clients' secret settings travel in a file the driver adds to the session, and the task
+names only that file (:attr:`CopyTask.secrets`, drkit.runtime.task_secrets); the task's own process puts
+them back (:meth:`CopyTask.consumer_settings`...). Neither is ever printed or logged.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from drkit.mirror.deliver import Copier
 from drkit.mirror.faults import NO_FAULTS, FaultPlan
 from drkit.mirror.producers import DeliveryFailed, Fenced, cached_producer, new_producer
 from drkit.mirror.reader import BatchReader, ReadFailed, RecordsRemoved, SourceStalled
+from drkit.runtime.task_secrets import SecretRef, settings
 
 
 class TaskFailure(StrEnum):
@@ -71,7 +73,7 @@ class ExactlyOnceTask:
 
     flow: str
     slots: int
-    target_conf: dict[str, Any]  # the target's client settings, for reading copies back
+    target_conf: dict[str, Any]  # the target's client settings, for reading copies back (public part)
     tail_from: dict[tuple[str, int], int]  # per source partition: the target offset after its last sync
 
     def __repr__(self) -> str:  # the target's settings hold secrets
@@ -92,13 +94,26 @@ class CopyTask:
     local: bool
     faults: FaultPlan = NO_FAULTS  # the driver's plan (drkit.mirror.faults): a test's, or none
     exactly_once: ExactlyOnceTask | None = None
+    #: Where the secret part of the settings above is (sections consumer, producer, target); None: they are whole.
+    secrets: SecretRef | None = None
     #: The driver's lease epoch (written on every copy) and the lease's end as it believed it (wall clock, ms):
     #: the task copies nothing after it (drkit.core.mirror_lease.task_refusal). 0: no lease.
     epoch: int = 0
     lease_until_ms: int = 0
 
-    def __repr__(self) -> str:  # a task's settings hold secrets: never in a trace or a log line
+    def __repr__(self) -> str:  # never in a trace or a log line: settings a test made whole may hold secrets
         return f"CopyTask({self.source_alias} -> {self.target_alias}, {len(self.topic_map)} topics)"
+
+    def consumer_settings(self) -> dict[str, Any]:
+        return settings(self.consumer_conf, self.secrets, "consumer")
+
+    def producer_settings(self) -> dict[str, Any]:
+        return settings(self.producer_conf, self.secrets, "producer")
+
+    def target_settings(self) -> dict[str, Any]:
+        """The target's client settings of an exactly-once task (for reading copies back)."""
+        assert self.exactly_once is not None
+        return settings(self.exactly_once.target_conf, self.secrets, "target")
 
 
 @dataclass(frozen=True)
@@ -138,10 +153,10 @@ _READERS: dict[str, BatchReader] = {}
 
 
 def _reader(task: CopyTask) -> BatchReader:
-    key = json.dumps(task.consumer_conf, sort_keys=True, default=str)
+    key = json.dumps([task.consumer_conf, task.secrets and task.secrets.name], sort_keys=True, default=str)
     reader = _READERS.get(key)
     if reader is None:
-        conf, alias = task.consumer_conf, task.source_alias
+        conf, alias = task.consumer_settings(), task.source_alias
 
         def new_consumer() -> Any:
             from confluent_kafka import Consumer
@@ -184,7 +199,7 @@ def copy_ranges(task: CopyTask, ranges: BatchRanges, attempt: int) -> TaskResult
             copier, ranges, found, reached = _transactional(task, task.exactly_once, ranges)
         else:
             copier = Copier(
-                task.producer_conf,
+                task.producer_settings(),
                 task.topic_map,
                 task.source_alias,
                 task.target_alias,
@@ -224,14 +239,15 @@ def _transactional(
     from drkit.mirror.transactions import make_transactional, read_back, slot_conf
 
     topic, partition = next(iter(sorted(ranges)))
-    conf = slot_conf(task.producer_conf, eo.flow, slot_of(topic, partition, eo.slots))
+    conf = slot_conf(task.producer_settings(), eo.flow, slot_of(topic, partition, eo.slots))
     producer = make_transactional(new_producer, conf, task.target_alias)
+    target_conf = task.target_settings()
     consumer = Consumer(
         {
-            **eo.target_conf,
+            **target_conf,
             **TAIL_CONSUMER_SETTINGS,
             "group.id": tail_group_id(eo.flow),
-            "logger": kafka_logger(task.target_alias, eo.target_conf),
+            "logger": kafka_logger(task.target_alias, target_conf),
         }
     )
     try:
@@ -258,7 +274,7 @@ def warm(task: CopyTask) -> Callable[[Iterable[int]], Iterator[int]]:
 
     def run(parts: Iterable[int]) -> Iterator[int]:
         for _ in parts:
-            _, producer = cached_producer(task.producer_conf, task.target_alias)
+            _, producer = cached_producer(task.producer_settings(), task.target_alias)
             _reader(task).connect(task.topic_map)
             with contextlib.suppress(Exception):  # best effort: the first batch reports a target that is down
                 producer.list_topics(timeout=5.0)

@@ -44,6 +44,7 @@ from drkit.mirror.settle import ReadSettler
 from drkit.mirror.stopping import Stopping
 from drkit.mirror.topology import TopologyFollower
 from drkit.mirror.transactions import SlotProducers
+from drkit.runtime.task_secrets import TaskSecrets, spark_files
 
 
 def mirror_job(context: MirrorContext, flow: FlowConfig, once: bool, instance: Instance) -> MirrorJob:
@@ -141,6 +142,7 @@ def copy_path(
         reader.skip_removed,
         local,
         context.faults,
+        TaskSecrets(spark_files(spark)),
         lease,
     )
     may_use_tasks = may_copy_on_executors(master, m.driver_copy_max_records, m.max_offsets_per_trigger)

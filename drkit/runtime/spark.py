@@ -11,6 +11,14 @@ snapshot partitioning); ``[spark] conf`` in the config overrides any of them. Th
 drkit.runtime.artifacts (Maven Central, cached), passed as local paths so that no resolution
 happens at session start.
 
+With a cluster master, Spark's RPC is authenticated and encrypted and its local I/O encrypted unless
+``[spark] secure = false`` (drkit.core.spark_security; one warning line then). The shared secret comes from
+``[spark] auth_secret_file``, else ``DRKIT_SPARK_AUTH_SECRET`` (a standalone cluster's; on Kubernetes the file is
+Spark's ``spark.authenticate.secret.file``; else, and on YARN, Spark generates one per application);
+like every secret setting it never reaches a command line (:func:`session_settings`), and the UI and event
+log redact it (``spark.redaction.regex``, widened here to JAAS configs and PEM private keys). The Kafka
+clients' secrets travel apart from the tasks (drkit.runtime.task_secrets).
+
 The JVM's output is not the operator's: given a log file (the state root's ``logs/spark.log``), the JVM
 writes everything there from its launch (the launcher's notices, log4j's lines at WARN, Java stack traces,
 what Spark's Python workers print), unless the verbosity is ``debug`` (drkit.core.verbosity), which
@@ -20,6 +28,7 @@ leaves it all on the terminal with Spark's own log4j profile.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shlex
 import subprocess
@@ -32,14 +41,20 @@ from typing import IO, TYPE_CHECKING, Any
 from drkit.config import SparkConfig, is_secret_key, mask_text, secret_values
 from drkit.config.verbosity import current_plan
 from drkit.core.copying import is_local_master
+from drkit.core.spark_security import SECRET_SETTING, spark_security
 from drkit.core.verbosity import spark_logging
+from drkit.errors import ConfigError
 from drkit.layout import LOG_ROTATE_BYTES, StateLayout
 from drkit.runtime.artifacts import in_jvm_working_dir, spark_extra_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+log = logging.getLogger(__name__)
+
 _DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
+#: Where a user may give Spark's shared secret when no file is named (a Kubernetes Secret as an env var).
+AUTH_SECRET_ENV = "DRKIT_SPARK_AUTH_SECRET"  # noqa: S105 (a variable name)
 #: The driver's log4j2 configuration unless the verbosity is debug: on the JVM's stderr, no banner, at the
 #: level of the system property :data:`LEVEL_PROPERTY` (errors only without it).
 QUIET_LOG_CONFIG = Path(__file__).with_name("log4j2-quiet.properties")
@@ -79,6 +94,9 @@ DEFAULTS: dict[str, str] = {
     # Plans and errors print a source's options; the Kafka ones drkit derives hold a JAAS config (with
     # its password) and may hold a key (drkit.kafka.clients.java_properties): redacted with Spark's own.
     "spark.sql.redaction.options.regex": "(?i)url|user|password|secret|token|jaas|key$",
+    # The UI's and event log's Spark properties, matched by name or value: Spark's default (secret, password,
+    # token, access.key) misses a JAAS config's value and a PEM key's.
+    "spark.redaction.regex": "(?i)secret|password|token|access[.]key|jaas|LoginModule|credential|PRIVATE KEY",
 }
 
 
@@ -113,10 +131,35 @@ def local_ip(config: SparkConfig) -> str | None:
     return driver_network(config).get("spark.driver.bindAddress")
 
 
+def auth_secret(config: SparkConfig) -> str | None:
+    """Spark's shared secret as the user gave it: ``[spark] conf``, else ``auth_secret_file``, else the
+    environment (:data:`AUTH_SECRET_ENV`); None: not given."""
+    if SECRET_SETTING in config.conf:
+        return config.conf[SECRET_SETTING]
+    if config.auth_secret_file is not None:
+        try:
+            secret = config.auth_secret_file.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else "not readable as text"
+            raise ConfigError(f"[spark] auth_secret_file {config.auth_secret_file}: {reason}") from None
+        if not secret:
+            raise ConfigError(f"[spark] auth_secret_file {config.auth_secret_file}: the file is empty")
+        return secret
+    return os.environ.get(AUTH_SECRET_ENV) or None
+
+
 def session_settings(
-    config: SparkConfig, app_name: str, jars: list[str], quiet: bool = False, level: str = "error"
+    config: SparkConfig,
+    app_name: str,
+    jars: list[str],
+    quiet: bool = False,
+    level: str = "error",
+    secret_key: str | None = None,
 ) -> tuple[dict[str, str], dict[str, str]]:
     """(launch, secret): the settings the JVM may be started with, and those it must get afterwards.
+
+    ``secret_key``: Spark's shared secret (:func:`auth_secret`); with a cluster master and ``[spark] secure``,
+    Spark's security settings are added (drkit.core.spark_security), or the master refused (ConfigError).
 
     ``quiet``: the driver logs at ``level`` from its start, without Spark's banner (:data:`QUIET_LOG_CONFIG`),
     unless the settings name a log4j configuration of their own.
@@ -132,6 +175,13 @@ def session_settings(
         **driver_network(config),
         "spark.jars": ",".join(jars),
     }
+    secret_file = None if config.auth_secret_file is None else str(config.auth_secret_file)
+    security = spark_security(config.master, config.secure, secret_key is not None, secret_file)
+    if security.refusal is not None:
+        raise ConfigError(security.refusal)
+    settings.update(security.settings)
+    if security.passes_secret and secret_key is not None:
+        settings[SECRET_SETTING] = secret_key
     settings.update(config.conf)
     if quiet:
         options = settings.get(_DRIVER_JAVA_OPTIONS, "")
@@ -170,7 +220,10 @@ def build_session(
     jars = [str(p) for p in spark_extra_jars()]
     if state is not None:
         jars += [str(p) for p in store_jars]
-    launch, secret = session_settings(config, app_name, jars, quiet=how.quiet_profile, level=how.level)
+    launch, secret = session_settings(
+        config, app_name, jars, quiet=how.quiet_profile, level=how.level, secret_key=auth_secret(config)
+    )
+    _warn_once(spark_security(config.master, config.secure, True).warning)
     # Start the gateway JVM with the launch settings on its command line and the secret ones in a
     # private properties file (a secret the JVM reads at start, e.g. in extraJavaOptions, must be there
     # then); getOrCreate passes them again by py4j. A JVM already running in this process is kept.
@@ -203,6 +256,16 @@ def build_session(
     if how.silence_query_errors:
         _quiet_query_errors(session)
     return session
+
+
+_WARNED: set[str] = set()
+
+
+def _warn_once(warning: str | None) -> None:
+    """One line per process for security turned off (a process may build its session more than once)."""
+    if warning is not None and warning not in _WARNED:
+        _WARNED.add(warning)
+        log.warning("%s", warning)
 
 
 @contextlib.contextmanager

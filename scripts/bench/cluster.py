@@ -76,9 +76,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return p.parse_args(argv)
 
 
-def write_config(path: Path, root: Path, master: str, source: str, target: str, topic: str, args: Any) -> None:
+def write_config(path: Path, root: Path, cluster: LocalSpark, source: str, target: str, topic: str, args: Any) -> None:
     spark = {
-        "master": master,
+        "master": cluster.master_url(),
+        "auth_secret_file": str(cluster.secret_file()),  # the cluster authenticates (drkit.core.spark_security)
         "driver_host": "127.0.0.1",
         "driver_bind_address": "127.0.0.1",
         "conf": {"spark.executor.memory": args.executor_memory, "spark.driver.memory": "1g"},
@@ -112,7 +113,7 @@ def one_run(args: Any, state: Path, spark: LocalSpark, source: str, target: str,
     log(f"{workers} worker(s): producing {args.records} records of {args.size} bytes to {topic}")
     source_ts, _ = produce_timed_backlog(source, topic, args.records, args.size, args.partitions)
     config = run_dir / "drkit.toml"
-    write_config(config, run_dir / "state", spark.master_url(), source, target, topic, args)
+    write_config(config, run_dir / "state", spark, source, target, topic, args)
     command = [sys.executable, "-m", "drkit.cli.app", "--verbose", "mirror", "-c", str(config), "--once", "-o", "json"]
     load_before = os.getloadavg()[0]
     started = time.monotonic()

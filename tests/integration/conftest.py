@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from support.object_store import BUCKET, S3Server
-from support.ports import OBJECT_STORE, SESSION
+from support.ports import OBJECT_STORE_INDEX, SESSION
 
 from drkit.config import DrkitConfig, parse_config
 from drkit.localdev.clusters import LocalKafka
@@ -49,7 +49,7 @@ def clusters(local_kafka: LocalKafka) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     """moto's S3 server on loopback, with :data:`~support.object_store.BUCKET`: one per session."""
-    server = S3Server.start(OBJECT_STORE.base, tmp_path_factory.mktemp("moto") / "moto.log")
+    server = S3Server.start(SESSION.at(OBJECT_STORE_INDEX), tmp_path_factory.mktemp("moto") / "moto.log")
     try:
         server.client().create_bucket(Bucket=BUCKET)  # type: ignore[attr-defined]
         yield server

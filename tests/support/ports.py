@@ -52,8 +52,8 @@ def _block(name: str, owner: str, offset: int, span: int = KAFKA_PAIR_SPAN) -> P
 
 #: The session's clusters A and B.
 SESSION = _block("SESSION", "conftest.py", 0)
-#: The S3-compatible server (moto's).
-OBJECT_STORE = _block("OBJECT_STORE", "conftest.py", 50, 1)
+#: The session's S3-compatible server (moto's): a port of the session's block the clusters leave free.
+OBJECT_STORE_INDEX = 5
 #: The clusters of the disaster test, which kills its source broker: never the session's.
 DISASTER = _block("DISASTER", "operate/test_disaster.py", 100)
 FAILBACK = _block("FAILBACK", "operate/test_failback_exact.py", 150)
@@ -75,7 +75,6 @@ SPARK = _block("SPARK", "spark/conftest.py", 900, 50)
 
 PLAN: tuple[PortBlock, ...] = (
     SESSION,
-    OBJECT_STORE,
     DISASTER,
     FAILBACK,
     SOURCE_LOSS,

@@ -1,5 +1,6 @@
 """A Spark standalone cluster on loopback for the session: a master and two workers, separate JVMs from the
-pyspark package (drkit.localdev.spark_cluster), on ports of their own (support.ports.SPARK).
+pyspark package (drkit.localdev.spark_cluster), on ports of their own (support.ports.SPARK), authenticated and
+encrypted with a secret of its own (a driver names it: ``[spark] auth_secret_file``).
 
 The test process already holds the shared ``local[2]`` SparkContext (one per process), so whatever runs
 against the cluster runs in a subprocess: ``drkit mirror`` with a config whose ``[spark] master`` is the
@@ -51,6 +52,8 @@ def cluster_config(spark_cluster: LocalSpark, clusters: dict[str, str], tmp_path
             "",
             "[spark]",
             f'master = "{spark_cluster.master_url()}"',
+            # The cluster authenticates (drkit.localdev.spark_cluster): the driver names its secret's file.
+            f"auth_secret_file = {json.dumps(str(spark_cluster.secret_file()))}",
             # The driver on loopback, like the cluster: nothing listens beyond this machine.
             'driver_host = "127.0.0.1"',
             'driver_bind_address = "127.0.0.1"',

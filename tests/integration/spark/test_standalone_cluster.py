@@ -28,6 +28,7 @@ from drkit.config import SparkConfig
 from drkit.runtime.spark import build_session
 
 config = SparkConfig(master=sys.argv[1], driver_host="127.0.0.1", driver_bind_address="127.0.0.1",
+                     auth_secret_file=sys.argv[2],
                      conf={"spark.executor.memory": "512m", "spark.driver.memory": "1g"})
 spark = build_session(config, "drkit-probe")
 
@@ -56,7 +57,7 @@ def run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
 def test_executors_import_the_drkit_the_driver_ships(spark_cluster: LocalSpark, tmp_path: Path) -> None:
     script = tmp_path / "probe.py"
     script.write_text(PROBE)
-    done = run(str(script), spark_cluster.master_url())
+    done = run(str(script), spark_cluster.master_url(), str(spark_cluster.secret_file()))
     assert done.returncode == 0, done.stderr[-3000:]
     answer = json.loads(done.stdout.strip().splitlines()[-1])
     rows = answer["rows"]

@@ -89,3 +89,15 @@ def test_a_worker_is_found_on_the_port_it_bound(tmp_path: Path) -> None:
     )
     assert spark._bound_port("worker-1") == 40011
     assert spark.describe("worker-1").port == 40011
+
+
+def test_a_secure_cluster_keeps_its_generated_secret_in_private_files_only(tmp_path: Path) -> None:
+    spark = sc.LocalSpark(tmp_path, base_port=40000)
+    properties = spark.daemon_properties()
+    secret = spark.secret_file().read_text().strip()
+    assert len(secret) == 64 and oct(spark.secret_file().stat().st_mode & 0o777) == "0o600"
+    assert f"spark.authenticate.secret={secret}\n" in properties and "spark.authenticate=true\n" in properties
+    assert "spark.network.crypto.enabled=true\n" in properties
+    assert spark.daemon_properties() == properties  # generated once, kept across restarts
+    assert secret not in " ".join(spark._command("worker-1", tmp_path / "worker-1"))
+    assert "spark.authenticate" not in sc.LocalSpark(tmp_path / "open", secure=False).daemon_properties()

@@ -30,7 +30,7 @@ def test_a_cluster_master_gets_sparks_own_choice_when_nothing_is_named(master: s
     config = SparkConfig(master=master)
     assert driver_network(config) == {}
     assert local_ip(config) is None  # SPARK_LOCAL_IP is left alone: the driver binds where Spark chooses
-    launch, _ = session_settings(config, "drkit", [])
+    launch, _ = session_settings(config, "drkit", [], secret_key="the-clusters-secret")
     assert HOST not in launch and BIND not in launch and PORT not in launch
 
 
