@@ -56,7 +56,7 @@ from drkit.mirror.observer import SourceObserver
 from drkit.mirror.offset_log import batch_start_offsets, logged_offsets
 from drkit.mirror.outage import ClusterWatch, through_outages
 from drkit.mirror.query import open_checkpoint_store, query_name, registration_refusal, source_stream
-from drkit.mirror.reader import BatchReader
+from drkit.mirror.reader import ABANDONED_MARKER, BatchAbandoned, BatchReader
 from drkit.mirror.report import BatchReport
 from drkit.mirror.stopping import Stopping
 from drkit.mirror.topology import TopologyFollower
@@ -75,6 +75,9 @@ PRODUCER_FIXED = {
     "enable.idempotence": True,
     "max.in.flight.requests.per.connection": 5,
 }
+#: How long a batch's copy waits for a lapsed lease to be renewed before it fails (and is retried as an outage).
+LAPSE_WAIT_SECONDS = 60.0
+
 PRODUCER_DEFAULTS = {
     "linger.ms": 5,
     "compression.type": "lz4",
@@ -304,7 +307,9 @@ class MirrorJob:
         """One attempt at copying the batch: the exact ranges the target acknowledged, and the mirror's
         state after it (partitions held where a read ended short). Not before this process holds its lease
         (a lapse is waited out for a lease's time; a lease lost raises ``FencedError``)."""
-        self.lease.wait_held(self.stopping, self.flow.mirror.lease_seconds)
+        # A lapse is the target not answering the renewals (an outage the copy would meet too): waited out.
+        if not self.lease.wait_held(self.stopping, max(LAPSE_WAIT_SECONDS, 3 * self.flow.mirror.lease_seconds)):
+            raise BatchAbandoned(f"{ABANDONED_MARKER}the mirror is stopping while its lease is not renewed")
         try:
             return self.path.copy(request, state, report)
         except Exception as exc:

@@ -227,12 +227,16 @@ class MirrorLease:
             raise FencedError(reason)
         raise LeaseLapsed(reason)
 
-    def wait_held(self, stop: Callable[[], bool], timeout: float) -> None:
-        """Wait while the lease is lapsed (renewals are being tried); raise if lost, or lapsed after ``timeout``."""
+    def wait_held(self, stop: Callable[[], bool], timeout: float) -> bool:
+        """Wait while the lease is lapsed (renewals are being tried): True once this process may copy, False when
+        ``stop()`` said so first; raises if the lease was lost, or is still lapsed after ``timeout``."""
         deadline = self._clock() + timeout
-        while self.refusal() is not None and not self.lost.is_set() and not stop() and self._clock() < deadline:
+        while self.refusal() is not None and not self.lost.is_set() and self._clock() < deadline:
+            if stop():
+                return False
             time.sleep(0.05)
         self.check()
+        return True
 
     def remaining(self) -> float:
         """Seconds this process still believes it holds the lease (0 when not)."""
