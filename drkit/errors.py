@@ -46,6 +46,11 @@ class FencedError(RefusedError):
     """A newer holder of a flow's mirror lease fenced this process: its writes are refused (exit 3)."""
 
 
+#: Words every refusal of a fenced process's sync append holds (drkit.store.delta): the running mirror tells
+#: such a failure of its query by them (the query's error is Spark's, holding the Python error as text).
+FENCED_BY_NEWER_HOLDER = "recorded by a newer holder of the lease"
+
+
 class StoreError(DrkitError):
     names_logs = False
     exit_code = 6

@@ -168,7 +168,7 @@ class MirrorLease:
                     self.claim, self._until = offset, believed_until(sent, self.lease_ms)
                     self.epoch = self._fence.fence(self.flow)
                     self.renew()  # the epoch on the topic at once: status names it
-                    log.warning(
+                    log.info(
                         "flow %s: this mirror (%s) holds the lease: epoch %d",
                         self.flow,
                         self.instance.describe(),
@@ -181,7 +181,7 @@ class MirrorLease:
                     f"flow {self.flow} has an active mirror ({holder.instance.describe()}, epoch {holder.epoch}): a "
                     "one-shot run does not stand by; stop it first or run without --once to stand by"
                 )
-            if not said and holder is not None:
+            if not said and holder is not None and alive:  # a process that died is waited out silently
                 said = True
                 log.warning(
                     "flow %s: standing by: the active mirror is %s (epoch %d); taking over within %.1fs of its end",

@@ -19,7 +19,7 @@ from drkit import metrics
 from drkit.config import FlowConfig
 from drkit.core.mirror_lease import Instance
 from drkit.core.reports import MirrorSummary
-from drkit.errors import AccessDenied, ClusterError, DrkitError, FencedError, MirrorError
+from drkit.errors import FENCED_BY_NEWER_HOLDER, AccessDenied, ClusterError, DrkitError, FencedError, MirrorError
 from drkit.mirror import progress
 from drkit.mirror.context import MirrorContext
 from drkit.mirror.failure import describe_failure, refusal_in, source_lost
@@ -125,7 +125,7 @@ class MirrorRunner:
                 continue
             if error is not None:
                 metrics.ERRORS.labels(job.flow.name, "mirror").inc()
-                if job.lease.lost.is_set() or "FencedError" in str(error):
+                if job.lease.lost.is_set() or FENCED_BY_NEWER_HOLDER in str(error):
                     if not job.lease.lost.is_set():  # fenced in offset_syncs first: learn who holds the lease now
                         with contextlib.suppress(DrkitError):
                             job.lease.renew()

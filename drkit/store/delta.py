@@ -26,7 +26,7 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, Transaction, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
-from drkit.errors import FencedError, StoreError
+from drkit.errors import FENCED_BY_NEWER_HOLDER, FencedError, StoreError
 from drkit.layout import StatePath
 from drkit.store.files import delta_location
 
@@ -271,8 +271,8 @@ def _check_fence(table: DeltaTable, fence: tuple[str, int], name: str) -> None:
     recorded = table.transaction_version(app_id)
     if recorded is not None and recorded > epoch:
         raise FencedError(
-            f"{name}: epoch {recorded} of {app_id} was recorded by a newer holder of the lease; this process holds "
-            f"epoch {epoch} and writes nothing more"
+            f"{name}: epoch {recorded} of {app_id} was {FENCED_BY_NEWER_HOLDER}; this process holds epoch {epoch} "
+            "and writes nothing more"
         )
 
 
