@@ -44,7 +44,7 @@ def _running(flag: bool) -> str:
 def _lease_line(flow: str, lease: LeaseReport | None) -> str:
     """Who mirrors the flow (drkit.core.mirror_lease), in one line."""
     if lease is None:
-        return f"{flow}: active mirror unknown (the target's lease topic could not be read, or no mirror ran)"
+        return f"mirrors of {flow}: active one unknown (the target's lease topic could not be read, or no mirror ran)"
     a = lease.active
     since = "" if a is None else datetime.fromtimestamp(a.since_ms / 1000, UTC).isoformat(timespec="seconds")
     active = (
@@ -54,7 +54,7 @@ def _lease_line(flow: str, lease: LeaseReport | None) -> str:
         + ("" if a.running else f" [bold red](its lease ended {-a.ends_in_seconds}s ago)[/]")
     )
     standbys = ", ".join(f"{escape(s.host)} pid {s.pid} (seen {s.seen_seconds_ago}s ago)" for s in lease.standbys)
-    return f"{flow}: {active}; standing by: {standbys or 'none'}"
+    return f"mirrors of {flow}: {active}; standing by: {standbys or 'none'}"
 
 
 def _render_status(report: StatusReport) -> Iterable[RenderableType]:

@@ -22,6 +22,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -137,6 +138,21 @@ def write_config(folder: Path, s3: S3Server, clusters: dict[str, str], topic: st
     return config
 
 
+def status_json(config: Path) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DRKIT_LOG", "DRKIT_SPARK_LOG_LEVEL")}
+    env.update({"TEST_S3_KEY_ID": ACCESS_KEY_ID, "TEST_S3_SECRET": SECRET_ACCESS_KEY})
+    done = subprocess.run(
+        [sys.executable, "-m", "drkit.cli.app", "status", "-c", str(config), "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=config.parent,
+    )
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
 def first_copy_of_epoch(bootstrap: str, topic: str, since: dict[int, int], epoch: int, timeout: float) -> float:
     """When (time.monotonic()) a copy made under ``epoch`` was first read on the target past ``since``."""
     consumer = Consumer(
@@ -189,6 +205,11 @@ def test_one_active_mirror_at_a_time_a_standby_takes_over_and_a_frozen_active_st
         mirrors.append(second)
         wait_until(lambda: STANDING_BY in second.text(), 180, f"host-b does not stand by:\n{second.text()[-2000:]}")
         wait_until(lambda: sum(end_offsets(clusters["B"], target).values()) > 2_000, 120, "host-a copies nothing")
+        # drkit status (from any host) names the active process and the standby, from the target's lease topic.
+        shown = status_json(config.with_name("host-b.toml"))["flows"][0]["mirror_lease"]
+        assert shown["active"]["host"] == "host-a" and shown["active"]["epoch"] == first.epoch(), shown
+        assert shown["active"]["running"] and [s["host"] for s in shown["standbys"]] == ["host-b"], shown
+        assert shown["active"]["pid"] == first.proc.pid
 
         # SIGKILL of the active: the standby copies within the takeover time.
         since = end_offsets(clusters["B"], target)
