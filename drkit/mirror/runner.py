@@ -34,6 +34,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: How long closing waits for a flow still standing by to stop (an append to the lease topic in flight
+#: takes at most the lease log's timeout).
+ACQUIRE_CLOSE_SECONDS = 15.0
+
 
 class MirrorRunner:
     """Runs the jobs of one or more flows until done (``once``) or stopped by SIGINT/SIGTERM."""
@@ -47,6 +51,7 @@ class MirrorRunner:
         self._spark = context.spark
         self._stop = threading.Event()
         self._unreachable: set[str] = set()
+        self._acquiring: list[_Acquiring] = []
 
     def run(
         self, once: bool, poll_seconds: float = 0.2, on_progress: Callable[[list[MirrorSummary]], None] | None = None
@@ -75,7 +80,7 @@ class MirrorRunner:
             job.stand_by()
         # Each flow's lease in a thread of its own: a flow starts as soon as this process holds its lease (a
         # standby of several flows takes over each one as its active stops).
-        leases = [_Acquiring(job, self._stop, wait=not once) for job in self.jobs]
+        leases = self._acquiring = [_Acquiring(job, self._stop, wait=not once) for job in self.jobs]
         started: dict[int, StreamingQuery] = {}
         while len(started) < len(self.jobs) or any(q.isActive for q in started.values()):
             for i, acquiring in enumerate(leases):
@@ -143,6 +148,9 @@ class MirrorRunner:
                 raise kind(f"mirror of flow {job.flow.name} stopped: {reason}") from error
 
     def _close(self, queries: list[StreamingQuery]) -> None:
+        self._stop.set()  # a flow still standing by stops waiting: its lease's clients are closed below
+        for acquiring in self._acquiring:
+            acquiring.done.wait(ACQUIRE_CLOSE_SECONDS)
         for q in queries:
             if q.isActive:
                 q.stop()
