@@ -2,8 +2,9 @@
 root in an S3-compatible store, under steady load, on real brokers, a real Spark and real Delta tables.
 
 One holds the flow's lease on the target and copies; the others stand by. SIGKILL of the active: a standby
-takes the lease once it ran out and copies (the time from the kill is printed). SIGSTOP of the next active for longer than its lease, then SIGCONT: a third process took
-over meanwhile, and the frozen one stops in one line and copies nothing more. Proven from the target, record by
+takes the lease once it ran out and copies (the time from the kill is printed). SIGSTOP of the next active
+for longer than its lease, then SIGCONT: a third process took over meanwhile, and the frozen one stops in one
+line and copies nothing more. Proven from the target, record by
 record: every copy carries the epoch of the process that made it (``drkit.epoch``), so in each partition no copy
 of an older epoch lies after a newer one's; every acknowledged record is there; the syncs describe every
 record once; the duplicates are bounded by what each takeover had in flight.
