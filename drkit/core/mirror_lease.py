@@ -184,22 +184,6 @@ def settings_difference(mine: Mapping[str, str], theirs: Mapping[str, str]) -> s
     return None
 
 
-#: How far apart the driver's and an executor's wall clocks may be: a copy task stops this much before the
-#: lease's end as the driver computed it (NTP keeps hosts within milliseconds; this is generous).
-CLOCK_SKEW_MS = 500
-
-
-def task_refusal(now_ms: int, until_ms: int) -> str | None:
-    """Why a copy task on an executor may not copy at wall time ``now_ms`` (None: it may). ``until_ms``: the
-    end of the lease as the driver believed it when it made the task (wall clock); 0: no lease."""
-    if until_ms and now_ms >= until_ms - CLOCK_SKEW_MS:
-        return (
-            "the copy task outlived the mirror's lease as the driver held it when the task was made: it copies "
-            "nothing more (the batch is tried again under a renewed lease)"
-        )
-    return None
-
-
 @dataclass(frozen=True)
 class ActiveMirror:
     """The holder of a flow's lease as ``drkit status`` shows it."""

@@ -83,8 +83,6 @@ class CopyTasks:
         if exactly_once is not None:
             exactly_once = dataclasses.replace(exactly_once, target_conf=public["target"])
         lease = self.lease
-        # The lease's end on the wall clock, as this driver believes it now: the tasks stop copying there.
-        until_ms = 0 if lease is None else max(1, int((time.time() + lease.remaining()) * 1000))
         return CopyTask(
             public["consumer"],
             public["producer"],
@@ -98,7 +96,6 @@ class CopyTasks:
             exactly_once,
             ref,
             0 if lease is None else lease.epoch,
-            until_ms,
         )
 
     def target_conf(self) -> dict[str, Any]:

@@ -29,7 +29,6 @@ import contextlib
 import json
 import os
 import socket
-import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -38,7 +37,6 @@ from typing import Any
 import pyarrow as pa
 
 from drkit.core.copying import CopySite, executor_id
-from drkit.core.mirror_lease import task_refusal
 from drkit.core.offsets import BatchRanges
 from drkit.mirror.copied import COPY_SCHEMA
 from drkit.mirror.deliver import Copier
@@ -96,10 +94,8 @@ class CopyTask:
     exactly_once: ExactlyOnceTask | None = None
     #: Where the secret part of the settings above is (sections consumer, producer, target); None: they are whole.
     secrets: SecretRef | None = None
-    #: The driver's lease epoch (written on every copy) and the lease's end as it believed it (wall clock, ms):
-    #: the task copies nothing after it (drkit.core.mirror_lease.task_refusal). 0: no lease.
+    #: The driver's lease epoch, written on every copy (drkit.core.mirror_lease); 0: no lease.
     epoch: int = 0
-    lease_until_ms: int = 0
 
     def __repr__(self) -> str:  # never in a trace or a log line: settings a test made whole may hold secrets
         return f"CopyTask({self.source_alias} -> {self.target_alias}, {len(self.topic_map)} topics)"
@@ -114,16 +110,6 @@ class CopyTask:
         """The target's client settings of an exactly-once task (for reading copies back)."""
         assert self.exactly_once is not None
         return settings(self.exactly_once.target_conf, self.secrets, "target")
-
-
-@dataclass(frozen=True)
-class LeaseDeadline:
-    """A copy task's gate: it refuses once the wall clock passes the lease's end as the driver held it."""
-
-    until_ms: int
-
-    def __call__(self) -> str | None:
-        return task_refusal(int(time.time() * 1000), self.until_ms)
 
 
 @dataclass(frozen=True)
@@ -204,7 +190,6 @@ def copy_ranges(task: CopyTask, ranges: BatchRanges, attempt: int) -> TaskResult
                 task.source_alias,
                 task.target_alias,
                 epoch=task.epoch,
-                gate=LeaseDeadline(task.lease_until_ms),
             )
         read = _reader(task).read(ranges, copier.copy)
         copied = pa.concat_tables([found, copier.finish()])
@@ -261,7 +246,6 @@ def _transactional(
         task.target_alias,
         producer=producer,
         epoch=task.epoch,
-        gate=LeaseDeadline(task.lease_until_ms),
     )
     return copier, dict(found.ranges), rows, found.reached(ranges)
 
