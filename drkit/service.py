@@ -276,7 +276,8 @@ class Drkit:
         metrics_port: int | None = None,
     ) -> list[MirrorSummary]:
         """Run the mirror of one flow (or all) until caught up (``once``) or stopped; metrics on
-        ``metrics_port`` (default ``[metrics] port``)."""
+        ``metrics_port`` (default ``[metrics] port``). Each flow is copied only while this process holds its
+        lease on the flow's target (docs/design/lease.md): until then it stands by."""
         from drkit.core.reach import Command
         from drkit.mirror.runner import MirrorRunner
         from drkit.operate.reach import require
