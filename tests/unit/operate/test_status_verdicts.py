@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from support.fakes import NOW_MS, World, two_cluster_config, world
 
+from drkit.core.mirror_lease import Instance, LeaseAct, LeaseEntry
 from drkit.core.offsets import SyncRange
 from drkit.core.status import Verdict
 from drkit.layout import JobKind
@@ -201,3 +202,28 @@ def test_heartbeats_are_not_counted_in_the_lag_total_nor_the_rpo(w: World) -> No
     assert ahead.unmirrored_offsets == 1 and ahead.partitions[0].mirrored_up_to == 102
     live = rpo_report(progress, {("orders", 0): 103}, None, None, NOW_MS, {("orders", 0): 103})
     assert live.unmirrored_offsets == 0
+
+
+def test_the_mirror_lease_names_the_active_process_and_the_standbys_and_an_ended_lease_says_so(w: World) -> None:
+    active, standby = Instance("i-1", "host-a", 11), Instance("i-2", "host-b", 22)
+    w.b.lease["A->B"] = [
+        LeaseEntry(0, NOW_MS - 9_000, LeaseAct.CLAIM, active, 5_000),
+        LeaseEntry(1, NOW_MS - 8_000, LeaseAct.RENEW, active, 5_000, claim=0, epoch=3),
+        LeaseEntry(2, NOW_MS - 1_000, LeaseAct.STANDBY, standby, 5_000),
+    ]
+    lease = status(w.context, w.config.flows).flows[0].mirror_lease
+    assert lease is not None and lease.active is not None
+    assert (lease.active.host, lease.active.pid, lease.active.epoch, lease.active.since_ms) == (
+        "host-a",
+        11,
+        3,
+        NOW_MS - 9_000,
+    )
+    # Its last renewal was 8 s ago with a 5 s lease: ended 3 s ago, whatever the broker's latest time said.
+    assert not lease.active.running and lease.active.ends_in_seconds == -3.0
+    assert [(s.host, s.seen_seconds_ago) for s in lease.standbys] == [("host-b", 1.0)]
+    assert status(w.context, w.config.flows).as_dict()["flows"][0]["mirror_lease"]["active"]["epoch"] == 3
+
+
+def test_no_lease_topic_is_unknown_not_nobody(w: World) -> None:
+    assert status(w.context, w.config.flows).flows[0].mirror_lease is None
