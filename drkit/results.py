@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from drkit.core.drill import DrillRecord
     from drkit.core.status import GroupOffsets
     from drkit.kafka.topology import AppliedTopology
-    from drkit.store.delta import TableVersion
     from drkit.store.offset_syncs import SyncRow
+    from drkit.store.table_history import TableVersion
 
 
 @dataclass(frozen=True)

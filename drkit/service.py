@@ -255,7 +255,7 @@ class Drkit:
         """The commits of a drkit Delta table (``offset_syncs``, ``checkpoints``, ``operations``): what time
         travel (``version``, ``as_of``) can go back to."""
         from drkit.results import TableVersions
-        from drkit.store.delta import table_versions
+        from drkit.store.table_history import table_versions
 
         paths = {
             "offset_syncs": self.layout.offset_syncs,

@@ -18,8 +18,9 @@ from drkit.core.checkpoints import Checkpoint, RecordedCheckpoint
 from drkit.core.translate import Position
 from drkit.layout import StateLayout
 from drkit.store import delta
-from drkit.store.delta import TableSpec, TableVersion
+from drkit.store.delta import TableSpec
 from drkit.store.offset_syncs import last_of_each_key
+from drkit.store.table_history import TableVersion, table_versions
 
 SPEC = TableSpec(
     "checkpoints",
@@ -133,4 +134,4 @@ class CheckpointTable:
         return _from_rows(rows)
 
     def versions(self) -> list[TableVersion]:
-        return delta.table_versions(self.path, SPEC.name)
+        return table_versions(self.path, SPEC.name)

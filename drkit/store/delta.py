@@ -18,7 +18,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -456,41 +456,6 @@ def check_readable(tables: Sequence[tuple[Where, str]]) -> None:
                 f"Delta table {name} at {path}: {len(missing)} data file(s) of version {table.version()} are "
                 f"missing (e.g. {Path(missing[0]).name}): {RESTORE}"
             )
-
-
-@dataclass(frozen=True)
-class TableVersion:
-    """One commit of a Delta table: its version, when, and what wrote it (for time travel)."""
-
-    version: int
-    timestamp: datetime
-    operation: str
-    parameters: Mapping[str, str]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "version": self.version,
-            "timestamp": self.timestamp,
-            "operation": self.operation,
-            "parameters": dict(self.parameters),
-        }
-
-
-def table_versions(path: Where, name: str) -> list[TableVersion]:
-    """Every commit of the table at ``path``, oldest first (none when the table does not exist yet)."""
-    table = open_table(path, name)
-    if table is None:
-        return []
-    out = [
-        TableVersion(
-            int(c["version"]),
-            datetime.fromtimestamp(int(c["timestamp"]) / 1000, UTC),
-            str(c.get("operation", "")),
-            {str(k): str(v) for k, v in (c.get("operationParameters") or {}).items()},
-        )
-        for c in table.history()
-    ]
-    return sorted(out, key=lambda v: v.version)
 
 
 def ms(value: datetime | None) -> int | None:

@@ -35,7 +35,8 @@ from drkit.core.translate import SyncIndex
 from drkit.errors import StoreError
 from drkit.layout import StateLayout
 from drkit.store import delta
-from drkit.store.delta import TableSpec, TableVersion
+from drkit.store.delta import TableSpec
+from drkit.store.table_history import TableVersion, table_versions
 
 #: The offset columns of a range.
 OFFSETS = ("upstream_first", "upstream_last", "downstream_first", "downstream_last")
@@ -310,7 +311,7 @@ class SyncTable:
         return [SyncRow(**r) for r in rows.to_pylist()]
 
     def versions(self) -> list[TableVersion]:
-        return delta.table_versions(self.path, SPEC.name)
+        return table_versions(self.path, SPEC.name)
 
 
 def _progress(rows: pa.Table) -> dict[TopicPartition, SyncProgress]:
