@@ -15,7 +15,7 @@ from drkit.core.translate import Position
 from drkit.errors import StoreError
 from drkit.layout import StateLayout
 from drkit.store.checkpoints import CheckpointTable
-from drkit.store.delta import table_versions
+from drkit.store.table_history import table_versions
 
 T0 = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
 
