@@ -133,9 +133,7 @@ class MirrorLease:
 
     # -- standing by --------------------------------------------------------------------------------
 
-    def acquire(
-        self, stop: threading.Event, wait: bool = True, on_standby: Callable[[LeaseView], None] | None = None
-    ) -> bool:
+    def acquire(self, stop: threading.Event, wait: bool = True) -> bool:
         """Stand by until this process holds the lease and fenced (True), or until ``stop`` (False). Without
         ``wait`` (a one-shot run), a lease whose holder is alive (it renewed since) is refused in one line
         instead; a lease left by a process that died is waited out either way."""
@@ -190,8 +188,6 @@ class MirrorLease:
                     holder.epoch,
                     self.lease_ms / 1000,
                 )
-            if on_standby is not None:
-                on_standby(self.view)
             now = self._clock()
             if now >= next_beat:
                 # A beat tells the broker's time: near the holder's end they come often, so the claim follows it.
