@@ -34,6 +34,9 @@ LEASE_TOPIC_CONFIGS: dict[str, str] = {
     "segment.ms": str(600_000),
 }
 
+#: How long one fetch of the lease reader waits at most (a read ends at the partition's end).
+READ_SLICE_SECONDS = 0.05
+
 #: The group id the lease reader carries (it never joins nor commits; librdkafka wants one).
 LEASE_GROUP = "_drkit-mirror-lease"
 
@@ -119,13 +122,16 @@ class LeaseLog:
     # -- read -------------------------------------------------------------------------------------
 
     def read(self, wait: float) -> list[LeaseEntry]:
-        """The flow's entries appended since the last read, waiting up to ``wait`` seconds for the first."""
+        """The flow's entries appended since the last read: up to the partition's end, or what came within
+        ``wait`` seconds when its end was not reached by then."""
         consumer = self._consumer_()
         out: list[LeaseEntry] = []
         deadline = time.monotonic() + wait
         while True:
             left = deadline - time.monotonic()
-            msgs = consumer.consume(500, max(0.0, left))
+            # In short slices: a consume waits its whole timeout unless it fills, and the partition's end
+            # (an event among the messages) is what ends a read.
+            msgs = consumer.consume(500, max(0.0, min(left, READ_SLICE_SECONDS)))
             at_end = False
             for msg in msgs:
                 err = msg.error()

@@ -138,7 +138,7 @@ class MirrorLease:
         ``wait`` (a one-shot run), a lease whose holder is alive (it renewed since) is refused in one line
         instead; a lease left by a process that died is waited out either way."""
         self._entries.ensure()
-        self._read(0.0)
+        self._read(self.lease_ms / 1000)  # to the end: who holds the lease now
         said = False
         next_beat = 0.0
         #: The end of each holder's lease when first seen: a holder is alive once it moved it (it renewed). A
