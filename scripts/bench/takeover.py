@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import re
 import signal
@@ -183,7 +184,7 @@ def one(workdir: Path, source: str, target: str, endpoint: str, lease: float, ra
             {
                 "topics.include": [topic],
                 "mirror.lease_seconds": lease,
-                "mirror.lease_renew_seconds": round(lease / 3, 3),
+                "mirror.lease_renew_seconds": math.floor(lease / 3 * 1000) / 1000,  # at most a third
                 "mirror.trigger_interval_seconds": 0.5,
                 "heartbeats.interval_seconds": 0,
             },
@@ -204,7 +205,13 @@ def one(workdir: Path, source: str, target: str, endpoint: str, lease: float, ra
     try:
         active, active_log = mirror(workdir, "host-a", configs["host-a"], env)
         procs.append(active)
-        wait_for(lambda: HOLDS.search(active_log.read_text(errors="replace")) is not None, 300, "host-a held no lease")
+        try:
+            wait_for(
+                lambda: HOLDS.search(active_log.read_text(errors="replace")) is not None, 300, "host-a held no lease"
+            )
+        except RuntimeError:
+            log(active_log.read_text(errors="replace")[-3000:])
+            raise
         standby, standby_log = mirror(workdir, "host-b", configs["host-b"], env)
         procs.append(standby)
         wait_for(lambda: "standing by" in standby_log.read_text(errors="replace"), 300, "host-b did not stand by")
