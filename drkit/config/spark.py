@@ -56,6 +56,9 @@ class SparkConfig(ConfigModel):
     driver_port: int | None = Field(default=None, ge=1, le=65535)
     #: The driver's block manager port (``spark.driver.blockManager.port``); unset: a free port.
     block_manager_port: int | None = Field(default=None, ge=1, le=65535)
+    #: The port the mirror's long-lived copy tasks connect to the driver at, with a cluster master
+    #: (drkit.mirror.copier_tasks); unset: a free port. Fixed behind a firewall or a NetworkPolicy.
+    copier_port: int | None = Field(default=None, ge=1, le=65535)
     #: With a cluster master, ship the driver's drkit to the executors (a zip through addPyFile).
     #: Off only when the executors' image holds the very same drkit version.
     ship_drkit: bool = True

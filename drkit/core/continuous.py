@@ -1,7 +1,9 @@
 """The continuous copy: which partitions the copier runs ahead on, and when a batch may take its copies.
 
 In local mode the mirror's driver copies records as they arrive (drkit.mirror.continuous), ahead of
-Spark's micro-batches, and each batch only records what the copier acknowledged in its planned ranges.
+Spark's micro-batches, and each batch only records what the copier acknowledged in its planned ranges;
+with a cluster master, long-lived copy tasks on the executors do the same, each for the partitions the
+driver gives it (drkit.mirror.copier_tasks, drkit.core.copy_shards).
 
 Invariants:
 
@@ -39,12 +41,15 @@ class CopyMode(StrEnum):
 
 
 def copy_mode(local_master: bool, continuous: bool, once: bool, driver_max_records: int) -> CopyMode:
-    """The mode of a mirror run. Continuous only where the driver copies (a local master that lets it:
-    ``driver_copy_max_records`` > 0), when the flow asks for it, and never for a one-shot run: a copier
-    ahead of the last batch would leave copies no batch records (duplicates on the next run)."""
-    if continuous and local_master and not once and driver_max_records > 0:
-        return CopyMode.CONTINUOUS
-    return CopyMode.PER_BATCH
+    """The mode of a mirror run. Continuous when the flow asks for it, never for a one-shot run (a copier
+    ahead of the last batch would leave copies no batch records: duplicates on the next run); with a local
+    master only where the driver may copy (``driver_copy_max_records`` > 0), with a cluster master always:
+    the executors' long-lived copy tasks copy there (drkit.mirror.copier_tasks)."""
+    if not continuous or once:
+        return CopyMode.PER_BATCH
+    if local_master and driver_max_records <= 0:
+        return CopyMode.PER_BATCH
+    return CopyMode.CONTINUOUS
 
 
 @dataclass(frozen=True)

@@ -109,6 +109,10 @@ class ContinuousCopier:
 
     # -- the batch's side --------------------------------------------------------------------
 
+    def start(self, producer_conf: dict[str, Any], topic_map: dict[str, str]) -> None:
+        """Nothing to start: the copying thread starts with the first batch's lanes."""
+        return None
+
     def take(
         self,
         ranges: BatchRanges,

@@ -8,8 +8,9 @@ The job asks its path for every batch's copies and never asks how they are made.
   of copy tasks (drkit.core.copying.copy_place decides per batch).
 * :class:`ExactlyOnceCopy` (drkit.mirror.copy_exactly_once): the same two places, each partition's copies
   in one Kafka transaction of its slot, the committed copies past the last sync read back and kept.
-* :class:`ContinuousCopy` (drkit.mirror.continuous): the driver copies records as they arrive; a batch takes
-  the copies of its ranges, and copies what the copier could not give it as :class:`AtLeastOnceCopy` does.
+* :class:`ContinuousCopy` (drkit.mirror.continuous): the driver copies records as they arrive (with a cluster
+  master: long-lived copy tasks on the executors, drkit.mirror.copier_tasks); a batch takes the copies of its
+  ranges, and copies what the copier could not give it as :class:`AtLeastOnceCopy` does.
 
 Invariant: whatever the path, a batch's copy returns the exact ranges the target acknowledged
 (drkit.mirror.copied.COPY_SCHEMA), and the mirror's state after it (partitions held where a read ended short).
@@ -28,7 +29,6 @@ from drkit.core.batch import MirrorState, Partition
 from drkit.core.continuous import CopyMode
 from drkit.core.copying import CopyPlace
 from drkit.core.offsets import BatchRanges
-from drkit.mirror.continuous import ContinuousCopier
 from drkit.mirror.lanes import Taken
 from drkit.mirror.report import BatchReport
 from drkit.mirror.settle import ReadSettler, driver_site
@@ -55,6 +55,28 @@ class PlaceCopy(Protocol):
     """One place a batch is copied (the driver, or a Spark job's copy tasks)."""
 
     def copy(self, request: CopyRequest, state: MirrorState, report: BatchReport) -> tuple[pa.Table, MirrorState]: ...
+
+
+class AheadCopier(Protocol):
+    """What copies records as they arrive: the driver's copier (drkit.mirror.continuous) or a cluster's copy
+    tasks (drkit.mirror.copier_tasks)."""
+
+    def start(self, producer_conf: dict[str, Any], topic_map: dict[str, str]) -> None: ...
+
+    def take(
+        self,
+        ranges: BatchRanges,
+        end: Mapping[Partition, int],
+        topic_map: Mapping[str, str],
+        producer_conf: dict[str, Any],
+        stopping: Callable[[], bool],
+    ) -> Taken: ...
+
+    def stop_reading(self) -> None: ...
+
+    def held(self) -> int: ...
+
+    def close(self) -> None: ...
 
 
 class CopyPath(Protocol):
@@ -130,15 +152,15 @@ class AtLeastOnceCopy(PlacedCopy):
 
 
 class ContinuousCopy:
-    """The driver copies records as they arrive (drkit.mirror.continuous); a batch takes the copies of its ranges,
-    and copies what the copier could not give it itself, as ``own`` does."""
+    """A copier copies records as they arrive (the driver's, or a cluster's copy tasks); a batch takes the copies of
+    its ranges, and copies what the copier could not give it itself, as ``own`` does."""
 
     mode = CopyMode.CONTINUOUS
 
     def __init__(
         self,
         flow: str,
-        copier: ContinuousCopier,
+        copier: AheadCopier,
         own: AtLeastOnceCopy,
         settle: ReadSettler,
         stopping: Callable[[], bool],
@@ -147,6 +169,7 @@ class ContinuousCopy:
 
     def prepare(self, producer_conf: ProducerConf, topic_map: dict[str, str]) -> None:
         self.own.prepare(producer_conf, topic_map)
+        self.copier.start(producer_conf(), topic_map)
 
     def take(self, request: CopyRequest, end: Mapping[Partition, int], report: BatchReport) -> Taken | None:
         """The batch's copies from the copier (and, when the mirror stops, what the batch copies itself), or
@@ -163,8 +186,9 @@ class ContinuousCopy:
             )
             return None
         self._settle.skipped(taken.skipped)
-        report.in_driver = report.ahead = True
-        report.sites = (driver_site(request.ranges, taken.rows),)
+        report.ahead = True
+        report.in_driver = not taken.sites
+        report.sites = taken.sites or (driver_site(request.ranges, taken.rows),)
         return taken
 
     def copy(self, request: CopyRequest, state: MirrorState, report: BatchReport) -> tuple[pa.Table, MirrorState]:

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from drkit.core.batch import Partition
 from drkit.core.continuous import LaneChanges, TakeFailure, frontier
+from drkit.core.copying import CopySite
 from drkit.core.offsets import BatchRanges
 from drkit.core.origin import ORIGIN_HEADER, has_been_on
 from drkit.mirror.copied import fold_ranges
@@ -86,6 +87,8 @@ class Taken:
     skipped: int = 0  # records not copied because they came from the target (their origin header)
     #: what the batch copies itself, after the copier stopped reading (the mirror is stopping)
     rest: BatchRanges = field(default_factory=dict)
+    #: where the copies were made, when not in this process (a cluster's copy tasks: drkit.mirror.copier_tasks)
+    sites: tuple[CopySite, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,9 @@ class BatchReport:
 
     def where(self) -> str:
         """The batch log's words for where it was copied."""
+        if self.ahead and self.sites and not self.in_driver:  # a cluster's copy tasks (drkit.mirror.copier_tasks)
+            tasks = ", ".join(site.label() for site in self.sites)
+            return f"copied as the records arrived by {len(self.sites)} task(s): {tasks}"
         if self.ahead:
             return "copied by the driver as the records arrived"
         if self.in_driver:

@@ -27,6 +27,7 @@ from drkit.core.mirror_lease import Instance
 from drkit.kafka.topology import TopologyReconciler
 from drkit.mirror.context import MirrorContext
 from drkit.mirror.continuous import ContinuousCopier
+from drkit.mirror.copier_tasks import CopierTasks
 from drkit.mirror.copy_driver import DriverCopy
 from drkit.mirror.copy_exactly_once import ExactlyOnceCopy, SyncedTails, TransactionalDriverCopy, slot_task_groups
 from drkit.mirror.copy_executors import CopyTasks, ExecutorCopy, no_warm_up, slots, warm_workers
@@ -180,6 +181,24 @@ def copy_path(
     )
     if kind is CopyPathKind.AT_LEAST_ONCE:
         return own
+    if kind is CopyPathKind.CONTINUOUS_TASKS:
+        # The copy tasks hold every executor core for as long as the mirror runs: a batch they cannot give its
+        # ranges is copied by the driver (a Spark job of copy tasks would wait for a core that never frees).
+        in_driver = AtLeastOnceCopy(own.driver, own.executors, lambda records: CopyPlace.DRIVER, no_warm_up)
+        conf = spark.sparkContext.getConf()
+        connect = conf.get("spark.driver.host") or "127.0.0.1"
+        tasks_copier = CopierTasks(
+            flow.name,
+            spark,
+            slots(spark),
+            tasks.task,
+            tasks.secrets,
+            (conf.get("spark.driver.bindAddress") or connect, connect, context.config.spark.copier_port or 0),
+            reader.stall_seconds,
+            ahead_limit(m.max_offsets_per_trigger),
+            lease,
+        )
+        return ContinuousCopy(flow.name, tasks_copier, in_driver, settle, stopping)
     copier = ContinuousCopier(
         flow.name,
         lambda: context.clusters.source_consumer(flow),

@@ -9,9 +9,12 @@ from drkit.core.batch import EARLIEST
 from drkit.core.continuous import CopyMode, Split, copy_mode, covered, frontier, lane_changes, split_stopped
 
 
-def test_continuous_only_where_the_driver_copies_a_running_mirror() -> None:
+def test_continuous_for_a_running_mirror_in_the_driver_or_the_cluster_s_copy_tasks() -> None:
     assert copy_mode(True, True, False, 1_000_000) is CopyMode.CONTINUOUS
-    assert copy_mode(False, True, False, 1_000_000) is CopyMode.PER_BATCH  # a cluster: executors copy
+    assert copy_mode(False, True, False, 1_000_000) is CopyMode.CONTINUOUS  # a cluster: long-lived copy tasks
+    assert copy_mode(False, True, False, 0) is CopyMode.CONTINUOUS  # the driver's limit does not matter there
+    assert copy_mode(False, True, True, 1_000_000) is CopyMode.PER_BATCH  # --once, on a cluster too
+    assert copy_mode(False, False, False, 1_000_000) is CopyMode.PER_BATCH
     assert copy_mode(True, True, True, 1_000_000) is CopyMode.PER_BATCH  # --once: no copies past the last batch
     assert copy_mode(True, False, False, 1_000_000) is CopyMode.PER_BATCH  # the flow asks for batches
     assert copy_mode(True, True, False, 0) is CopyMode.PER_BATCH  # driver_copy_max_records = 0: always tasks

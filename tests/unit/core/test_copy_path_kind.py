@@ -21,10 +21,15 @@ def test_at_least_once_is_continuous_exactly_where_the_copy_mode_is(
 ) -> None:
     kind = copy_path_kind(Delivery.AT_LEAST_ONCE, local, continuous, once, driver_max)
     mode = copy_mode(local, continuous, once, driver_max)
-    assert (kind is CopyPathKind.CONTINUOUS) is (mode is CopyMode.CONTINUOUS)
+    continuous_kinds = (CopyPathKind.CONTINUOUS, CopyPathKind.CONTINUOUS_TASKS)
+    assert (kind in continuous_kinds) is (mode is CopyMode.CONTINUOUS)
     assert kind is not CopyPathKind.EXACTLY_ONCE
+    if kind in continuous_kinds:  # the driver's copier with a local master, the copy tasks with a cluster's
+        assert (kind is CopyPathKind.CONTINUOUS) is local
 
 
 def test_a_one_shot_run_copies_each_batch_itself() -> None:
     assert copy_path_kind(Delivery.AT_LEAST_ONCE, True, True, True, 100) is CopyPathKind.AT_LEAST_ONCE
     assert copy_path_kind(Delivery.AT_LEAST_ONCE, True, True, False, 100) is CopyPathKind.CONTINUOUS
+    assert copy_path_kind(Delivery.AT_LEAST_ONCE, False, True, True, 100) is CopyPathKind.AT_LEAST_ONCE
+    assert copy_path_kind(Delivery.AT_LEAST_ONCE, False, True, False, 100) is CopyPathKind.CONTINUOUS_TASKS

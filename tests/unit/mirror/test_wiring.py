@@ -26,7 +26,8 @@ def job(tmp_path: Path, master: str, once: bool, **mirror: Any) -> Any:
             "state": {"root": str(tmp_path / "state")},
         }
     )
-    spark = SimpleNamespace(sparkContext=SimpleNamespace(master=master, defaultParallelism=2))
+    conf = {"spark.driver.host": "127.0.0.1"}
+    spark = SimpleNamespace(sparkContext=SimpleNamespace(master=master, defaultParallelism=2, getConf=lambda: conf))
     return held_job(replace(mirror_context(cfg), spark=spark), cfg.flows[0], once)
 
 
@@ -36,7 +37,9 @@ def job(tmp_path: Path, master: str, once: bool, **mirror: Any) -> Any:
         ("local[2]", False, {}, ContinuousCopy),
         ("local[2]", True, {}, AtLeastOnceCopy),
         ("local[2]", False, {"continuous_copy": False}, AtLeastOnceCopy),
-        ("spark://m:7077", False, {}, AtLeastOnceCopy),
+        ("spark://m:7077", False, {}, ContinuousCopy),
+        ("spark://m:7077", True, {}, AtLeastOnceCopy),
+        ("spark://m:7077", False, {"continuous_copy": False}, AtLeastOnceCopy),
         ("local[2]", False, {"delivery": "exactly_once"}, ExactlyOnceCopy),
         ("spark://m:7077", True, {"delivery": "exactly_once"}, ExactlyOnceCopy),
     ],
