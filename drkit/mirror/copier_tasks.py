@@ -362,6 +362,11 @@ class CopierTasks:
                 total += 1 if reply is None else reply.held
         return total
 
+    def connected(self) -> dict[int, CopySite]:
+        """The tasks connected now, and where each runs."""
+        with self._cond:
+            return {index: task.site for index, task in self._connected.items()}
+
     def _live(self) -> list[_Task]:
         with self._cond:
             return list(self._connected.values())

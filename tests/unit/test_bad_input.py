@@ -293,6 +293,11 @@ CONFIG_CASES: list[Any] = [
         id="spark-block-manager-port-zero",
     ),
     pytest.param(
+        BASE + "[spark]\ncopier_port = 70000\n",
+        "spark.copier_port: input should be less than or equal to 65535",
+        id="spark-copier-port-high",
+    ),
+    pytest.param(
         BASE + '[spark]\nconf = { "spark.driver.host" = "10.0.0.5" }\n',
         "spark.conf.spark.driver.host: set it as [spark] driver_host",
         id="spark-conf-driver-host",

@@ -93,6 +93,7 @@ def test_each_driver_advertises_and_binds_its_own_pod_ip_on_the_ports_it_exposes
     ports = {p["name"]: p["containerPort"] for p in container()["ports"]}
     assert int(network["spark.driver.port"]) == ports["driver-rpc"]
     assert int(network["spark.driver.blockManager.port"]) == ports["block-manager"]
+    assert loaded.spark.copier_port == ports["copier"]
     assert loaded.spark.conf["spark.kubernetes.authenticate.driver.serviceAccountName"] == "drkit-driver"
     assert loaded.spark.conf["spark.kubernetes.namespace"] == "drkit"
 
@@ -152,7 +153,13 @@ def test_only_executors_and_the_scraper_reach_a_driver(monkeypatch: pytest.Monke
     pod_labels = docs["Deployment/drkit-mirror"]["spec"]["template"]["metadata"]["labels"]
     assert policy["podSelector"]["matchLabels"].items() <= pod_labels.items() and policy["policyTypes"] == ["Ingress"]
     network = driver_network(loaded.spark)
-    spark_ports = {int(network["spark.driver.port"]), int(network["spark.driver.blockManager.port"])}
+    # Spark's two driver ports, and the one the mirror's long-lived copy tasks connect to.
+    assert loaded.spark.copier_port is not None
+    spark_ports = {
+        int(network["spark.driver.port"]),
+        int(network["spark.driver.blockManager.port"]),
+        loaded.spark.copier_port,
+    }
     rules = {frozenset(p["port"] for p in rule["ports"]): rule["from"] for rule in policy["ingress"]}
     assert set(rules) == {frozenset(spark_ports), frozenset({loaded.metrics.port})}
     [executors] = rules[frozenset(spark_ports)]

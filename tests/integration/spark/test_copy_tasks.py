@@ -33,6 +33,8 @@ CONNECTED = re.compile(r"copy task (\d+) connected \(executor (\S+) on")
 GONE = re.compile(r"copy task (\d+) \(executor (\S+) on \S+\) is gone")
 #: Records per batch at most: the copy tasks may run up to twice that ahead of the batches (drkit.mirror.lanes).
 PER_TRIGGER = 5_000
+#: The batch size of the kill test.
+KILLED_PER_TRIGGER = 1_000
 #: The most records one read of a copier takes (drkit.mirror.reader.CHUNK), as README's "Known limits" states it.
 COPIER_READ = 5_000
 
@@ -175,7 +177,8 @@ def test_a_worker_and_then_the_driver_killed_under_load_lose_nothing(
 ) -> None:
     topic = unique("copy-tasks-killed")
     create_topic(clusters["A"], topic, partitions=PARTITIONS)
-    path = cluster_config(topic, mirror={"max_offsets_per_trigger": PER_TRIGGER})
+    # Small batches: the copies in flight at a kill (the ceiling below) stay well under what is produced.
+    path = cluster_config(topic, mirror={"max_offsets_per_trigger": KILLED_PER_TRIGGER})
     log = tmp_path / "mirror.log"
     first = Mirror(path, log)
     produced = 0
@@ -189,6 +192,10 @@ def test_a_worker_and_then_the_driver_killed_under_load_lose_nothing(
         load.thread.join(120)
         produced += 30_000
         wait_copied(clusters["B"], f"A.{topic}", produced, 180)
+        # The lost task's partitions went to the task still running: it copies them all as they arrive.
+        after = first.text().split(GONE.search(first.text())[0], 1)[1]  # type: ignore[index]
+        survivor = [m for m in map(BATCH_LINE.search, after.splitlines()) if m and int(m[2])]
+        assert any(m[3].startswith("copied as the records arrived by 1 task(s)") for m in survivor), after[-3000:]
         # The driver SIGKILLed under load: a supervisor (systemd, a Deployment) starts it again.
         load = Load(clusters["A"], topic, produced, 15_000, 8.0)
         while load.done < 5_000:
@@ -217,7 +224,8 @@ def test_a_worker_and_then_the_driver_killed_under_load_lose_nothing(
     # What a failure can leave twice: the copies every task held when its take failed (at most twice a trigger
     # ahead, plus one read past that limit), and after the driver's SIGKILL everything after its last
     # committed batch (the same, plus the batch in flight). Two failures (the worker, the driver).
-    ceiling = 2 * 2 * (2 * PER_TRIGGER + COPIER_READ) + 2 * PER_TRIGGER
+    ahead = 2 * KILLED_PER_TRIGGER + COPIER_READ  # one task's copies no batch took yet, at most
+    ceiling = ahead + 2 * ahead + KILLED_PER_TRIGGER  # the worker's task; then both tasks and the batch
     assert missing == 0, f"{missing} of {produced} acknowledged records never reached the target"
     assert duplicated <= ceiling, f"{duplicated} duplicates, more than the {ceiling} in flight at the kills"
     ranges = SyncTable(Drkit(load_config(path)).layout).ranges("A->B", [topic])

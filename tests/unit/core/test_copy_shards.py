@@ -11,7 +11,9 @@ partitions = st.sets(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 15)),
 tasks = st.sets(st.integers(0, 5), max_size=4)
 
 
-@given(partitions, st.dictionaries(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 15)), st.integers(0, 5)), tasks)
+@given(
+    partitions, st.dictionaries(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 15)), st.integers(0, 5)), tasks
+)
 def test_every_partition_has_one_live_owner_and_the_load_is_even(
     wanted: set[tuple[str, int]], owners: dict[tuple[str, int], int], live: set[int]
 ) -> None:
