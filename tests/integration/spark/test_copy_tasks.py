@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+import pytest
 from support.kafka_io import Rec, create_topic, produce, read_all, unique
 from support.mirror_checks import assert_exact_copy, audit_syncs
 
@@ -105,26 +106,18 @@ class Load:
             time.sleep(seconds / steps)
 
 
-def wait_copied(bootstrap: str, topic: str, wanted: int, seconds: float) -> None:
-    """Until the target's copy holds at least ``wanted`` records (duplicates count)."""
-    from confluent_kafka import Consumer, TopicPartition
+def synced(path: Path, topic: str) -> int:
+    """Source records the flow's syncs describe (a batch's syncs are durable before Spark commits it)."""
+    ranges = SyncTable(Drkit(load_config(path)).layout).ranges("A->B", [topic])
+    return sum(r.upstream_last - r.upstream_first + 1 for rs in ranges.values() for r in rs)
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "drkit-test-watch"})
+
+def wait_synced(path: Path, topic: str, wanted: int, seconds: float, mirror: Mirror) -> None:
     deadline = time.monotonic() + seconds
-    try:
-        while True:
-            meta = consumer.list_topics(topic, timeout=5).topics.get(topic)
-            held = 0
-            if meta is not None and meta.error is None:
-                held = sum(
-                    consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=5)[1] for p in meta.partitions
-                )
-            if held >= wanted:
-                return
-            assert time.monotonic() < deadline, f"{held} of {wanted} records on {topic} after {seconds:g}s"
-            time.sleep(0.5)
-    finally:
-        consumer.close()
+    while (found := synced(path, topic)) < wanted:
+        assert mirror.proc.poll() is None, f"the mirror exited {mirror.proc.returncode}:\n{mirror.text()[-4000:]}"
+        assert time.monotonic() < deadline, f"{found} of {wanted} records synced after {seconds:g}s"
+        time.sleep(0.5)
 
 
 def counted(source: list[Rec], target: list[Rec]) -> tuple[int, int]:
@@ -145,10 +138,7 @@ def test_a_running_mirror_on_the_cluster_copies_as_records_arrive_in_its_copy_ta
         tasks = mirror.wait_for(CONNECTED, 2, 240)
         load = Load(clusters["A"], topic, 0, total, 6.0)
         load.thread.join(120)
-        wait_copied(clusters["B"], f"A.{topic}", total, 120)
-        # The last batches' syncs: the copies are on the target before their batch records them.
-        mirror.wait_for(re.compile(r"batch \d+ mirrored"), 2, 60)
-        time.sleep(3)
+        wait_synced(path, topic, total, 120, mirror)
     finally:
         code = mirror.stop()
     text = mirror.text()
@@ -172,33 +162,43 @@ def test_a_running_mirror_on_the_cluster_copies_as_records_arrive_in_its_copy_ta
     print(json.dumps({"batches": [m[0] for m in copied], "tasks": [m[0] for m in tasks]}, indent=1))
 
 
+@pytest.mark.parametrize("delivery", ["at_least_once", "exactly_once"])
 def test_a_worker_and_then_the_driver_killed_under_load_lose_nothing(
-    spark_cluster: LocalSpark, cluster_config: Callable[..., Path], clusters: dict[str, str], tmp_path: Path
+    delivery: str,
+    spark_cluster: LocalSpark,
+    cluster_config: Callable[..., Path],
+    clusters: dict[str, str],
+    tmp_path: Path,
 ) -> None:
-    topic = unique("copy-tasks-killed")
+    """At-least-once: the executors' long-lived copy tasks copy as records arrive; exactly-once: each batch's
+    copy tasks write the slots' transactions. A worker SIGKILLed under load, then the driver, which a supervisor
+    starts again."""
+    continuous = delivery == "at_least_once"
+    topic = unique(f"copy-tasks-killed-{delivery.replace('_', '-')}")
     create_topic(clusters["A"], topic, partitions=PARTITIONS)
     # Small batches: the copies in flight at a kill (the ceiling below) stay well under what is produced.
-    path = cluster_config(topic, mirror={"max_offsets_per_trigger": KILLED_PER_TRIGGER})
+    path = cluster_config(topic, mirror={"max_offsets_per_trigger": KILLED_PER_TRIGGER, "delivery": delivery})
     log = tmp_path / "mirror.log"
     first = Mirror(path, log)
     produced = 0
     try:
-        first.wait_for(CONNECTED, 2, 240)
-        load = Load(clusters["A"], topic, produced, 30_000, 15.0)
+        first.wait_for(CONNECTED if continuous else re.compile(r"copy mode per_batch"), 2 if continuous else 1, 240)
+        load = Load(clusters["A"], topic, produced, 24_000, 12.0)
         while load.done < 8_000:
             time.sleep(0.1)
-        spark_cluster.kill_worker(1)  # a lost machine: the worker, its executor and that executor's copy task
-        first.wait_for(GONE, 1, 120)
+        spark_cluster.kill_worker(1)  # a lost machine: the worker, its executor and whatever that executor ran
+        if continuous:
+            first.wait_for(GONE, 1, 120)
         load.thread.join(120)
-        produced += 30_000
-        wait_copied(clusters["B"], f"A.{topic}", produced, 180)
-        # The lost task's partitions went to the task still running: it copies them all as they arrive.
-        after = first.text().split(GONE.search(first.text())[0], 1)[1]  # type: ignore[index]
-        survivor = [m for m in map(BATCH_LINE.search, after.splitlines()) if m and int(m[2])]
-        assert any(m[3].startswith("copied as the records arrived by 1 task(s)") for m in survivor), after[-3000:]
+        produced += 24_000
+        wait_synced(path, topic, produced, 180, first)
+        if continuous:  # the lost task's partitions went to the task still running: it copies them all now
+            after = first.text().split(GONE.search(first.text())[0], 1)[1]  # type: ignore[index]
+            survivor = [m for m in map(BATCH_LINE.search, after.splitlines()) if m and int(m[2])]
+            assert any(m[3].startswith("copied as the records arrived by 1 task(s)") for m in survivor), after[-3000:]
         # The driver SIGKILLed under load: a supervisor (systemd, a Deployment) starts it again.
-        load = Load(clusters["A"], topic, produced, 15_000, 8.0)
-        while load.done < 5_000:
+        load = Load(clusters["A"], topic, produced, 12_000, 6.0)
+        while load.done < 4_000:
             time.sleep(0.1)
         os.killpg(first.proc.pid, signal.SIGKILL)
         first.proc.wait(30)
@@ -209,40 +209,40 @@ def test_a_worker_and_then_the_driver_killed_under_load_lose_nothing(
     second = Mirror(path, log)
     try:
         load.thread.join(120)
-        produced += 15_000
-        second.wait_for(CONNECTED, 1, 240)
-        wait_copied(clusters["B"], f"A.{topic}", produced, 240)
-        second.wait_for(re.compile(r"batch \d+ mirrored"), 3, 120)
-        time.sleep(3)
+        produced += 12_000
+        wait_synced(path, topic, produced, 300, second)
     finally:
         code = second.stop()
     assert code == 0, second.text()[-4000:]
 
+    # read_committed (librdkafka's default): an exactly-once target shows its committed copies only.
     source, target = read_all(clusters["A"], topic), read_all(clusters["B"], f"A.{topic}")
     assert len(source) == produced
     missing, duplicated = counted(source, target)
-    # What a failure can leave twice: the copies every task held when its take failed (at most twice a trigger
-    # ahead, plus one read past that limit), and after the driver's SIGKILL everything after its last
-    # committed batch (the same, plus the batch in flight). Two failures (the worker, the driver).
-    ahead = 2 * KILLED_PER_TRIGGER + COPIER_READ  # one task's copies no batch took yet, at most
-    ceiling = ahead + 2 * ahead + KILLED_PER_TRIGGER  # the worker's task; then both tasks and the batch
     assert missing == 0, f"{missing} of {produced} acknowledged records never reached the target"
-    assert duplicated <= ceiling, f"{duplicated} duplicates, more than the {ceiling} in flight at the kills"
     ranges = SyncTable(Drkit(load_config(path)).layout).ranges("A->B", [topic])
-    audit = audit_syncs({p: rs for (t, p), rs in ranges.items() if t == topic}, source, target, exact=False)
-    # Each record described by exactly one sync; the duplicates are the copies no sync describes (orphans).
-    assert audit.described == produced and audit.orphans == duplicated, audit
-    text = log.read_text()
+    audit = audit_syncs({p: rs for (t, p), rs in ranges.items() if t == topic}, source, target, exact=not continuous)
+    if continuous:
+        # What a failure can leave twice: the copies a task held when it was lost (at most twice a trigger ahead,
+        # plus one read past that limit), and after the driver's SIGKILL what both tasks held and the batch in
+        # flight. Each record is described by exactly one sync; the duplicates are exactly the copies none does.
+        ahead = 2 * KILLED_PER_TRIGGER + COPIER_READ
+        ceiling = ahead + 2 * ahead + KILLED_PER_TRIGGER
+        assert duplicated <= ceiling, f"{duplicated} duplicates, more than the {ceiling} in flight at the kills"
+        assert audit.described == produced and audit.orphans == duplicated, audit
+    else:
+        assert duplicated == 0, f"{duplicated} records seen twice by a read_committed consumer"
+        assert (audit.described, audit.orphans) == (produced, 0), audit
     print(
         json.dumps(
             {
+                "delivery": delivery,
                 "produced": produced,
                 "missing": missing,
                 "duplicated": duplicated,
-                "ceiling": ceiling,
                 "orphans": audit.orphans,
-                "gone": [m[0] for m in GONE.finditer(text)],
-                "fallbacks": [line for line in text.splitlines() if "copies its own records" in line][:5],
+                "gone": [m[0] for m in GONE.finditer(log.read_text())],
+                "fallbacks": [line for line in log.read_text().splitlines() if "copies its own records" in line][:5],
             },
             indent=1,
         )
