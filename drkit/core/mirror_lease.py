@@ -175,6 +175,16 @@ def believed_until(sent_at: float, lease_ms: int) -> float:
     return sent_at + lease_ms * (1.0 - DRIFT_SHARE) / 1000.0
 
 
+def checkpoint_sources(found: Iterable[int], epoch: int) -> tuple[int | None, tuple[int, ...]]:
+    """Of the epochs whose streaming checkpoints exist, the one the holder of ``epoch`` goes on from (the newest
+    earlier one; None: it starts anew) and those it may delete (every epoch older than that: no holder goes on
+    from them again, and their processes are fenced twice over)."""
+    earlier = sorted(e for e in set(found) if e < epoch)
+    if not earlier:
+        return None, ()
+    return earlier[-1], tuple(earlier[:-1])
+
+
 def settings_difference(mine: Mapping[str, str], theirs: Mapping[str, str]) -> str | None:
     """The first setting two processes of a flow disagree on (``name: mine here, theirs on the active``), or
     None. A key only one of them names is not compared: a process of another drkit version may say less."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -217,7 +218,18 @@ class MirrorJob:
             adopted - prepared,
             time.monotonic() - adopted,
         )
+        threading.Thread(target=self._retire_checkpoints, name="drkit-retire-checkpoints", daemon=True).start()
         return self.stopping.query
+
+    def _retire_checkpoints(self) -> None:
+        """Delete the checkpoints no holder goes on from again (in the background: never on a takeover's path)."""
+        try:
+            retired = offset_log.retire(self.context.layout, self.flow.name, self.lease.epoch)
+        except Exception as exc:  # only space is at stake: the next holder tries again
+            log.warning("flow %s: old checkpoints not deleted: %s", self.flow.name, exc)
+            return
+        if retired:
+            log.info("flow %s: deleted the checkpoints of epochs %s", self.flow.name, ", ".join(map(str, retired)))
 
     # -- one micro-batch --------------------------------------------------------------------
 

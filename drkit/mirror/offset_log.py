@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 
+from drkit.core.mirror_lease import checkpoint_sources
 from drkit.core.offsets import SourceOffsets
 from drkit.layout import JobKind, StateLayout, StatePath
 from drkit.store import files
@@ -58,13 +59,9 @@ def adopt(layout: StateLayout, flow: str, epoch: int) -> StatePath:
     target = layout.stream_checkpoint(flow, epoch)
     if files.exists(target / "metadata"):
         return target
-    earlier = [
-        found
-        for name in files.listing(layout.flow_dir(JobKind.MIRROR, flow))
-        if (found := layout.checkpoint_epoch(name)) is not None and found < epoch
-    ]
-    if earlier:
-        source = layout.stream_checkpoint(flow, max(earlier))
+    origin, _ = checkpoint_sources(_epochs(layout, flow), epoch)
+    if origin is not None:
+        source = layout.stream_checkpoint(flow, origin)
         # Spark restarts from its newest offsets and commits: older ones are not copied (it purges them anyway).
         newest = {log: _newest(files.listing(source / log), RESTART_BATCHES) for log in ("offsets", "commits")}
 
@@ -75,10 +72,25 @@ def adopt(layout: StateLayout, flow: str, epoch: int) -> StatePath:
             return name in newest[folder] if folder in newest else True
 
         copied = files.copy_tree(source, target, keep)
-        log.info(
-            "flow %s: epoch %d goes on from the checkpoint of epoch %d (%d files)", flow, epoch, max(earlier), copied
-        )
+        log.info("flow %s: epoch %d goes on from the checkpoint of epoch %d (%d files)", flow, epoch, origin, copied)
     return target
+
+
+def retire(layout: StateLayout, flow: str, epoch: int) -> list[int]:
+    """Delete the checkpoints of the epochs older than the one epoch ``epoch`` went on from
+    (drkit.core.mirror_lease.checkpoint_sources); the epochs deleted."""
+    _, old = checkpoint_sources(_epochs(layout, flow), epoch)
+    for found in old:
+        files.remove_tree(layout.stream_checkpoint(flow, found))
+    return list(old)
+
+
+def _epochs(layout: StateLayout, flow: str) -> list[int]:
+    return [
+        found
+        for name in files.listing(layout.flow_dir(JobKind.MIRROR, flow))
+        if (found := layout.checkpoint_epoch(name)) is not None
+    ]
 
 
 def open_store(layout: StateLayout, flow: str) -> None:

@@ -127,6 +127,18 @@ def _delta_rs(store: RootUri, settings: StorageSettings) -> fs.FileSystem:
     return fs.PyFileSystem(DeltaStorageHandler(str(store), delta_options(store, settings)))
 
 
+def remove_tree(path: Location) -> None:
+    """Delete the folder ``path`` and everything under it (nothing when it does not exist)."""
+    if not _is_remote(path):
+        shutil.rmtree(path, ignore_errors=True)
+        return
+    from pyarrow import fs
+
+    filesystem, where = _remote(path)
+    if filesystem.get_file_info(where).type != fs.FileType.NotFound:
+        filesystem.delete_dir(where)
+
+
 def copy_tree(source: Location, target: Location, keep: Callable[[str], bool] = lambda relative: True) -> int:
     """Copy every file under the folder ``source`` whose path relative to it (``/``-separated) ``keep`` accepts
     to the same relative path under ``target``; how many files were copied."""

@@ -12,6 +12,7 @@ from drkit.core.mirror_lease import (
     LeaseEntry,
     LeaseView,
     believed_until,
+    checkpoint_sources,
     fold,
     renewal_accepted,
     settings_difference,
@@ -166,3 +167,13 @@ def test_a_claim_one_millisecond_before_the_end_is_refused_and_at_the_end_taken(
     claim = entry(0, 0, LeaseAct.CLAIM, A)
     assert fold(LeaseView(), [claim, entry(1, LEASE - 1, LeaseAct.CLAIM, B)]).holds("a", 0)
     assert fold(LeaseView(), [claim, entry(1, LEASE, LeaseAct.CLAIM, B)]).holds("b", 1)
+
+
+@given(st.sets(st.integers(0, 20)), st.integers(0, 21))
+def test_a_holder_goes_on_from_the_newest_earlier_checkpoint_and_deletes_only_older_ones(
+    found: set[int], epoch: int
+) -> None:
+    origin, old = checkpoint_sources(found, epoch)
+    earlier = {e for e in found if e < epoch}
+    assert origin == (max(earlier) if earlier else None)
+    assert set(old) == {e for e in earlier if e != origin} and epoch not in old and origin not in old

@@ -63,3 +63,14 @@ def test_an_epoch_whose_checkpoint_exists_keeps_it_and_a_first_epoch_starts_from
         "checkpoint",
         "checkpoint-1",
     ]
+
+
+def test_the_checkpoints_older_than_the_one_the_new_epoch_went_on_from_are_deleted(tmp_path: Path) -> None:
+    layout = StateLayout(tmp_path)
+    for epoch in (0, 2, 4):
+        checkpoint(layout, epoch, 3)
+    offset_log.adopt(layout, FLOW, 5)
+    assert offset_log.retire(layout, FLOW, 5) == [0, 2]
+    left = sorted(p.name for p in Path(layout.flow_dir(JobKind.MIRROR, FLOW)).iterdir())
+    assert left == ["checkpoint-4", "checkpoint-5"]  # its own, and the one it went on from
+    assert offset_log.retire(layout, FLOW, 5) == []
