@@ -105,6 +105,11 @@ MIRROR_LEASE_REMAINING = Gauge(
     "How long this process may still copy without another accepted renewal (0: it may not)",
     ["flow", "host"],
 )
+MIRROR_COPY_TASKS = Gauge(
+    "drkit_mirror_copy_tasks",
+    "With a cluster master: the long-lived copy tasks connected to this driver, of those its job runs",
+    ["flow", "state"],
+)
 MIRROR_LAST_BATCH = Gauge("drkit_mirror_last_batch_timestamp_seconds", "When the last batch finished", ["flow"])
 CHECKPOINT_RUNS = Counter("drkit_checkpoint_runs", "Checkpoint translator runs", ["flow"])
 CHECKPOINT_SECONDS = Histogram(

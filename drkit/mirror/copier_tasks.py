@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from drkit import metrics
 from drkit.core.batch import Partition
 from drkit.core.continuous import TakeFailure
 from drkit.core.copy_shards import assign, split
@@ -212,6 +213,7 @@ class CopierTasks:
                     old.conn.close()
             self._connected[hello.task] = task
             self._cond.notify_all()
+            self._gauge()
         log.info(
             "flow %s: copy task %d connected (executor %s on %s, attempt %d)",
             self.flow,
@@ -240,6 +242,7 @@ class CopierTasks:
             if self._connected.get(task.index) is task:
                 del self._connected[task.index]
             self._cond.notify_all()
+            self._gauge()
         if not self._closed:
             log.warning(
                 "flow %s: copy task %d (executor %s on %s) is gone; its partitions go to the other tasks",
@@ -361,6 +364,11 @@ class CopierTasks:
                 reply = task.replies.pop(seq, None)
                 total += 1 if reply is None else reply.held
         return total
+
+    def _gauge(self) -> None:
+        """The metric of the tasks connected (lock held)."""
+        metrics.MIRROR_COPY_TASKS.labels(self.flow, "connected").set(len(self._connected))
+        metrics.MIRROR_COPY_TASKS.labels(self.flow, "wanted").set(self.tasks)
 
     def connected(self) -> dict[int, CopySite]:
         """The tasks connected now, and where each runs."""

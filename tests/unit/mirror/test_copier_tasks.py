@@ -19,6 +19,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from drkit import metrics
 from drkit.core.continuous import TakeFailure
 from drkit.mirror.copied import COPY_SCHEMA
 from drkit.mirror.copier_channel import CHANNEL_KEY, CHANNEL_SECTION, Grant, GrantedLease
@@ -221,6 +222,8 @@ def test_a_lost_task_fails_the_take_in_flight_and_its_partitions_go_to_the_other
     assert taken.rows is None and taken.failure is TakeFailure.LANE_FAILED and "copy task 1" in taken.reason
     assert "was lost" in taken.reason
     wait(lambda: set(harness.driver.connected()) == {0})
+    gauge = metrics.MIRROR_COPY_TASKS.labels("A->B", "connected")._value.get()
+    assert gauge == 1.0 and metrics.MIRROR_COPY_TASKS.labels("A->B", "wanted")._value.get() == 2.0
     again = harness.take(RANGES)
     assert again.rows is not None and again.rows.num_rows == 4
     assert set(harness.copiers[0].asked[-1][0]) == set(RANGES)  # all of them on the task that lives
