@@ -121,7 +121,7 @@ class PlacedCopy:
         place: Callable[[int], CopyPlace],
         warm: Callable[[ProducerConf, dict[str, str]], None],
     ) -> None:
-        self.driver, self.executors, self._place, self._warm = driver, executors, place, warm
+        self.driver, self.executors, self.place, self._warm = driver, executors, place, warm
 
     def prepare(self, producer_conf: ProducerConf, topic_map: dict[str, str]) -> None:
         self._warm(producer_conf, topic_map)
@@ -130,7 +130,7 @@ class PlacedCopy:
         return None
 
     def copy(self, request: CopyRequest, state: MirrorState, report: BatchReport) -> tuple[pa.Table, MirrorState]:
-        report.in_driver = self._place(request.records) is CopyPlace.DRIVER
+        report.in_driver = self.place(request.records) is CopyPlace.DRIVER
         place = self.driver if report.in_driver else self.executors
         return place.copy(request, state, report)
 

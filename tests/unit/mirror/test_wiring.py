@@ -60,3 +60,17 @@ def test_no_mirror_module_but_the_checkpoint_reader_imports_the_store() -> None:
             if any(n == "drkit.store" or n.startswith("drkit.store.") for n in names):
                 importers.add(module.name)
     assert importers == {"offset_log.py"}
+
+
+def test_on_a_cluster_the_copy_tasks_copy_ahead_and_a_batch_they_cannot_give_is_copied_by_the_driver(
+    tmp_path: Path,
+) -> None:
+    from drkit.core.copying import CopyPlace
+    from drkit.mirror.continuous import ContinuousCopier
+    from drkit.mirror.copier_tasks import CopierTasks
+
+    on_cluster = job(tmp_path, "spark://m:7077", False).path
+    assert isinstance(on_cluster.copier, CopierTasks) and on_cluster.copier.tasks == 2  # one per executor core
+    # The copy tasks hold every executor core: a job of per-batch copy tasks would never get one.
+    assert all(on_cluster.own.place(n) is CopyPlace.DRIVER for n in (1, 10**9))
+    assert isinstance(job(tmp_path / "local", "local[2]", False).path.copier, ContinuousCopier)
