@@ -2,9 +2,10 @@
 
 In local mode the driver copies records as they arrive (drkit.mirror.continuous). With a cluster master the
 copies belong on the executors, and Spark stays in charge of where they run: the driver runs one Spark job
-of long-lived tasks (one per executor core, :func:`~drkit.mirror.copy_executors.slots`), each running that same
-continuous copier over the partitions the driver gives it (drkit.core.copy_shards), connected to the driver
-(drkit.mirror.copier_channel). A batch's take asks each task for the copies of the ranges it owns and
+of long-lived tasks (as many as Spark's default parallelism, :func:`~drkit.mirror.copy_executors.slots`: the
+executors' cores, at least 2 on a standalone master; a task beyond the cores waits for one, which an executor
+added later gives it), each running that same continuous copier over the partitions the driver gives it
+(drkit.core.copy_shards), connected to the driver (drkit.mirror.copier_channel). A batch's take asks each task for the copies of the ranges it owns and
 returns them together: the batch's syncs are exactly the copies every owner acknowledged, written before
 Spark commits the batch, as in local mode.
 
@@ -205,6 +206,9 @@ class CopierTasks:
                 log.warning("flow %s: a connection to the copy tasks' channel was refused: %s", self.flow, exc)
             return
         task = _Task(hello.task, conn, hello.site, threading.Lock(), {})
+        if self._closed:  # a task Spark started late (it waited for a core) while the mirror stops
+            task.send(Close())
+            return
         with self._cond:
             old = self._connected.get(hello.task)
             if old is not None:
@@ -386,12 +390,17 @@ class CopierTasks:
             self._cond.notify_all()
         for task in self._live():
             task.send(Close())
+        # The connected tasks flush and return; then the job's other tasks (one still waiting for a core, one
+        # connecting now) are cancelled rather than waited for.
+        deadline = time.monotonic() + FLUSH_SECONDS
+        with self._cond:
+            while self._connected and time.monotonic() < deadline:
+                self._cond.wait(0.05)
         job = self._job
         if job is not None:
+            with contextlib.suppress(Exception):
+                self.spark.sparkContext.cancelJobGroup(self._group)
             job.join(FLUSH_SECONDS)
-            if job.is_alive():
-                with contextlib.suppress(Exception):
-                    self.spark.sparkContext.cancelJobGroup(self._group)
         if self._listener is not None:
             with contextlib.suppress(OSError):
                 self._listener.close()
