@@ -339,9 +339,11 @@ def markdown(results: dict[str, Any]) -> str:
     copiers = run_copiers(results)
     labels = [LABELS[c] for c in copiers]
     cluster = results.get("spark_cluster")
+    reps = f"{results['repetitions']} repetition(s)"
+    parts = "steady state only (--no-backlog)" if results.get("backlog_skipped") else reps
     lines = [
-        f"Run {results['started']} ({'quick' if results['quick'] else 'full'}), {results['repetitions']} "
-        f"repetition(s), {os.cpu_count()} cores, compression {results['compression']}; "
+        f"Run {results['started']} ({'quick' if results['quick'] else 'full'}), {parts}, "
+        f"{os.cpu_count()} cores, compression {results['compression']}; "
         f"1-min load average {results['load_start']} at start, {results['load_end']} at end."
     ]
     if cluster:
