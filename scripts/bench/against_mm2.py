@@ -5,7 +5,21 @@ Usage::
     .venv/bin/python -m scripts.bench.against_mm2 --quick   # a few minutes: one repetition, small backlogs
     .venv/bin/python -m scripts.bench.against_mm2           # the full suite (~20-30 min on 2 cores)
 
+    # drkit also on a local Spark standalone cluster (2 workers x 1 core), steady state only:
+    .venv/bin/python -m scripts.bench.against_mm2 --copiers drkit,drkit-cluster,mm2 --no-backlog
+
 Prints one JSON document to stdout and a Markdown table to stderr (and to ``--markdown FILE``).
+
+The copiers (``--copiers``, default ``drkit,mm2,plain``): ``drkit`` is ``drkit mirror`` with its default
+``[spark] master = "local[2]"`` (the driver copies continuously); ``drkit-cluster`` is the same command and
+settings with ``[spark]`` naming a local Spark standalone cluster (drkit.localdev.spark_cluster.LocalSpark,
+state under ``--state``/spark, master on ``--spark-base-port``, worker i on +10*i): ``--spark-workers``
+workers (default 2) of ``--worker-cores`` cores (1) and ``--worker-memory`` (1g), executors of
+``--executor-memory`` (512m), its secret as ``auth_secret_file``, the driver on 127.0.0.1; the records are
+then copied by the long-lived copy tasks on the executors (drkit.mirror.copier_tasks). The cluster is started
+once, before the first measurement, and stopped at the end; its workers and cores are in the JSON
+(``spark_cluster``). It runs on the same machine as everything else: its executors share the cores with the
+brokers and the driver. ``mm2`` is MirrorMaker 2, ``plain`` the plain client loop.
 
 What it does, on two local KRaft clusters A and B (drkit.localdev.clusters.LocalKafka on
 ``--base-port`` and +10, state under ``--state``), with the same settings for every copier (acks=all,
@@ -25,9 +39,11 @@ idempotent where the copier allows, ``--compression`` (lz4, drkit's default), li
   produced for ``--step-seconds``; every record carries its send time; end-to-end latency = B's append
   time minus send time, over all records of the step. A rate is *sustained* when the copier caught up
   within 5 s of the step's end and p99 < 2 s; the highest sustained rate is reported, and higher rates are
-  skipped after the first that is not.
+  skipped after the first that is not. ``--no-steady`` skips this part, ``--no-backlog`` the backlog copy.
 * **Memory.** Peak RSS of the copier's whole process tree (drkit: Python driver, Spark JVM, Python
-  workers; MM2: its JVM; plain: one Python process), sampled every 0.5 s.
+  workers; MM2: its JVM; plain: one Python process), sampled every 0.5 s. For ``drkit-cluster`` that tree
+  is the driver's only; the Spark workers' trees (worker JVM, executor, its Python workers) are sampled
+  apart, each, while the copier runs (``workers_peak_rss_mb``).
 * **Load.** The 1-minute load average before and after every measurement. The copiers are alternated
   (order reversed on every repetition) so that each ratio comes from one run.
 """
@@ -51,13 +67,21 @@ from scripts.bench.lib.clusters import create_pair, local_kafka, start_pair
 from scripts.bench.lib.copiers import Running, start_drkit, start_mm2, start_plain
 from scripts.bench.lib.drkit_child import drkit_phases
 from scripts.bench.lib.machine import load1
+from scripts.bench.lib.memory import TreeMemory
 from scripts.bench.lib.output import finish_report, logger
 from scripts.bench.lib.producers import Pacer, produce_backlog
 from scripts.bench.lib.stats import index_rank, median
 from scripts.bench.lib.watch import append_span, ends, latencies, total, wait_for
 
 PARTITIONS = 12
-COPIERS = ("drkit", "mm2", "plain")
+#: Every copier ``--copiers`` accepts, in table order; the default runs the first comparison's three.
+COPIERS = ("drkit", "drkit-cluster", "mm2", "plain")
+DEFAULT_COPIERS = ("drkit", "mm2", "plain")
+#: drkit's mirror: with its default ``local[2]`` master, and on the Spark standalone cluster (--spark-workers).
+DRKIT = ("drkit", "drkit-cluster")
+LABELS = {"drkit": "drkit", "drkit-cluster": "drkit, Spark cluster", "mm2": "MirrorMaker 2", "plain": "plain loop"}
+#: Ratios formed per repetition when both copiers ran (numerator, denominator).
+RATIOS = (("drkit", "mm2"), ("drkit", "plain"), ("drkit-cluster", "drkit"), ("drkit-cluster", "mm2"))
 
 log = logger("bench")
 load = load1
@@ -89,7 +113,12 @@ def start(
     args: argparse.Namespace,
     records: int = 0,
 ) -> Running:
-    if copier == "drkit":
+    if copier in DRKIT:
+        spark = None
+        if copier == "drkit-cluster":
+            spark = getattr(args, "spark_section", None)
+            if spark is None:
+                raise RuntimeError("drkit-cluster needs the Spark cluster (started by main)")
         running = start_drkit(
             workdir,
             a,
@@ -97,6 +126,7 @@ def start(
             topic,
             drkit_mirror_settings(args.drkit_mirror),
             drkit_mirror_settings(getattr(args, "drkit_topology", []), "--drkit-topology"),
+            spark,
         )
     elif copier == "mm2":
         running = start_mm2(workdir, a, b, topic, args.compression)
@@ -104,6 +134,34 @@ def start(
         running = start_plain(workdir, a, b, topic, target_topic, args.compression, records)
     LIVE.append(running)
     return running
+
+
+def spark_section(cluster: Any, executor_memory: str) -> dict[str, Any]:
+    """The ``[spark]`` section of a drkit config running on the standalone ``cluster`` (a LocalSpark): its
+    master, its secret (the cluster authenticates), the driver on loopback like the cluster."""
+    return {
+        "master": cluster.master_url(),
+        "auth_secret_file": str(cluster.secret_file()),
+        "driver_host": "127.0.0.1",
+        "driver_bind_address": "127.0.0.1",
+        "conf": {"spark.executor.memory": executor_memory},
+    }
+
+
+def worker_memory(copier: str, args: argparse.Namespace) -> list[TreeMemory]:
+    """For drkit-cluster: the Spark workers' process trees (worker JVM, its executor, the executor's Python
+    workers) sampled while the copier runs; the copier's own tree is only the driver's. Nothing otherwise."""
+    if copier != "drkit-cluster":
+        return []
+    return [TreeMemory(pid).start() for pid in getattr(args, "worker_pids", [])]
+
+
+def worker_peaks(memories: list[TreeMemory]) -> dict[str, Any]:
+    for memory in memories:
+        memory.stop()
+    if not memories:
+        return {}
+    return {"workers_peak_rss_mb": [m.peak_rss_mb() for m in memories]}
 
 
 # -- measurements ---------------------------------------------------------------------------------------
@@ -118,9 +176,10 @@ def backlog(
     load_before = load()
     began_wall = time.time()
     running = start(copier, work / topic, a, b, topic, target_topic, args, records)
+    workers = worker_memory(copier, args)
     done = wait_for(watcher, target_topic, PARTITIONS, records, args.timeout, running)
     load_after = load()
-    stopped = running.stop()
+    stopped = {**running.stop(), **worker_peaks(workers)}
     result: dict[str, Any] = {
         "copier": copier,
         "size": size,
@@ -144,7 +203,7 @@ def backlog(
             "on_target": total(watcher, target_topic, PARTITIONS),
         }
     )
-    if copier == "drkit":
+    if copier in DRKIT:
         result["phases"] = drkit_phases(running.log)
     return result
 
@@ -155,6 +214,7 @@ def steady(copier: str, a: str, b: str, work: Path, args: argparse.Namespace, wa
     began_wall = time.time()
     load_before = load()
     running = start(copier, work / topic, a, b, topic, target_topic, args)
+    workers = worker_memory(copier, args)
     # Start-up with an idle copier: a trickle of 20 records/s until the first one arrives on B.
     trickle = Pacer(a, topic, 20, args.timeout, PARTITIONS)
     trickle.start()
@@ -165,6 +225,7 @@ def steady(copier: str, a: str, b: str, work: Path, args: argparse.Namespace, wa
     if first is None:
         result["error"] = "no record mirrored"
         result.update(running.stop())
+        result.update(worker_peaks(workers))
         return result
     first_append_ms = append_span(b, target_topic, PARTITIONS)[0]
     result["startup_to_first_record_seconds"] = round(first_append_ms / 1000 - began_wall, 2)
@@ -209,7 +270,8 @@ def steady(copier: str, a: str, b: str, work: Path, args: argparse.Namespace, wa
         sustained = rate
     result["highest_sustained_rate"] = sustained
     result.update(running.stop())
-    if copier == "drkit":
+    result.update(worker_peaks(workers))
+    if copier in DRKIT:
         result["phases"] = drkit_phases(running.log)
     return result
 
@@ -217,11 +279,18 @@ def steady(copier: str, a: str, b: str, work: Path, args: argparse.Namespace, wa
 # -- report -----------------------------------------------------------------------------------------------
 
 
+def run_copiers(results: dict[str, Any]) -> list[str]:
+    """The copiers of this run, in table order (reports before ``copiers`` was recorded: the default three)."""
+    ran = results.get("copiers") or DEFAULT_COPIERS
+    return [c for c in COPIERS if c in ran]
+
+
 def summarize(results: dict[str, Any]) -> dict[str, Any]:
+    copiers = run_copiers(results)
     out: dict[str, Any] = {"backlog": {}, "steady": {}, "memory_mb": {}}
-    for size in results["sizes"]:
+    for size in results["sizes"] if results["backlog"] else []:
         row: dict[str, Any] = {}
-        for copier in COPIERS:
+        for copier in copiers:
             runs = [r for r in results["backlog"] if r["copier"] == copier and r["size"] == size and "error" not in r]
             row[copier] = {
                 "records_per_s": median([r["records_per_s"] for r in runs]),
@@ -230,17 +299,16 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
                 "stop_seconds": median([r["stop_seconds"] for r in runs]),
                 "load": median([r["load_before"] for r in runs]),
             }
-        ratios: dict[str, list[float]] = {"drkit/mm2": [], "drkit/plain": []}
+        ratios: dict[str, list[float]] = {f"{n}/{d}": [] for n, d in RATIOS if n in copiers and d in copiers}
         for rep in range(results["repetitions"]):
             by = {
                 r["copier"]: r
                 for r in results["backlog"]
                 if r["size"] == size and r.get("rep") == rep and "error" not in r
             }
-            if "drkit" in by and "mm2" in by:
-                ratios["drkit/mm2"].append(by["drkit"]["records_per_s"] / by["mm2"]["records_per_s"])
-            if "drkit" in by and "plain" in by:
-                ratios["drkit/plain"].append(by["drkit"]["records_per_s"] / by["plain"]["records_per_s"])
+            for n, d in RATIOS:
+                if n in by and d in by:
+                    ratios[f"{n}/{d}"].append(by[n]["records_per_s"] / by[d]["records_per_s"])
         row["ratios"] = {k: median(v) for k, v in ratios.items()}
         out["backlog"][str(size)] = row
     for r in results["steady"]:
@@ -249,65 +317,93 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
             "highest_sustained_rate": r.get("highest_sustained_rate"),
             "steps": {s["rate"]: (s["p50_ms"], s["p99_ms"], s["sustained"]) for s in r["steps"]},
         }
-    for copier in COPIERS:
+    for copier in copiers:
         peaks = [r.get("peak_rss_mb", 0) for r in results["backlog"] + results["steady"] if r["copier"] == copier]
         out["memory_mb"][copier] = max(peaks) if peaks else None
+    workers = [
+        sum(r["workers_peak_rss_mb"])
+        for r in results["backlog"] + results["steady"]
+        if r["copier"] == "drkit-cluster" and r.get("workers_peak_rss_mb")
+    ]
+    if workers:
+        out["spark_workers_memory_mb"] = max(workers)
     return out
+
+
+def row_line(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
 
 
 def markdown(results: dict[str, Any]) -> str:
     s = results["summary"]
+    copiers = run_copiers(results)
+    labels = [LABELS[c] for c in copiers]
+    cluster = results.get("spark_cluster")
+    reps = f"{results['repetitions']} repetition(s)"
+    parts = "steady state only (--no-backlog)" if results.get("backlog_skipped") else reps
     lines = [
-        f"Run {results['started']} ({'quick' if results['quick'] else 'full'}), {results['repetitions']} "
-        f"repetition(s), {os.cpu_count()} cores, compression {results['compression']}; "
-        f"1-min load average {results['load_start']} at start, {results['load_end']} at end.",
-        "",
-        "| backlog copy (12 partitions) | drkit | MirrorMaker 2 | plain loop | drkit / MM2 | drkit / plain |",
-        "|---|---|---|---|---|---|",
+        f"Run {results['started']} ({'quick' if results['quick'] else 'full'}), {parts}, "
+        f"{os.cpu_count()} cores, compression {results['compression']}; "
+        f"1-min load average {results['load_start']} at start, {results['load_end']} at end."
     ]
-    for size, row in s["backlog"].items():
-        label = {100: "100 B", 1000: "1 KB", 100_000: "100 KB"}.get(int(size), f"{size} B")
-        cells = [
-            f"{row[c]['records_per_s']:,.0f} rec/s, {row[c]['mb_per_s']} MB/s (load {row[c]['load']})"
-            if row[c]["records_per_s"]
-            else "failed"
-            for c in COPIERS
+    if cluster:
+        lines.append(
+            f"drkit, Spark cluster: a local standalone cluster of {cluster['workers']} worker(s) x "
+            f"{cluster['worker_cores']} core(s), executors of {cluster['executor_memory']}, on the same machine."
+        )
+    if s["backlog"]:
+        ratio_names = list(next(iter(s["backlog"].values()))["ratios"])
+        lines += [
+            "",
+            row_line(["backlog copy (12 partitions)", *labels, *ratio_names]),
+            "|---|" + "---|" * (len(copiers) + len(ratio_names)),
         ]
-        ratios = [f"{v:.2f}x" if v else "-" for v in row["ratios"].values()]
-        n = results["records"][str(size)]
-        lines.append(f"| {label} x {n:,} | {' | '.join(cells)} | {' | '.join(ratios)} |")
-    ref = s["backlog"].get("1000") or next(iter(s["backlog"].values()), None)
-    if ref is not None:
-        lines.append(
-            "| start-up to first record (backlog) | "
-            + " | ".join(f"{ref[c]['startup_seconds']} s" for c in COPIERS)
-            + " | | |"
-        )
-        lines.append(
-            "| stop (SIGINT; MM2 SIGTERM) | " + " | ".join(f"{ref[c]['stop_seconds']} s" for c in COPIERS) + " | | |"
-        )
-    lines += ["", "| steady state, 1 KB records | drkit | MirrorMaker 2 | plain loop |", "|---|---|---|---|"]
+        blank = [""] * len(ratio_names)
+        for size, row in s["backlog"].items():
+            label = {100: "100 B", 1000: "1 KB", 100_000: "100 KB"}.get(int(size), f"{size} B")
+            cells = [
+                f"{row[c]['records_per_s']:,.0f} rec/s, {row[c]['mb_per_s']} MB/s (load {row[c]['load']})"
+                if row[c]["records_per_s"]
+                else "failed"
+                for c in copiers
+            ]
+            ratios = [f"{v:.2f}x" if v else "-" for v in row["ratios"].values()]
+            n = results["records"][str(size)]
+            lines.append(row_line([f"{label} x {n:,}", *cells, *ratios]))
+        ref = s["backlog"].get("1000") or next(iter(s["backlog"].values()), None)
+        if ref is not None:
+            startup = [f"{ref[c]['startup_seconds']} s" for c in copiers]
+            stop = [f"{ref[c]['stop_seconds']} s" for c in copiers]
+            lines.append(row_line(["start-up to first record (backlog)", *startup, *blank]))
+            lines.append(row_line(["stop (SIGINT; MM2 SIGTERM)", *stop, *blank]))
+    lines += ["", f"| steady state, 1 KB records | {' | '.join(labels)} |", "|---|" + "---|" * len(copiers)]
     lines.append(
         "| start-up to first record (idle) | "
-        + " | ".join(f"{s['steady'].get(c, {}).get('startup_to_first_record_seconds')} s" for c in COPIERS)
+        + " | ".join(f"{s['steady'].get(c, {}).get('startup_to_first_record_seconds')} s" for c in copiers)
         + " |"
     )
     for rate in results["rates"]:
         cells = []
-        for c in COPIERS:
+        for c in copiers:
             step = s["steady"].get(c, {}).get("steps", {}).get(rate)
             cells.append("-" if step is None else f"{step[0]} / {step[1]} ms{'' if step[2] else ' (not sustained)'}")
         lines.append(f"| {rate:,}/s: latency p50 / p99 | {' | '.join(cells)} |")
     lines.append(
         "| highest sustained rate (p99 < 2 s) | "
-        + " | ".join(f"{s['steady'].get(c, {}).get('highest_sustained_rate') or 0:,}/s" for c in COPIERS)
+        + " | ".join(f"{s['steady'].get(c, {}).get('highest_sustained_rate') or 0:,}/s" for c in copiers)
         + " |"
     )
     lines.append(
         "| peak RSS of the process tree | "
-        + " | ".join(f"{s['memory_mb'][c]:,.0f} MB" if s["memory_mb"][c] else "-" for c in COPIERS)
+        + " | ".join(f"{s['memory_mb'][c]:,.0f} MB" if s["memory_mb"][c] else "-" for c in copiers)
         + " |"
     )
+    if s.get("spark_workers_memory_mb"):
+        lines += [
+            "",
+            f"drkit, Spark cluster: the tree above is the driver's; the Spark workers' trees (worker JVMs, "
+            f"executors, their Python workers) peaked at {s['spark_workers_memory_mb']:,.0f} MB together.",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -320,13 +416,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="one repetition, small backlogs, two rates")
     p.add_argument("--base-port", type=int, default=49192, help="broker port of A; B gets base+10")
     p.add_argument("--state", type=Path, help="clusters and copiers' state (default: a temp dir, removed)")
-    p.add_argument("--copiers", default=",".join(COPIERS), help="comma-separated subset of drkit,mm2,plain")
+    p.add_argument(
+        "--copiers",
+        default=",".join(DEFAULT_COPIERS),
+        help=f"comma-separated subset of {','.join(COPIERS)} (default {','.join(DEFAULT_COPIERS)})",
+    )
     p.add_argument("--sizes", help="comma-separated record sizes (default 100,1000,100000)")
     p.add_argument("--repetitions", type=int, help="backlog repetitions (default 2, quick 1)")
     p.add_argument("--rates", help="comma-separated steady rates (default 2000,5000,10000,20000; quick 2000,5000)")
     p.add_argument("--step-seconds", type=float, help="seconds per steady rate (default 20, quick 10)")
     p.add_argument("--warmup-seconds", type=float, default=30.0, help="unmeasured load at the first rate (default 30)")
     p.add_argument("--no-steady", action="store_true", help="skip the steady-state part")
+    p.add_argument("--no-backlog", action="store_true", help="skip the backlog part")
+    p.add_argument("--spark-workers", type=int, default=2, help="drkit-cluster: workers of the Spark cluster")
+    p.add_argument(
+        "--spark-base-port", type=int, default=49592, help="drkit-cluster: Spark master port; worker i gets +10*i"
+    )
+    p.add_argument("--worker-cores", type=int, default=1, help="drkit-cluster: cores each worker offers")
+    p.add_argument("--worker-memory", default="1g", help="drkit-cluster: memory each worker offers")
+    p.add_argument("--executor-memory", default="512m", help="drkit-cluster: spark.executor.memory")
     p.add_argument("--compression", default="lz4")
     p.add_argument(
         "--drkit-mirror",
@@ -350,6 +458,9 @@ def main(argv: list[str] | None = None) -> int:
     args.rates = [int(x) for x in (args.rates or ("2000,5000" if args.quick else "2000,5000,10000,20000")).split(",")]
     args.step_seconds = args.step_seconds or (10.0 if args.quick else 20.0)
     copiers = [c for c in args.copiers.split(",") if c]
+    unknown = sorted(set(copiers) - set(COPIERS))
+    if unknown:
+        p.error(f"unknown copier(s) {', '.join(unknown)}; known: {', '.join(COPIERS)}")
     scale = 0.3 if args.quick else 1.0
     records = {100: int(300_000 * scale), 1000: int(100_000 * scale), 100_000: int(2_000 * scale)}
 
@@ -358,6 +469,11 @@ def main(argv: list[str] | None = None) -> int:
         tmp = tempfile.TemporaryDirectory(prefix="drkit-bench-")
         args.state = Path(tmp.name)
     kafka = local_kafka(args.state / "kafka", args.base_port, "512m")
+    spark = None
+    if "drkit-cluster" in copiers:
+        from drkit.localdev.spark_cluster import LocalSpark
+
+        spark = LocalSpark(args.state / "spark", args.spark_base_port, args.worker_cores, args.worker_memory)
     results: dict[str, Any] = {
         "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
         "quick": args.quick,
@@ -365,6 +481,8 @@ def main(argv: list[str] | None = None) -> int:
         "sizes": args.sizes,
         "rates": args.rates,
         "compression": args.compression,
+        "copiers": copiers,
+        "backlog_skipped": args.no_backlog,
         "drkit_mirror": drkit_mirror_settings(args.drkit_mirror),
         "records": {str(k): records.get(k, int(100_000_000 * scale / k)) for k in args.sizes},
         "load_start": load(),
@@ -376,7 +494,21 @@ def main(argv: list[str] | None = None) -> int:
         a, b = start_pair(kafka)
         watcher = Consumer({"bootstrap.servers": b, "group.id": "bench-watch", "enable.auto.commit": False})
         work = args.state / "runs"
-        for rep in range(args.repetitions):
+        if spark is not None:
+            log(f"starting the Spark standalone cluster: {args.spark_workers} worker(s) on {args.spark_base_port}")
+            status = spark.up(args.spark_workers)
+            args.spark_section = spark_section(spark, args.executor_memory)
+            args.worker_pids = [d.pid for d in status.daemons if d.name != "master" and d.pid is not None]
+            results["spark_cluster"] = {
+                "master": spark.master_url(),
+                "workers": args.spark_workers,
+                "alive_workers": status.alive_workers,
+                "worker_cores": args.worker_cores,
+                "cores": args.spark_workers * args.worker_cores,
+                "worker_memory": args.worker_memory,
+                "executor_memory": args.executor_memory,
+            }
+        for rep in range(args.repetitions if not args.no_backlog else 0):
             order = copiers if rep % 2 == 0 else list(reversed(copiers))
             for size in args.sizes:
                 for copier in order:
@@ -397,6 +529,9 @@ def main(argv: list[str] | None = None) -> int:
                 with contextlib.suppress(Exception):
                     running.stop(30)
         results["load_end"] = load()
+        if spark is not None:
+            with contextlib.suppress(Exception):
+                spark.down()
         with contextlib.suppress(Exception):
             kafka.down()
         if tmp is not None:

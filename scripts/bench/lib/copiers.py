@@ -86,15 +86,22 @@ def spawn(name: str, cmd: list[str], workdir: Path, env: dict[str, str] | None =
 
 
 def start_drkit(
-    workdir: Path, source: str, target: str, topic: str, mirror: dict[str, Any], topology: dict[str, Any] | None = None
+    workdir: Path,
+    source: str,
+    target: str,
+    topic: str,
+    mirror: dict[str, Any],
+    topology: dict[str, Any] | None = None,
+    spark: dict[str, Any] | None = None,
 ) -> Running:
-    """``drkit mirror`` of ``topic`` with these ``[flows.mirror]`` and ``[flows.topology]`` settings."""
+    """``drkit mirror`` of ``topic`` with these ``[flows.mirror]`` and ``[flows.topology]`` settings, and this
+    ``[spark]`` section (default: ``local[2]``, see drkit_config.flow_config)."""
     toml = workdir / "drkit.toml"
     workdir.mkdir(parents=True, exist_ok=True)
     flow: dict[str, Any] = {"topics.include": [topic]}
     flow.update({f"mirror.{key}": value for key, value in mirror.items()})
     flow.update({f"topology.{key}": value for key, value in (topology or {}).items()})
-    toml.write_text(flow_config(str(workdir / "state"), source, target, flow))
+    toml.write_text(flow_config(str(workdir / "state"), source, target, flow, spark))
     code = child_code(progress=True, query_start=True)
     return spawn("drkit", [sys.executable, "-c", code, "mirror", "-c", str(toml)], workdir, {"PYTHONPATH": str(REPO)})
 
