@@ -110,8 +110,20 @@ class ContinuousCopier:
     # -- the batch's side --------------------------------------------------------------------
 
     def start(self, producer_conf: dict[str, Any], topic_map: dict[str, str]) -> None:
-        """Nothing to start: the copying thread starts with the first batch's lanes."""
-        return None
+        """Make the clients ahead of the first batch, so that its lanes (a takeover's first copies) do not wait
+        for them: the consumer, and the producer with the settings the batches will ask for (a batch asking
+        for others makes a new one). The copying thread starts with the first batch's lanes; until then it
+        does not run, so the clients are still the thread's alone. A client that cannot be made here is made
+        by the first batch, which reports what is wrong."""
+        with self._cond:
+            if self._thread is not None or self._producer is not None:
+                return
+            self._conf, self._topic_map = dict(producer_conf), dict(topic_map)
+            try:
+                self._consumer = self._new_consumer()
+                self._producer = self._new_producer(dict(self._conf), self._target_alias)
+            except Exception as exc:
+                log.debug("flow %s: the copier's clients are made with the first batch: %s", self.flow, describe(exc))
 
     def take(
         self,

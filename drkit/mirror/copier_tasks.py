@@ -5,9 +5,9 @@ copies belong on the executors, and Spark stays in charge of where they run: the
 of long-lived tasks (as many as Spark's default parallelism, :func:`~drkit.mirror.copy_executors.slots`: the
 executors' cores, at least 2 on a standalone master; a task beyond the cores waits for one, which an executor
 added later gives it), each running that same continuous copier over the partitions the driver gives it
-(drkit.core.copy_shards), connected to the driver (drkit.mirror.copier_channel). A batch's take asks each task for the copies of the ranges it owns and
-returns them together: the batch's syncs are exactly the copies every owner acknowledged, written before
-Spark commits the batch, as in local mode.
+(drkit.core.copy_shards), connected to the driver (drkit.mirror.copier_channel). A batch's take asks each
+task for the copies of the ranges it owns and returns them together: the batch's syncs are exactly the
+copies every owner acknowledged, written before Spark commits the batch, as in local mode.
 
 When a task cannot give its ranges (a failure, no progress, or its executor lost: the connection ends), the
 batch takes nothing from any task and copies its own records (:class:`~drkit.mirror.copy_path.ContinuousCopy`):

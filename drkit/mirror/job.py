@@ -116,6 +116,8 @@ class MirrorJob:
         self.lease = lease
         #: The checkpoint of this process's lease epoch, known once it holds the lease (:meth:`start`).
         self.stream_checkpoint = context.layout.stream_checkpoint(flow.name)
+        #: the query's source made ahead by :meth:`stand_by` (for a one-shot run or not)
+        self._stream: tuple[bool, DataFrame] | None = None
         # The name is the flow's under this state root, whatever the epoch: one query per flow in a session.
         self.query_name = query_name(flow.name, self.stream_checkpoint)
         #: Set by the runner when it stops waiting for a running batch: the driver's read gives it up.
@@ -165,15 +167,17 @@ class MirrorJob:
         if refusal is not None:
             raise RefusedError(refusal)
 
-    def stand_by(self) -> None:
+    def stand_by(self, once: bool = False) -> None:
         """What a standby prepares while it waits, so that a takeover does not (nothing here writes): Spark's
-        file system of the checkpoint, the offset_syncs table held open, both clusters' admin clients."""
+        file system of the checkpoint, the offset_syncs table held open, both clusters' admin clients, the
+        query's Kafka source (Spark analyses it in about a second; it names no checkpoint)."""
         try:
             open_checkpoint_store(self.spark, self.stream_checkpoint)
             offset_log.open_store(self.context.layout, self.flow.name)
             self.syncs.progress(self.flow.name)
             self.target_admin.partition_counts()
             self.topology.warm()
+            self._stream = (once, source_stream(self.spark, self.flow, self.source, self.selector, once))
         except Exception as exc:  # the takeover does it again; a store or cluster that does not answer fails there
             log.info("flow %s: not all was prepared ahead: %s", self.flow.name, exc)
 
@@ -198,8 +202,9 @@ class MirrorJob:
         self.stream_checkpoint = offset_log.adopt(self.context.layout, self.flow.name, self.lease.epoch)
         self._stream_id = None
         offset_log.make_parent(self.stream_checkpoint)
+        stream = self._stream[1] if self._stream is not None and self._stream[0] == once else None
         writer = (
-            source_stream(self.spark, self.flow, self.source, self.selector, once)
+            (stream if stream is not None else source_stream(self.spark, self.flow, self.source, self.selector, once))
             .writeStream.queryName(self.query_name)
             .option("checkpointLocation", str(self.stream_checkpoint))
             .foreachBatch(self._process_batch)

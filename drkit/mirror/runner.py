@@ -77,7 +77,7 @@ class MirrorRunner:
         # Every flow before any starts: a refusal must not leave other flows' batches half done.
         for job in self.jobs:
             job.check_not_registered()
-            job.stand_by()
+            job.stand_by(once)
         # Each flow's lease in a thread of its own: a flow starts as soon as this process holds its lease (a
         # standby of several flows takes over each one as its active stops).
         leases = self._acquiring = [_Acquiring(job, self._stop, wait=not once) for job in self.jobs]

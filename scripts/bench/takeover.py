@@ -160,6 +160,42 @@ def mirror(workdir: Path, host: str, config: Path, env: dict[str, str]) -> tuple
     return proc, logfile
 
 
+#: The new holder's steps, as its log says them (drkit.mirror.lease, drkit.mirror.job, drkit.mirror.runner).
+STEPS = re.compile(
+    r"holds the lease|goes on from the checkpoint|started in|query started|batch \d+ (?:mirrored|was recorded)"
+)
+
+
+class Steps:
+    """The standby's log lines of its steps, each stamped when it appeared (its log has no time: polled every 20 ms)."""
+
+    def __init__(self, logfile: Path) -> None:
+        self.logfile = logfile
+        self.seen: list[tuple[float, str]] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        offset, rest = 0, ""
+        while not self.stop.is_set():
+            with contextlib.suppress(OSError), self.logfile.open("rb") as f:
+                f.seek(offset)
+                chunk = f.read()
+                offset += len(chunk)
+                lines = (rest + chunk.decode(errors="replace")).split("\n")
+                rest = lines.pop()
+                now = time.monotonic()
+                self.seen.extend((now, line) for line in lines if STEPS.search(line))
+            time.sleep(0.02)
+
+    def after(self, since: float, steps: int = 8) -> list[str]:
+        """The first ``steps`` lines seen after ``since`` (time.monotonic()), with their seconds after it."""
+        self.stop.set()
+        self.thread.join(5)
+        return [f"+{at - since:.2f}s {line[:200]}" for at, line in self.seen if at >= since][:steps]
+
+
 def wait_for(condition: Any, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
@@ -215,6 +251,7 @@ def one(workdir: Path, source: str, target: str, endpoint: str, lease: float, ra
         standby, standby_log = mirror(workdir, "host-b", configs["host-b"], env)
         procs.append(standby)
         wait_for(lambda: "standing by" in standby_log.read_text(errors="replace"), 300, "host-b did not stand by")
+        steps = Steps(standby_log)
         wait_for(lambda: sum(ends(target, target_topic(topic)).values()) > rate, 120, "host-a copied nothing")
         time.sleep(2 * lease)  # host-b's preparation done, several renewals seen
         since = ends(target, target_topic(topic))
@@ -238,6 +275,7 @@ def one(workdir: Path, source: str, target: str, endpoint: str, lease: float, ra
             "lease_seconds": lease,
             "lease_seconds_after_kill": round(held, 2),
             "copy_seconds_after_kill": round(copied[0] - killed, 2),
+            "standby_timeline": steps.after(killed),
             "load_before": load_before,
             "load_after": load1(),
         }

@@ -313,3 +313,15 @@ def test_a_partition_a_batch_waits_on_reads_though_the_others_filled_the_limit(
     source.append("t", 1, range(50))
     taken = copier.take({("t", 0): (0, 20), ("t", 1): (0, 20)}, {("t", 0): 20, ("t", 1): 20}, TOPICS, {}, never)
     assert taken.rows is not None and sorted(rows(taken.rows)) == [(0, 0, 19, 100), (1, 0, 19, 100)]
+
+
+def test_clients_made_at_the_start_serve_the_first_batch(parts: tuple[Source, Target, ContinuousCopier]) -> None:
+    source, target, copier = parts
+    copier.start({"linger.ms": 5}, TOPICS)
+    assert target.made == 1  # before any batch: a takeover's first lanes do not wait for a producer
+    source.append("t", 0, range(0, 10))
+    first = copier.take({("t", 0): (EARLIEST, 10)}, {("t", 0): 10}, TOPICS, {"linger.ms": 5}, never)
+    assert first.rows is not None and rows(first.rows) == [(0, 0, 9, 100)]
+    assert target.made == 1  # the batch asked for the same settings: the same producer
+    copier.take({("t", 0): (10, 10)}, {("t", 0): 10}, TOPICS, {"linger.ms": 6}, never)
+    assert target.made == 2  # other settings: a new one
