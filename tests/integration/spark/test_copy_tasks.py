@@ -21,7 +21,7 @@ from typing import IO
 
 import pytest
 from support.kafka_io import Rec, create_topic, produce, read_all, unique
-from support.mirror_checks import assert_exact_copy, audit_syncs
+from support.mirror_checks import audit_syncs
 
 from drkit.config import load_config
 from drkit.localdev.spark_cluster import LocalSpark
@@ -32,10 +32,9 @@ PARTITIONS = 4
 BATCH_LINE = re.compile(r"batch (\d+) mirrored (\d+) records in \d+ ranges \(.*, (copied .*|nothing to copy)\)$")
 CONNECTED = re.compile(r"copy task (\d+) connected \(executor (\S+) on")
 GONE = re.compile(r"copy task (\d+) \(executor (\S+) on \S+\) is gone")
-#: Records per batch at most: the copy tasks may run up to twice that ahead of the batches (drkit.mirror.lanes).
-PER_TRIGGER = 5_000
-#: The batch size of the kill test.
-KILLED_PER_TRIGGER = 1_000
+#: Records per batch at most, small: the copies in flight at a kill (the ceiling below) stay well under what is
+#: produced. The copy tasks may run up to twice that ahead of the batches (drkit.mirror.lanes).
+PER_TRIGGER = 1_000
 #: The most records one read of a copier takes (drkit.mirror.reader.CHUNK), as README's "Known limits" states it.
 COPIER_READ = 5_000
 
@@ -127,41 +126,6 @@ def counted(source: list[Rec], target: list[Rec]) -> tuple[int, int]:
     return missing, sum(n - 1 for n in copies.values() if n > 1)
 
 
-def test_a_running_mirror_on_the_cluster_copies_as_records_arrive_in_its_copy_tasks(
-    spark_cluster: LocalSpark, cluster_config: Callable[..., Path], clusters: dict[str, str], tmp_path: Path
-) -> None:
-    topic, total = unique("copy-tasks"), 12_000
-    create_topic(clusters["A"], topic, partitions=PARTITIONS)
-    path = cluster_config(topic, mirror={"max_offsets_per_trigger": PER_TRIGGER})
-    mirror = Mirror(path, tmp_path / "mirror.log")
-    try:
-        tasks = mirror.wait_for(CONNECTED, 2, 240)
-        load = Load(clusters["A"], topic, 0, total, 6.0)
-        load.thread.join(120)
-        wait_synced(path, topic, total, 120, mirror)
-    finally:
-        code = mirror.stop()
-    text = mirror.text()
-    assert code == 0, text[-4000:]
-    assert "copy mode continuous" in text and "copy task(s) on the executors" in text, text[-3000:]
-
-    source, target = read_all(clusters["A"], topic), read_all(clusters["B"], f"A.{topic}")
-    assert len(source) == total
-    assert_exact_copy(source, target)  # every record once, in order per partition: a graceful stop, no orphan
-    ranges = SyncTable(Drkit(load_config(path)).layout).ranges("A->B", [topic])
-    audit = audit_syncs({p: rs for (t, p), rs in ranges.items() if t == topic}, source, target)
-    assert (audit.described, audit.orphans, audit.duplicates) == (total, 0, 0)
-
-    # Every batch with records took them from the copy tasks, on both workers' executors; none from the driver.
-    executors = {m[2] for m in tasks}
-    assert len(executors) == 2 and "driver" not in executors, [m[0] for m in tasks]
-    copied = [m for m in map(BATCH_LINE.search, text.splitlines()) if m and int(m[2])]
-    assert copied and sum(int(m[2]) for m in copied) == total, text[-3000:]
-    for m in copied:
-        assert m[3].startswith("copied as the records arrived by "), m[0]
-    print(json.dumps({"batches": [m[0] for m in copied], "tasks": [m[0] for m in tasks]}, indent=1))
-
-
 @pytest.mark.parametrize("delivery", ["at_least_once", "exactly_once"])
 def test_a_worker_and_then_the_driver_killed_under_load_lose_nothing(
     delivery: str,
@@ -170,19 +134,33 @@ def test_a_worker_and_then_the_driver_killed_under_load_lose_nothing(
     clusters: dict[str, str],
     tmp_path: Path,
 ) -> None:
-    """At-least-once: the executors' long-lived copy tasks copy as records arrive; exactly-once: each batch's
-    copy tasks write the slots' transactions. A worker SIGKILLed under load, then the driver, which a supervisor
-    starts again."""
+    """At-least-once: the executors' long-lived copy tasks copy as records arrive (each record once before any
+    failure); exactly-once: each batch's copy tasks write the slots' transactions. A worker SIGKILLed under load,
+    then the driver, which a supervisor starts again."""
     continuous = delivery == "at_least_once"
     topic = unique(f"copy-tasks-killed-{delivery.replace('_', '-')}")
     create_topic(clusters["A"], topic, partitions=PARTITIONS)
-    # Small batches: the copies in flight at a kill (the ceiling below) stay well under what is produced.
-    path = cluster_config(topic, mirror={"max_offsets_per_trigger": KILLED_PER_TRIGGER, "delivery": delivery})
+    path = cluster_config(topic, mirror={"max_offsets_per_trigger": PER_TRIGGER, "delivery": delivery})
     log = tmp_path / "mirror.log"
     first = Mirror(path, log)
     produced = 0
     try:
-        first.wait_for(CONNECTED if continuous else re.compile(r"copy mode per_batch"), 2 if continuous else 1, 240)
+        tasks = first.wait_for(
+            CONNECTED if continuous else re.compile(r"copy mode per_batch"), 2 if continuous else 1, 240
+        )
+        if continuous:
+            # Before any failure: copied as the records arrive by the two workers' tasks, each record once.
+            assert len({m[2] for m in tasks}) == 2 and "driver" not in {m[2] for m in tasks}, [m[0] for m in tasks]
+            load = Load(clusters["A"], topic, produced, 6_000, 3.0)
+            load.thread.join(120)
+            produced += 6_000
+            wait_synced(path, topic, produced, 120, first)
+            copied = [m for m in map(BATCH_LINE.search, first.text().splitlines()) if m and int(m[2])]
+            assert copied and all(m[3].startswith("copied as the records arrived by 2 task(s)") for m in copied), [
+                m[0] for m in copied
+            ]
+            missing, duplicated = counted(read_all(clusters["A"], topic), read_all(clusters["B"], f"A.{topic}"))
+            assert (missing, duplicated) == (0, 0)
         load = Load(clusters["A"], topic, produced, 24_000, 12.0)
         while load.done < 8_000:
             time.sleep(0.1)
@@ -226,8 +204,8 @@ def test_a_worker_and_then_the_driver_killed_under_load_lose_nothing(
         # What a failure can leave twice: the copies a task held when it was lost (at most twice a trigger ahead,
         # plus one read past that limit), and after the driver's SIGKILL what both tasks held and the batch in
         # flight. Each record is described by exactly one sync; the duplicates are exactly the copies none does.
-        ahead = 2 * KILLED_PER_TRIGGER + COPIER_READ
-        ceiling = ahead + 2 * ahead + KILLED_PER_TRIGGER
+        ahead = 2 * PER_TRIGGER + COPIER_READ
+        ceiling = ahead + 2 * ahead + PER_TRIGGER
         assert duplicated <= ceiling, f"{duplicated} duplicates, more than the {ceiling} in flight at the kills"
         assert audit.described == produced and audit.orphans == duplicated, audit
     else:
