@@ -201,6 +201,8 @@ class MirrorJob:
         prepared = time.monotonic()
         self.stream_checkpoint = offset_log.adopt(self.context.layout, self.flow.name, self.lease.epoch)
         self._stream_id = None
+        # Spare the query a batch cycle at its start: a replay whose syncs are durable (drkit.core.replay).
+        offset_log.settle_replay(self.flow.name, self.stream_checkpoint, self.syncs.batch_written)
         offset_log.make_parent(self.stream_checkpoint)
         stream = self._stream[1] if self._stream is not None and self._stream[0] == once else None
         writer = (
@@ -223,18 +225,14 @@ class MirrorJob:
             adopted - prepared,
             time.monotonic() - adopted,
         )
-        threading.Thread(target=self._retire_checkpoints, name="drkit-retire-checkpoints", daemon=True).start()
+        # The checkpoints no holder goes on from again, deleted in the background: never on a takeover's path.
+        threading.Thread(
+            target=offset_log.retire,
+            args=(self.context.layout, self.flow.name, self.lease.epoch),
+            name="drkit-retire-checkpoints",
+            daemon=True,
+        ).start()
         return self.stopping.query
-
-    def _retire_checkpoints(self) -> None:
-        """Delete the checkpoints no holder goes on from again (in the background: never on a takeover's path)."""
-        try:
-            retired = offset_log.retire(self.context.layout, self.flow.name, self.lease.epoch)
-        except Exception as exc:  # only space is at stake: the next holder tries again
-            log.warning("flow %s: old checkpoints not deleted: %s", self.flow.name, exc)
-            return
-        if retired:
-            log.info("flow %s: deleted the checkpoints of epochs %s", self.flow.name, ", ".join(map(str, retired)))
 
     # -- one micro-batch --------------------------------------------------------------------
 

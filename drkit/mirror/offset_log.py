@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 
 from drkit.core.mirror_lease import checkpoint_sources
 from drkit.core.offsets import SourceOffsets
+from drkit.core.replay import replayed_batch as core_replayed_batch
 from drkit.layout import JobKind, StateLayout, StatePath
 from drkit.store import files
 from drkit.store.files import Location
@@ -78,10 +80,17 @@ def adopt(layout: StateLayout, flow: str, epoch: int) -> StatePath:
 
 def retire(layout: StateLayout, flow: str, epoch: int) -> list[int]:
     """Delete the checkpoints of the epochs older than the one epoch ``epoch`` went on from
-    (drkit.core.mirror_lease.checkpoint_sources); the epochs deleted."""
-    _, old = checkpoint_sources(_epochs(layout, flow), epoch)
-    for found in old:
-        files.remove_tree(layout.stream_checkpoint(flow, found))
+    (drkit.core.mirror_lease.checkpoint_sources); the epochs deleted (none when the store refused: only space
+    is at stake, the next holder tries again)."""
+    try:
+        _, old = checkpoint_sources(_epochs(layout, flow), epoch)
+        for found in old:
+            files.remove_tree(layout.stream_checkpoint(flow, found))
+    except Exception as exc:
+        log.warning("flow %s: old checkpoints not deleted: %s", flow, exc)
+        return []
+    if old:
+        log.info("flow %s: deleted the checkpoints of epochs %s", flow, ", ".join(map(str, old)))
     return list(old)
 
 
@@ -100,6 +109,39 @@ def open_store(layout: StateLayout, flow: str) -> None:
 
 #: Batches of Spark's offset and commit logs a new epoch's checkpoint starts with (the newest ones).
 RESTART_BATCHES = 3
+
+
+def replayed_batch(checkpoint: Location) -> int | None:
+    """The batch Spark would run again when the query starts (drkit.core.replay), or None."""
+    logged = [int(n) for n in files.listing(checkpoint / "offsets") if n.isdigit()]
+    committed = [int(n) for n in files.listing(checkpoint / "commits") if n.isdigit()]
+    return core_replayed_batch(logged, committed)
+
+
+def settle_replay(flow: str, checkpoint: Location, recorded: Callable[[str, int], bool]) -> int | None:
+    """Record as committed the batch Spark would replay, when ``recorded(stream id, batch)`` says its syncs are
+    durable and a previous commit shows the content (drkit.core.replay); the batch settled, or None (the query
+    then replays it, and the batch callback skips it: drkit.mirror.job)."""
+    try:
+        replay = replayed_batch(checkpoint)
+        if replay is None or not recorded(stream_id(checkpoint), replay) or not settle(checkpoint, replay):
+            return None
+    except Exception as exc:  # only a batch cycle is at stake
+        log.debug("flow %s: the replayed batch is left to Spark: %s", flow, exc)
+        return None
+    log.info("flow %s: batch %d was recorded before the restart; Spark goes on after it", flow, replay)
+    return replay
+
+
+def settle(checkpoint: Location, batch_id: int) -> bool:
+    """Record batch ``batch_id`` as committed, as Spark records it after the batch: the content of the previous
+    batch's commit (a query with no state and no watermark writes the same one for every batch). False, and
+    nothing written, when there is no previous commit to follow."""
+    previous = files.read_text(checkpoint / "commits" / str(batch_id - 1)) if batch_id > 0 else None
+    if not previous:
+        return False
+    files.write_text(checkpoint / "commits" / str(batch_id), previous)
+    return True
 
 
 def _newest(names: list[str], count: int) -> set[str]:

@@ -74,3 +74,25 @@ def test_the_checkpoints_older_than_the_one_the_new_epoch_went_on_from_are_delet
     left = sorted(p.name for p in Path(layout.flow_dir(JobKind.MIRROR, FLOW)).iterdir())
     assert left == ["checkpoint-4", "checkpoint-5"]  # its own, and the one it went on from
     assert offset_log.retire(layout, FLOW, 5) == []
+
+
+def test_a_replay_whose_syncs_are_durable_is_committed_before_the_query_starts(tmp_path: Path) -> None:
+    layout = StateLayout(tmp_path)
+    root = checkpoint(layout, 2, 10)  # batch 9 planned, never committed: Spark would replay it
+    asked: list[tuple[str, int]] = []
+
+    def recorded(stream: str, batch: int) -> bool:
+        asked.append((stream, batch))
+        return True
+
+    assert offset_log.settle_replay(FLOW, layout.stream_checkpoint(FLOW, 2), recorded) == 9
+    assert asked == [("stream-1", 9)]
+    assert (root / "commits" / "9").read_text() == (root / "commits" / "8").read_text() == "commit of 8"
+    assert offset_log.settle_replay(FLOW, layout.stream_checkpoint(FLOW, 2), recorded) is None  # nothing left
+
+
+def test_a_replay_whose_syncs_are_not_durable_is_left_to_spark(tmp_path: Path) -> None:
+    layout = StateLayout(tmp_path)
+    root = checkpoint(layout, 2, 10)
+    assert offset_log.settle_replay(FLOW, layout.stream_checkpoint(FLOW, 2), lambda stream, batch: False) is None
+    assert not (root / "commits" / "9").exists()  # Spark replays it: its records are copied again
