@@ -21,6 +21,7 @@ copies only while the driver's lease is believed (drkit.mirror.copier_channel.Gr
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import threading
@@ -115,7 +116,8 @@ class CopierTasks:
         self._cond = threading.Condition()
         self._connected: dict[int, _Task] = {}
         self._owners: dict[Partition, int] = {}
-        self._seq = 0
+        #: numbers the requests to the tasks: a batch's take and a stop's count of held copies may ask at once
+        self._seqs = itertools.count(1)
         self._closed = False
         self._listener: Listener | None = None
         self._job: threading.Thread | None = None
@@ -276,10 +278,10 @@ class CopierTasks:
         settings = self._settings(dict(producer_conf), dict(topic_map))
         asked: dict[int, int] = {}
         for index, (part, part_end) in split(ranges, end, owners).items():
-            self._seq += 1
-            if not tasks[index].send(Take(self._seq, part, part_end, dict(topic_map), settings)):
+            seq = next(self._seqs)
+            if not tasks[index].send(Take(seq, part, part_end, dict(topic_map), settings)):
                 return self._lost(tasks[index])
-            asked[index] = self._seq
+            asked[index] = seq
         replies = self._await(tasks, asked, stopping)
         if isinstance(replies, Taken):
             return replies
@@ -356,9 +358,9 @@ class CopierTasks:
         """Copies the tasks made and no batch took yet (unknown answers count as one each: some may be held)."""
         asked: dict[int, tuple[_Task, int]] = {}
         for task in self._live():
-            self._seq += 1
-            if task.send(Held(self._seq)):
-                asked[task.index] = (task, self._seq)
+            seq = next(self._seqs)
+            if task.send(Held(seq)):
+                asked[task.index] = (task, seq)
         deadline = time.monotonic() + 2.0
         total = 0
         with self._cond:
