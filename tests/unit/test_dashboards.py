@@ -198,6 +198,7 @@ def test_every_metric_the_alerts_query_is_exported() -> None:
         ("Checkpoint age", "drkit_status_checkpoint_age_seconds"),
         ("Heartbeat age", "drkit_heartbeat_age_seconds"),
         ("Failovers and failbacks", "drkit_operation_last_timestamp_seconds"),
+        ("Copy tasks on a cluster", "drkit_mirror_copy_tasks"),
     ],
 )
 def test_the_dashboard_has_the_panels_an_operator_needs(panel_about: str, metric: str) -> None:
