@@ -250,6 +250,8 @@ def test_the_rules_file_is_a_prometheus_rules_file() -> None:
         ("DrkitLagHigh", "drkit_mirror_lag_seconds"),
         ("DrkitSourceUnreachable", "drkit_status_source_reachable"),
         ("DrkitTargetDiverged", "drkit_status_target_diverged_partitions"),
+        ("DrkitNoActiveMirror", "drkit_mirror_lease_active"),
+        ("DrkitCopyTasksMissing", "drkit_mirror_copy_tasks"),
     ],
 )
 def test_the_alerts_the_issue_asks_for(alert: str, metric: str) -> None:
