@@ -89,7 +89,7 @@ class LocalSpark:
         base_port: int = DEFAULT_BASE_PORT,
         cores: int = 1,
         memory: str = "1g",
-        daemon_memory: str = "256m",
+        daemon_memory: str = "512m",
         python: str | None = None,
         secure: bool = True,
     ) -> None:
@@ -100,6 +100,10 @@ class LocalSpark:
         self.daemon_memory = daemon_memory
         self.python = python or sys.executable
         self.secure = secure
+        #: The daemons this object started, so one that exits on its own is told apart from a PID file that
+        #: names another process: a child is reaped only when asked (``poll``), so its PID cannot be reused by
+        #: then (with 32,768 PIDs and JVMs making threads, a reaped daemon's PID is taken within minutes).
+        self._started: dict[str, subprocess.Popen[bytes]] = {}
 
     # -- where things are ------------------------------------------------------------------------------
 
@@ -174,11 +178,21 @@ class LocalSpark:
         if found is Verdict.OURS and record is not None:
             return record.pid
         if found is Verdict.FOREIGN and record is not None:
+            self._raise_if_exited(name)
             raise RefusedError(
                 f"local Spark {name}: refusing to signal pid {record.pid}: its PID file {home / 'daemon.pid'} "
                 f"names a process that is not this {main}; check it yourself and delete the file"
             )
         return None
+
+    def _raise_if_exited(self, name: str) -> None:
+        """Name a daemon this object started that exited on its own, with its exit code and log's tail."""
+        proc = self._started.get(name)
+        if proc is not None and proc.poll() is not None:
+            raise ClusterError(
+                f"local Spark {name} (pid {proc.pid}) exited on its own with code {proc.returncode}; "
+                f"log tail:\n{self._log_tail(name)}"
+            )
 
     def describe(self, name: str) -> Daemon:
         port, webui = self._ports(name)
@@ -287,6 +301,7 @@ class LocalSpark:
             proc.kill()  # no PID file yet: nothing else would ever stop it
             raise
         (home / "daemon.pid").write_text(PidRecord(proc.pid, facts.start_ticks if facts else None).render())
+        self._started[name] = proc
 
     def stop(self, name: str, kill: bool = False, timeout: float = 30.0) -> bool:
         """Stop one daemon (SIGTERM, or SIGKILL: a lost machine) with every process of its group; True when
@@ -310,12 +325,14 @@ class LocalSpark:
                 _reap(pid)
                 time.sleep(0.1)
         (self._home(name) / "daemon.pid").unlink(missing_ok=True)
+        self._started.pop(name, None)
         return pid is not None
 
     def kill_worker(self, index: int) -> None:
         """SIGKILL worker ``index`` and its executors at once."""
         name = worker_name(index)
         if self._pid(name) is None:
+            self._raise_if_exited(name)
             raise ClusterError(f"local Spark {name} is not running: nothing to kill")
         self.stop(name, kill=True)
 

@@ -17,12 +17,20 @@ to ``offset_syncs`` before Spark commits the batch: a batch is never committed b
 durable, and the Delta commits stay one per trigger. drkit.core.continuous decides which lanes run and
 when a batch may take them: the copier runs only where the plan said, from where it said.
 
-When the copier cannot give a batch its ranges (a read or delivery error, or no progress for
-``STALL_SECONDS``: an outage, a source that lost records), it drops everything it holds and the batch
-copies its own records on the per-batch path, with all of that path's handling (waiting out outages,
-removed and short reads, unknown partitions). The dropped copies are orphans on the target: duplicates
-with no sync, which failover places exactly by their origin header (drkit.core.origin). A crash leaves
-the same orphans: the copies of at most the records after the last committed batch.
+A target that stops acknowledging (a broker killed, restarted, frozen) is waited for, not given up on: the
+producer retries the copies in flight with their sequence numbers, so the broker writes each once, and a
+batch waits for them as long as the producer may retry (drkit.mirror.lanes.target_patience). A full
+producer queue holds the records read back until there is room. The producer is kept across every
+failure librdkafka retries or reports per record; a fresh one is made only after a fatal error, which the
+log names (with the copies it leaves unsynced).
+
+When the copier cannot give a batch its ranges (a read or delivery error, no progress of the source for
+``STALL_SECONDS``: an outage, a source that lost records; the target silent past the producer's own
+timeout), it drops everything it holds and the batch copies its own records on the per-batch path, with
+all of that path's handling (waiting out outages, removed and short reads, unknown partitions). The
+dropped copies are orphans on the target: duplicates with no sync, which failover places exactly by
+their origin header (drkit.core.origin). A crash leaves the same orphans: the copies of at most the
+records after the last committed batch.
 """
 
 from __future__ import annotations
@@ -53,6 +61,7 @@ from drkit.mirror.lanes import (
     Taken,
     copy_messages,
     cut,
+    target_patience,
 )
 from drkit.mirror.lease import LeaseStamp
 from drkit.mirror.producers import DeliveryFailed, describe, new_producer
@@ -80,8 +89,8 @@ class ContinuousCopier:
         lease: LeaseStamp | None = None,
     ) -> None:
         self.flow = flow
-        #: Asked before every produce: a copier whose process may not copy now (lease lapsed or lost) fails
-        #: its lanes instead, and the batches copy their own records once it may again.
+        #: Asked before every produce: a copier whose lease lapsed copies nothing until it is renewed (the
+        #: records read wait); one whose lease was lost fails its lanes (the batches stop on the loss).
         self._lease = lease
         self.ahead = ahead
         self._new_consumer = new_consumer
@@ -91,9 +100,14 @@ class ContinuousCopier:
         self.stall_seconds = stall_seconds
         self._cond = threading.Condition()
         self._lanes: dict[Partition, Lane] = {}
-        self._by_target: dict[tuple[str, int], Lane] = {}
         self._consumer: Any = None
         self._producer: Any = None
+        #: the producer's fatal error (librdkafka's error callback): only then is it replaced
+        self._fatal: str | None = None
+        #: producers replaced after a fatal error
+        self.fresh_producers = 0
+        #: records read and not produced yet: the producer's queue was full (read order, from the first)
+        self._unproduced: list[Any] = []
         self._conf: dict[str, Any] | None = None
         self._topic_map: dict[str, str] = {}
         self._known_topics: set[str] = set()
@@ -121,7 +135,7 @@ class ContinuousCopier:
             self._conf, self._topic_map = dict(producer_conf), dict(topic_map)
             try:
                 self._consumer = self._new_consumer()
-                self._producer = self._new_producer(dict(self._conf), self._target_alias)
+                self._producer = self._make_producer()
             except Exception as exc:
                 log.debug("flow %s: the copier's clients are made with the first batch: %s", self.flow, describe(exc))
 
@@ -202,9 +216,7 @@ class ContinuousCopier:
             self._cond.notify_all()
 
     def _forget(self, key: Partition) -> None:
-        lane = self._lanes.pop(key, None)
-        if lane is not None:
-            self._by_target.pop((lane.target, key[1]), None)
+        self._lanes.pop(key, None)
 
     def _apply(self, request: LaneRequest, stopping: Callable[[], bool]) -> None:
         """Have the copying thread apply ``request``, and wait until it did (lock held)."""
@@ -232,6 +244,8 @@ class ContinuousCopier:
         for ``stall_seconds``; the batch is given up when the mirror stops (lock held)."""
         progress = {key: self._lanes[key].frontier() if key in self._lanes else -1 for key in ranges}
         moved = checked = time.monotonic()
+        patience = target_patience(self._conf or {}, self.stall_seconds)
+        silent_since: float | None = None  # when the wait on the target was logged
         while True:
             waiting = False
             for key, (since, until) in ranges.items():
@@ -245,18 +259,42 @@ class ContinuousCopier:
                     progress[key], moved = at, time.monotonic()
                 if not covered(lane.base, at, since, until):
                     waiting = True
+            now = time.monotonic()
+            if silent_since is not None and now - moved < self.stall_seconds:
+                log.warning(
+                    "flow %s: the target %s acknowledges the copies again after %.0fs",
+                    self.flow,
+                    self._target_alias,
+                    now - silent_since,
+                )
+                silent_since = None
             if not waiting or self._stopped_reading:
                 return None
-            now = time.monotonic()
             if now - moved > self.stall_seconds:
                 behind = sorted(
                     k for k, (s, u) in ranges.items() if not covered(self._lanes[k].base, progress[k], s, u)
                 )
-                topic, partition = behind[0]
-                return TakeFailure.NO_PROGRESS, (
-                    f"no copy of {len(behind)} planned partition(s) progressed for {self.stall_seconds:.0f}s "
-                    f"({topic}/{partition} at offset {progress[behind[0]]}, planned up to {ranges[behind[0]][1]})"
-                )
+                in_flight = sum(self._lanes[k].in_flight() for k in behind)
+                held_back = len(self._unproduced)  # the producer's queue is full, or the lease lapsed
+                if (in_flight or held_back) and self._fatal is None and now - moved <= patience:
+                    if silent_since is None:
+                        silent_since = moved
+                        log.warning(
+                            "flow %s: the target %s has not acknowledged %d copies for %.0fs (%d more records "
+                            "read wait for room in the producer or for the lease): waiting for them (the producer "
+                            "retries each until its message.timeout.ms; a retry is never a second copy)",
+                            self.flow,
+                            self._target_alias,
+                            in_flight,
+                            now - moved,
+                            held_back,
+                        )
+                else:
+                    topic, partition = behind[0]
+                    return TakeFailure.NO_PROGRESS, (
+                        f"no copy of {len(behind)} planned partition(s) progressed for {now - moved:.0f}s "
+                        f"({topic}/{partition} at offset {progress[behind[0]]}, planned up to {ranges[behind[0]][1]})"
+                    )
             if now - checked >= STOP_CHECK_SECONDS:
                 checked = now
                 self._check_stopping(stopping)
@@ -275,6 +313,10 @@ class ContinuousCopier:
             thread.join(FLUSH_SECONDS)
         if thread is None or not thread.is_alive():
             self._drop_all()
+            if self._producer is not None:
+                producer, self._producer = self._producer, None
+                with contextlib.suppress(Exception):
+                    producer.flush(1.0)  # their reports find no lane: nothing of them is kept
             if self._consumer is not None:
                 consumer, self._consumer = self._consumer, None
                 with contextlib.suppress(Exception):
@@ -315,7 +357,7 @@ class ContinuousCopier:
                     for lane in self._lanes.values():
                         lane.failure = lane.failure or f"the copier could not pause a partition: {describe(exc)}"
                     paused = len(self._lanes)
-                reading = not self._stopped_reading and paused < len(self._lanes)
+                reading = not self._stopped_reading and paused < len(self._lanes) and not self._unproduced
             # Read without the lock: a batch waits on the lanes meanwhile, not on the source.
             # Records read here belong to the lanes as they are: a change is applied only at the loop's top.
             error: Exception | None = None
@@ -327,7 +369,8 @@ class ContinuousCopier:
                 try:
                     if error is not None:
                         raise error
-                    self._copy(messages)
+                    waiting, self._unproduced = self._unproduced, []
+                    self._copy(waiting + messages if waiting else messages)
                     if self._producer is not None:
                         self._producer.poll(0 if reading else 0.01)
                 except Exception as exc:  # never silent: every lane fails, the batch copies its own records
@@ -352,42 +395,55 @@ class ContinuousCopier:
         return len(pause)
 
     def _change(self, request: LaneRequest) -> None:
-        """Apply a batch's request: lane changes (drkit.core.continuous.lane_changes), a new producer, a flush."""
+        """Apply a batch's request: lane changes (drkit.core.continuous.lane_changes), a new producer, a flush.
+        Records read and not produced are forgotten: the assignment below reads every lane again from where
+        its last copy was made."""
+        self._unproduced = []
         if request.drop_all:
             self._drop_all()
         changes = request.changes
         touched = [k for k in (*changes.drop, *changes.start) if k in self._lanes]
-        in_flight = any(self._lanes[k].held() > len(self._lanes[k].reported) for k in touched)
-        # Reports of copies in flight pair with their lane by position: wait for them before a lane goes or
-        # the producer changes; late reports must never pair with a new lane.
-        if (in_flight or request.new_producer or request.flush) and self._producer is not None:
+        # A lane's reports pair with it by position and come back to it alone (Lane.on_delivery), so a lane
+        # goes without waiting for its copies in flight. Another producer would report in another order:
+        # every report of this one is served first, and a stopping mirror's batches wait for every copy.
+        if (request.new_producer or request.flush) and self._producer is not None:
             if self._producer.flush(FLUSH_SECONDS):
-                self._drop_all()
-            elif request.new_producer:
-                self._producer = None  # every report served: the lanes keep their copies; _assign makes the new one
+                self._drop_all()  # the copies still in flight are orphans
+            if request.new_producer:
+                self._producer = None  # the lanes keep the copies reported; _assign makes the new one
         for key in touched:
             self._forget(key)
         for key, since in changes.start.items():
-            lane = Lane(since, self._topic_map[key[0]])
-            self._lanes[key] = lane
-            self._by_target[(lane.target, key[1])] = lane
+            self._lanes[key] = Lane(since, self._topic_map[key[0]])
         self._assign()
 
     def _drop_all(self) -> None:
-        """Forget every lane, with fresh clients for the next ones: after a failure (an outage, a refused
-        record) neither a producer's nor a consumer's state is trusted, as a failed batch's copy trusts
-        neither (drkit.mirror.deliver drops its producer)."""
-        if self._producer is not None:
+        """Forget every lane and the consumer's positions (the next lanes read from where their batches
+        plan). The producer is kept: librdkafka retries what it can with the same sequence numbers, and a
+        record it reports failed is no reason to doubt the others; a new producer would write the copies
+        the old one still retries a second time. Only a fatal error (the producer refuses to go on) makes a
+        fresh one, and the log says so."""
+        self._unproduced = []
+        if self._producer is not None and self._fatal is not None:
             producer, self._producer = self._producer, None
+            self.fresh_producers += 1
+            held = sum(lane.held() for lane in self._lanes.values())
+            log.warning(
+                "flow %s: the copier's producer to %s hit a fatal error (%s): a fresh producer replaces it; "
+                "up to %d copies it made and no batch took may be on the target without a sync (orphans)",
+                self.flow,
+                self._target_alias,
+                self._fatal,
+                held,
+            )
             with contextlib.suppress(Exception):
-                producer.flush(1.0)  # their reports find no lane: nothing of them is kept
+                producer.flush(0)
         if self._consumer is not None:
             consumer, self._consumer = self._consumer, None
             self._known_topics = set()
             with contextlib.suppress(Exception):
                 consumer.close()
         self._lanes.clear()
-        self._by_target.clear()
         self._skipped = 0
 
     def _assign(self) -> None:
@@ -401,7 +457,7 @@ class ContinuousCopier:
         if self._consumer is None:
             self._consumer = self._new_consumer()
         if self._producer is None:
-            self._producer = self._new_producer(dict(self._conf or {}), self._target_alias)
+            self._producer = self._make_producer()
         new = {t for t, _ in self._lanes} - self._known_topics
         if new:  # metadata before the assignment: librdkafka starts fetching a topic it never read only after it
             with contextlib.suppress(Exception):
@@ -417,34 +473,30 @@ class ContinuousCopier:
             ]
         )
 
+    def _make_producer(self) -> Any:
+        self._fatal = None
+        return self._new_producer({**(self._conf or {}), "error_cb": self._on_error}, self._target_alias)
+
+    def _on_error(self, err: Any) -> None:
+        """librdkafka's client-level errors (served by poll and flush, in the copying thread): only a fatal one
+        matters here; the others are retried by the producer itself."""
+        with contextlib.suppress(AttributeError):
+            if err.fatal():
+                self._fatal = self._fatal or describe(err)
+
     def _copy(self, messages: list[Any]) -> None:
         marks: list[tuple[str, bytes]] = []
         if self._lease is not None and messages:
             refused = self._lease.refusal()
-            if refused is not None:
+            if refused is not None and self._lease.is_lost():
                 for lane in self._lanes.values():
                     lane.failure = lane.failure or refused
                 return
+            if refused is not None:  # lapsed: its renewals meet the outage the copies would; nothing is
+                self._unproduced = messages  # copied until one succeeds, and the records read wait for it
+                return
             marks = [(EPOCH_HEADER, b"%d" % self._lease.epoch)]
-        self._skipped += copy_messages(
-            messages,
-            self._lanes,
-            self._producer,
-            self._on_delivery,
-            self._origin,
-            self._target_alias,
-            self.stall_seconds,
-            marks,
+        skipped, self._unproduced = copy_messages(
+            messages, self._lanes, self._producer, self._origin, self._target_alias, marks
         )
-
-    def _on_delivery(self, err: Any, msg: Any) -> None:
-        lane = self._by_target.get((msg.topic(), msg.partition()))
-        if lane is None:  # a lane dropped meanwhile: an orphan
-            return
-        if err is not None:
-            lane.reported.append(-1)
-            lane.failure = lane.failure or (
-                f"a record could not be delivered to {msg.topic()}/{msg.partition()}: {describe(err)}"
-            )
-            return
-        lane.reported.append(msg.offset())
+        self._skipped += skipped

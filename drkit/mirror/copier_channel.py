@@ -128,5 +128,9 @@ class GrantedLease:
             return None
         return "the driver has not renewed this copy task's right to copy (its lease ended, or it is gone)"
 
+    def is_lost(self) -> bool:
+        """A task cannot tell a lapse from a loss: the driver's grants resume, or the driver closes the task."""
+        return False
+
     def remaining(self) -> float:
         return max(0.0, self._until - time.monotonic())

@@ -56,7 +56,7 @@ from drkit.mirror.copier_channel import (
 )
 from drkit.mirror.copier_task import CopierSpec, serve_copies
 from drkit.mirror.failure import failure_message
-from drkit.mirror.lanes import FLUSH_SECONDS, Taken
+from drkit.mirror.lanes import FLUSH_SECONDS, Taken, target_patience
 from drkit.mirror.lease import LeaseStamp
 from drkit.mirror.reader import ABANDONED_MARKER, STOP_CHECK_SECONDS, BatchAbandoned
 from drkit.runtime.task_secrets import TaskSecrets
@@ -70,7 +70,8 @@ log = logging.getLogger(__name__)
 
 #: Wait before the job of copy tasks is started again after it ended (a task failed too often).
 RESTART_SECONDS = 5.0
-#: Beyond the tasks' own stall time, how long a take waits for a task that does not answer (frozen).
+#: Beyond the tasks' own stall time, how long a take waits for a task it hears nothing from (frozen: a
+#: live task asks for its lease every 100 ms, also while its copier waits on the target).
 ANSWER_MARGIN_SECONDS = 5.0
 
 
@@ -82,6 +83,8 @@ class _Task:
     lock: threading.Lock
     replies: dict[int, Reply]
     alive: bool = True
+    #: when the task was last heard from (any message)
+    heard: float = 0.0
 
     def send(self, message: object) -> bool:
         try:
@@ -236,6 +239,7 @@ class CopierTasks:
                 message = task.conn.recv()
             except (EOFError, OSError):
                 break
+            task.heard = time.monotonic()
             if isinstance(message, Ping):
                 seconds = float("inf") if self._lease is None else self._lease.remaining()
                 task.send(Grant(message.seq, seconds if not self._closed else 0.0))
@@ -282,7 +286,7 @@ class CopierTasks:
             if not tasks[index].send(Take(seq, part, part_end, dict(topic_map), settings)):
                 return self._lost(tasks[index])
             asked[index] = seq
-        replies = self._await(tasks, asked, stopping)
+        replies = self._await(tasks, asked, stopping, target_patience(producer_conf, self.stall_seconds))
         if isinstance(replies, Taken):
             return replies
         tables: list[pa.Table] = []
@@ -306,10 +310,12 @@ class CopierTasks:
         return Taken(rows, skipped=skipped, rest=rest, sites=tuple(sites))
 
     def _await(
-        self, tasks: dict[int, _Task], asked: dict[int, int], stopping: Callable[[], bool]
+        self, tasks: dict[int, _Task], asked: dict[int, int], stopping: Callable[[], bool], patience: float
     ) -> dict[int, Reply] | Taken:
-        deadline = time.monotonic() + self.stall_seconds + ANSWER_MARGIN_SECONDS
-        checked = time.monotonic()
+        """Every asked task's reply. A task that is heard from is waited for as long as its copier may wait on
+        the target (``patience``); one silent for the stall time and a margin is given up (frozen)."""
+        started = checked = time.monotonic()
+        silent = self.stall_seconds + ANSWER_MARGIN_SECONDS
         with self._cond:
             while True:
                 for index, seq in asked.items():
@@ -320,10 +326,15 @@ class CopierTasks:
                     replies = {index: tasks[index].replies.pop(seq) for index, seq in asked.items()}
                     break
                 now = time.monotonic()
-                if now >= deadline:
-                    late = sorted(i for i, seq in asked.items() if seq not in tasks[i].replies)
+                late = sorted(i for i, seq in asked.items() if seq not in tasks[i].replies)
+                quiet = [i for i in late if now - max(started, tasks[i].heard) > silent]
+                if quiet or now - started > patience + ANSWER_MARGIN_SECONDS:
+                    index = (quiet or late)[0]
+                    heard = now - max(started, tasks[index].heard)
                     return Taken(
-                        None, TakeFailure.NO_PROGRESS, f"copy task {late[0]} did not answer for {now - checked:.0f}s"
+                        None,
+                        TakeFailure.NO_PROGRESS,
+                        f"copy task {index} did not answer for {now - started:.0f}s (last heard from {heard:.0f}s ago)",
                     )
                 if now - checked >= STOP_CHECK_SECONDS:
                     checked = now

@@ -8,8 +8,7 @@ ranges as every copy path folds its copies (drkit.mirror.copied), and the lane's
 from __future__ import annotations
 
 import bisect
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,8 +23,22 @@ from drkit.mirror.copied import fold_ranges
 from drkit.mirror.producers import describe
 from drkit.mirror.reader import TRANSIENT_CODES
 
-#: A batch whose planned partitions made no progress for this long copies its own records instead.
+#: A batch whose planned partitions made no progress for this long copies its own records instead, unless
+#: the copier waits on the target for copies it produced (:func:`target_patience`).
 STALL_SECONDS = 5.0
+
+#: librdkafka's ``message.timeout.ms`` when a flow does not set it.
+LIBRDKAFKA_MESSAGE_TIMEOUT_MS = 300_000
+
+
+def target_patience(producer_conf: Mapping[str, Any], stall_seconds: float) -> float:
+    """How long a batch waits for copies the target has not acknowledged: the producer retries each (with its
+    sequence numbers, so a retry is never a second copy) until its ``message.timeout.ms`` and then reports it
+    failed, so the wait ends by itself; the stall time on top is the backstop of a report that never comes.
+    Giving up sooner would leave those copies to land later as orphans while the batch copies them again."""
+    timeout_ms = int(producer_conf.get("message.timeout.ms", LIBRDKAFKA_MESSAGE_TIMEOUT_MS))
+    return timeout_ms / 1000 + stall_seconds
+
 
 #: The copier stops reading while this many acknowledged or in-flight copies wait for a batch to take them
 #: (memory: about 40 bytes each), or twice ``max_offsets_per_trigger`` when the flow sets one: that setting
@@ -54,7 +67,18 @@ FLUSH_SECONDS = 10.0
 class Lane:
     """One source partition's copies since ``base``, the first offset no batch took yet."""
 
-    __slots__ = ("base", "failure", "nbytes", "reached", "reported", "stamps", "target", "ups", "wanted")
+    __slots__ = (
+        "base",
+        "failure",
+        "nbytes",
+        "on_delivery",
+        "reached",
+        "reported",
+        "stamps",
+        "target",
+        "ups",
+        "wanted",
+    )
 
     def __init__(self, base: int, target: str) -> None:
         self.base = base
@@ -68,6 +92,23 @@ class Lane:
         self.failure: str | None = None
         #: the end a batch waits for: the lane reads up to it whatever the copier holds
         self.wanted = base
+        #: each copy's report comes back to the lane that produced it, never to another lane of the same
+        #: target partition made after this one was dropped: the producer outlives lanes (made once: no
+        #: bound method per record)
+        self.on_delivery = self._report
+
+    def _report(self, err: Any, msg: Any) -> None:
+        if err is not None:
+            self.reported.append(-1)
+            self.failure = self.failure or (
+                f"a record could not be delivered to {msg.topic()}/{msg.partition()}: {describe(err)}"
+            )
+            return
+        self.reported.append(msg.offset())
+
+    def in_flight(self) -> int:
+        """Copies produced and not reported yet."""
+        return len(self.ups) - len(self.reported)
 
     def frontier(self) -> int:
         acked = len(self.reported)
@@ -125,21 +166,21 @@ def copy_messages(
     messages: list[Any],
     lanes: Mapping[Partition, Lane],
     producer: Any,
-    on_delivery: Callable[[Any, Any], None],
     origin: bytes,
     back_to: str,
-    stall_seconds: float,
     marks: list[tuple[str, bytes]] | None = None,
-) -> int:
+) -> tuple[int, list[Any]]:
     """Produce the records read for the lanes, each as it came, and note them in its lane; how many were
-    skipped (they came from the target: their origin header names it). A lane that fails stops copying.
+    skipped (they came from the target: their origin header names it), and the records not produced because
+    the producer's queue is full (a target that does not acknowledge): from the first of them on, in read
+    order, for the caller to produce once there is room. A full queue is back-pressure, never a failure: the
+    producer keeps its copies and their sequence numbers, and retries them. A lane that fails stops copying.
     ``marks``: headers every copy carries after its origin (the lease's epoch)."""
     from confluent_kafka import KafkaError
 
     produce, poll = producer.produce, producer.poll
     skipped = 0
     extra = marks or []
-    read_at = time.monotonic()
     for n, msg in enumerate(messages):
         key = (msg.topic(), msg.partition())
         lane = lanes.get(key)
@@ -155,39 +196,34 @@ def copy_messages(
         offset = msg.offset()
         if offset < lane.reached:  # fetched again after an assignment
             continue
-        lane.reached = offset + 1
         headers = msg.headers()
         if headers and back_to and has_been_on(headers, back_to):
+            lane.reached = offset + 1
             skipped += 1
             continue
         value, k = msg.value(), msg.key()
         stamp = msg.timestamp()[1]
         mark = (ORIGIN_HEADER, origin + b"%d" % offset)
-        while True:
-            try:
-                produce(
-                    lane.target,
-                    value,
-                    k,
-                    key[1],
-                    on_delivery,
-                    timestamp=stamp,
-                    headers=[*headers, mark, *extra] if headers else [mark, *extra],
-                )
-                break
-            except BufferError:  # the producer's queue is full: a target that does not acknowledge
-                if time.monotonic() - read_at > stall_seconds:
-                    lane.failure = f"the producer's queue stayed full for {stall_seconds:.0f}s"
-                    break
-                poll(0.1)
-            except Exception as exc:
-                lane.failure = f"record {key[0]}/{key[1]}@{offset} could not be produced: {describe(exc)}"
-                break
-        if lane.failure is not None:
+        try:
+            produce(
+                lane.target,
+                value,
+                k,
+                key[1],
+                lane.on_delivery,
+                timestamp=stamp,
+                headers=[*headers, mark, *extra] if headers else [mark, *extra],
+            )
+        except BufferError:  # the producer's queue is full: this record and the rest wait for room
+            poll(0)
+            return skipped, messages[n:]
+        except Exception as exc:
+            lane.failure = f"record {key[0]}/{key[1]}@{offset} could not be produced: {describe(exc)}"
             continue
+        lane.reached = offset + 1
         lane.ups.append(offset)
         lane.nbytes.append((len(value) if value is not None else 0) + (len(k) if k is not None else 0))
         lane.stamps.append(stamp)
         if not n % 32:
             poll(0)
-    return skipped
+    return skipped, []

@@ -70,6 +70,10 @@ class LeaseStamp(Protocol):
 
     def refusal(self) -> str | None: ...
 
+    def is_lost(self) -> bool:
+        """Whether a refusal is final (another process took over), not a lapse that a renewal may end."""
+        ...
+
     def remaining(self) -> float: ...
 
 
@@ -213,6 +217,9 @@ class MirrorLease:
         if self._clock() >= self._until:
             return f"flow {self.flow}: the lease (epoch {self.epoch}) lapsed: it was not renewed in time"
         return None
+
+    def is_lost(self) -> bool:
+        return self.lost.is_set()
 
     def check(self) -> None:
         """Raise when this process may not copy now (:class:`FencedError` once lost, else a lapse)."""

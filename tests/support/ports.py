@@ -69,6 +69,8 @@ LONG_OUTAGE = _block("LONG_OUTAGE", "mirror/test_long_outage.py", 500, 41)
 STANDBY = _block("STANDBY", "mirror/test_standby.py", 700, 4)
 #: The secure clusters (SASL_SSL and mutual TLS).
 SECURE = _block("SECURE", "secure/conftest.py", 600)
+#: The clusters of the target-faults test, which kills and freezes its target broker.
+TARGET_FAULTS = _block("TARGET_FAULTS", "mirror/test_target_faults.py", 800)
 #: The local Spark standalone cluster: master at +0 (web UI +1), workers at +10 and +20 (web UI one
 #: above each); Spark moves a worker up to 16 ports on when its own is taken (spark.port.maxRetries).
 SPARK = _block("SPARK", "spark/conftest.py", 900, 50)
@@ -86,5 +88,6 @@ PLAN: tuple[PortBlock, ...] = (
     LONG_OUTAGE,
     STANDBY,
     SECURE,
+    TARGET_FAULTS,
     SPARK,
 )

@@ -75,6 +75,31 @@ def test_up_needs_a_worker_and_kill_needs_a_running_one(tmp_path: Path) -> None:
     assert spark.down() == [] and spark.status().daemons == ()
 
 
+def test_a_daemon_that_exited_on_its_own_is_named_with_its_exit_code_not_taken_for_another_process(
+    tmp_path: Path,
+) -> None:
+    """A worker this object started that died by itself (say, out of memory) stays its child until asked, so
+    its PID is never another process's by then: killing it says it exited, with its code and log."""
+    import subprocess
+    import sys
+    import time
+
+    home = tmp_path / "worker-1"
+    home.mkdir()
+    (home / "daemon.log").write_text("java.lang.OutOfMemoryError: Java heap space\n")
+    proc = subprocess.Popen([sys.executable, "-c", "raise SystemExit(52)"])
+    facts = sc.process_facts(proc.pid)
+    (home / "daemon.pid").write_text(PidRecord(proc.pid, facts.start_ticks if facts else None).render())
+    spark = sc.LocalSpark(tmp_path)
+    spark._started["worker-1"] = proc  # as _start records it
+    while sc.process_facts(proc.pid) is not None:  # exited, not reaped: a zombie
+        time.sleep(0.01)
+    with pytest.raises(
+        ClusterError, match=r"(?s)worker-1 \(pid \d+\) exited on its own with code 52; .*OutOfMemoryError"
+    ):
+        spark.kill_worker(1)
+
+
 def test_a_worker_is_found_on_the_port_it_bound(tmp_path: Path) -> None:
     # Spark takes the next port when its own is held (a TIME_WAIT of the worker it replaces): readiness and
     # status follow the worker's log, not the port it was asked for.

@@ -1,9 +1,11 @@
 """ContinuousCopier against a scripted source log and target (no broker): what a batch takes is exactly
-its planned range, whatever the copier copied ahead; a lane that fails or stalls hands the batch back.
-The copier on real brokers: tests/integration/mirror/test_continuous_copy.py."""
+its planned range, whatever the copier copied ahead; a lane that fails or stalls hands the batch back; a
+target that does not acknowledge is waited for with the same producer. The copier on real brokers:
+tests/integration/mirror/test_continuous_copy.py, tests/integration/mirror/test_target_faults.py."""
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -109,12 +111,17 @@ class Target:
         self.first = first
         self.hold = False  # no reports while set: a target that does not answer
         self.made = 0
+        self.conf: dict[str, Any] = {}
+        self.capacity: int | None = None  # the producer's queue: BufferError when this many wait for a report
 
     def producer(self, conf: dict[str, Any], alias: str) -> Target:
         self.made += 1
+        self.conf = conf
         return self
 
     def produce(self, topic: str, value: bytes, key: bytes, partition: int, cb: Any, **kw: Any) -> None:
+        if self.capacity is not None and len(self.pending) >= self.capacity:
+            raise BufferError("Local: Queue full")
         log = self.logs.setdefault((topic, partition), [])
         offset = self.first + len(log)
         if (topic, partition) in self.refuse:
@@ -234,17 +241,102 @@ def test_a_refused_delivery_hands_the_batch_back_and_drops_every_copy(
     assert taken.rows is None and taken.failure is TakeFailure.LANE_FAILED
     assert "could not be delivered to A.t/1" in taken.reason
     assert copier.held() == 0  # t/0's copies are orphans now: the batch copies its own records
+    # A record refused is no fatal error: the next lanes are copied by the same producer.
+    target.refuse.clear()
+    source.append("t", 0, range(5, 8))
+    assert copier.take({("t", 0): (5, 8)}, {("t", 0): 8}, TOPICS, {}, never).rows is not None
+    assert target.made == 1
 
 
-def test_a_lane_that_does_not_progress_hands_the_batch_back(parts: tuple[Source, Target, ContinuousCopier]) -> None:
+def test_only_a_fatal_error_makes_a_fresh_producer_and_the_log_names_it(
+    parts: tuple[Source, Target, ContinuousCopier], caplog: pytest.LogCaptureFixture
+) -> None:
+    source, target, copier = parts
+    source.append("t", 0, range(5))
+    assert copier.take({("t", 0): (0, 5)}, {("t", 0): 5}, TOPICS, {}, never).rows is not None
+    fatal = FakeConsumerError(KafkaError._FATAL, fatal=True)
+    target.conf["error_cb"](FakeConsumerError(KafkaError._TRANSPORT, retriable=True))  # retried by librdkafka
+    target.conf["error_cb"](fatal)  # as librdkafka's poll serves it
+    target.refuse.add(("A.t", 0))
+    source.append("t", 0, range(5, 10))
+    with caplog.at_level(logging.WARNING, "drkit.mirror.continuous"):
+        failed = copier.take({("t", 0): (5, 10)}, {("t", 0): 10}, TOPICS, {}, never)
+        assert failed.rows is None and failed.failure is TakeFailure.LANE_FAILED
+        target.refuse.clear()
+        taken = copier.take({("t", 0): (5, 10)}, {("t", 0): 10}, TOPICS, {}, never)
+    assert taken.rows is not None and rows(taken.rows) == [(0, 5, 9, 105)]
+    assert target.made == 2 and copier.fresh_producers == 1
+    assert "hit a fatal error (E-150: scripted): a fresh producer replaces it" in caplog.text
+
+
+def test_a_source_partition_that_does_not_progress_hands_the_batch_back(
+    parts: tuple[Source, Target, ContinuousCopier],
+) -> None:
+    source, _, copier = parts
+    source.append("t", 0, range(5))  # the batch plans up to 10: records 5..9 never come (nothing in flight)
+    started = time.monotonic()
+    taken = copier.take({("t", 0): (0, 10)}, {("t", 0): 10}, TOPICS, {}, never)
+    assert taken.rows is None and taken.failure is TakeFailure.NO_PROGRESS
+    assert "t/0 at offset 5, planned up to 10" in taken.reason
+    assert time.monotonic() - started >= 0.5
+
+
+def test_a_target_that_does_not_acknowledge_is_waited_for_and_each_record_is_copied_once(
+    parts: tuple[Source, Target, ContinuousCopier], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A broker killed and restarted, or frozen: the producer retries its copies, so the batch waits for them
+    past the stall time instead of copying them a second time."""
     source, target, copier = parts
     source.append("t", 0, range(5))
     target.hold = True  # the target does not acknowledge
+    threading.Timer(1.5, lambda: setattr(target, "hold", False)).start()  # three stall times later it does
+    with caplog.at_level(logging.WARNING, "drkit.mirror.continuous"):
+        taken = copier.take({("t", 0): (0, 5)}, {("t", 0): 5}, TOPICS, {"message.timeout.ms": 60_000}, never)
+    assert taken.rows is not None and rows(taken.rows) == [(0, 0, 4, 100)]
+    assert len(target.logs[("A.t", 0)]) == 5 and target.made == 1
+    assert "the target B has not acknowledged 5 copies for 1s (0 more records read wait" in caplog.text
+    assert "the target B acknowledges the copies again after" in caplog.text
+
+
+def test_a_target_silent_past_the_producers_message_timeout_hands_the_batch_back(
+    parts: tuple[Source, Target, ContinuousCopier],
+) -> None:
+    source, target, copier = parts
+    source.append("t", 0, range(5))
+    target.hold = True  # and never again: librdkafka would report each copy failed at its message timeout
     started = time.monotonic()
-    taken = copier.take({("t", 0): (0, 5)}, {("t", 0): 5}, TOPICS, {}, never)
+    taken = copier.take({("t", 0): (0, 5)}, {("t", 0): 5}, TOPICS, {"message.timeout.ms": 500}, never)
     assert taken.rows is None and taken.failure is TakeFailure.NO_PROGRESS
     assert "t/0 at offset 0, planned up to 5" in taken.reason
-    assert 0.5 <= time.monotonic() - started < 5
+    assert time.monotonic() - started >= 0.5 + 0.5  # the producer's timeout, then the stall time
+
+
+def test_a_full_producer_queue_holds_the_records_back_and_copies_each_once_in_order(
+    parts: tuple[Source, Target, ContinuousCopier],
+) -> None:
+    source, target, copier = parts
+    target.capacity = 3
+    target.hold = True
+    source.append("t", 0, range(20))
+    threading.Timer(0.3, lambda: setattr(target, "hold", False)).start()
+    taken = copier.take({("t", 0): (0, 20)}, {("t", 0): 20}, TOPICS, {}, never)
+    assert taken.rows is not None and rows(taken.rows) == [(0, 0, 19, 100)]
+    assert [v for _, v, _ in target.logs[("A.t", 0)]] == [b"v%d" % i for i in range(20)]
+
+
+def test_a_lane_restarted_elsewhere_never_takes_the_reports_of_the_copies_its_predecessor_had_in_flight(
+    parts: tuple[Source, Target, ContinuousCopier],
+) -> None:
+    source, target, copier = parts
+    source.append("t", 0, range(10))
+    assert copier.take({("t", 0): (0, 10)}, {("t", 0): 10}, TOPICS, {}, never).rows is not None
+    target.hold = True
+    source.append("t", 0, range(10, 20))
+    wait_until(lambda: copier.held() == 10, 5, "10 copies in flight", 0.01)
+    threading.Timer(0.3, lambda: setattr(target, "hold", False)).start()
+    # The plan goes back to 4 (records written again there): a new lane from 4, produced after the 10 in flight.
+    taken = copier.take({("t", 0): (4, 20)}, {("t", 0): 20}, TOPICS, {}, never)
+    assert taken.rows is not None and rows(taken.rows) == [(0, 4, 19, 120)]  # 110..119: the old lane's orphans
 
 
 def test_a_stopping_mirror_gives_the_wait_up(parts: tuple[Source, Target, ContinuousCopier]) -> None:
@@ -325,3 +417,43 @@ def test_clients_made_at_the_start_serve_the_first_batch(parts: tuple[Source, Ta
     assert target.made == 1  # the batch asked for the same settings: the same producer
     copier.take({("t", 0): (10, 10)}, {("t", 0): 10}, TOPICS, {"linger.ms": 6}, never)
     assert target.made == 2  # other settings: a new one
+
+
+class Lease:
+    """A lease that lapses (renewals fail while the target is away) or is lost (another process took over)."""
+
+    epoch = 4
+
+    def __init__(self) -> None:
+        self.lapsed = self.lost = False
+
+    def refusal(self) -> str | None:
+        return "lost to another mirror" if self.lost else "lapsed" if self.lapsed else None
+
+    def is_lost(self) -> bool:
+        return self.lost
+
+    def remaining(self) -> float:
+        return 0.0 if self.lapsed or self.lost else 5.0
+
+
+def test_a_lapsed_lease_holds_the_copies_back_until_renewed_and_a_lost_one_fails_the_lanes() -> None:
+    source, target, lease = Source(), Target(), Lease()
+    copier = ContinuousCopier("A->B", source.consumer, "A", "B", target.producer, stall_seconds=0.3, lease=lease)
+    try:
+        source.append("t", 0, range(5))
+        assert copier.take({("t", 0): (0, 5)}, {("t", 0): 5}, TOPICS, {}, never).rows is not None
+        lease.lapsed = True  # the renewals meet the target's outage
+        source.append("t", 0, range(5, 10))
+        threading.Timer(1.0, lambda: setattr(lease, "lapsed", False)).start()  # renewed three stall times later
+        taken = copier.take({("t", 0): (5, 10)}, {("t", 0): 10}, TOPICS, {}, never)
+        assert taken.rows is not None and rows(taken.rows) == [(0, 5, 9, 105)]
+        assert len(target.logs[("A.t", 0)]) == 10  # each record once
+        assert target.logs[("A.t", 0)][7][2][-1] == ("drkit.epoch", b"4")
+        lease.lost = True
+        source.append("t", 0, range(10, 15))
+        lost = copier.take({("t", 0): (10, 15)}, {("t", 0): 15}, TOPICS, {}, never)
+        assert lost.rows is None and lost.failure is TakeFailure.LANE_FAILED and "lost to another" in lost.reason
+        assert len(target.logs[("A.t", 0)]) == 10
+    finally:
+        copier.close()

@@ -21,6 +21,7 @@ import pytest
 
 from drkit import metrics
 from drkit.core.continuous import TakeFailure
+from drkit.mirror import copier_task, copier_tasks
 from drkit.mirror.copied import COPY_SCHEMA
 from drkit.mirror.copier_channel import CHANNEL_KEY, CHANNEL_SECTION, Grant, GrantedLease
 from drkit.mirror.copier_task import CopierSpec, TaskSide
@@ -123,6 +124,9 @@ class Lease:
     def refusal(self) -> str | None:
         return None if self.seconds > 0 else "lost"
 
+    def is_lost(self) -> bool:
+        return False
+
     def remaining(self) -> float:
         return self.seconds
 
@@ -164,10 +168,13 @@ class Harness:
         return self
 
     def take(
-        self, ranges: dict[tuple[str, int], tuple[int, int]], stopping: Callable[[], bool] = lambda: False
+        self,
+        ranges: dict[tuple[str, int], tuple[int, int]],
+        stopping: Callable[[], bool] = lambda: False,
+        producer_conf: dict[str, Any] | None = None,
     ) -> Taken:
         end = {key: until for key, (_, until) in ranges.items()}
-        return self.driver.take(ranges, end, {"t": "A.t"}, {"acks": "all"}, stopping)
+        return self.driver.take(ranges, end, {"t": "A.t"}, producer_conf or {"acks": "all"}, stopping)
 
 
 def wait(condition: Callable[[], bool], seconds: float = 10.0) -> None:
@@ -229,14 +236,37 @@ def test_a_lost_task_fails_the_take_in_flight_and_its_partitions_go_to_the_other
     assert set(harness.copiers[0].asked[-1][0]) == set(RANGES)  # all of them on the task that lives
 
 
-def test_a_task_that_does_not_answer_fails_the_take_after_the_stall_time(tmp_path: Path) -> None:
+def test_a_silent_task_fails_the_take_after_the_stall_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A frozen executor: no answer and no lease request either."""
+    monkeypatch.setattr(copier_tasks, "ANSWER_MARGIN_SECONDS", 0.1)
+    h = Harness(tmp_path, stall=0.2).start()
+    try:
+        monkeypatch.setattr(copier_task, "PING_SECONDS", 60.0)  # the tasks' next lease request is a minute away
+        time.sleep(0.2)
+        h.copiers[0].block = True
+        started = time.monotonic()
+        taken = h.take(RANGES, producer_conf={"message.timeout.ms": 60_000})
+        assert taken.failure is TakeFailure.NO_PROGRESS and "copy task 0 did not answer" in taken.reason
+        assert 0.3 <= time.monotonic() - started < 10
+    finally:
+        h.copiers[0].block = False
+        h.driver.close()
+
+
+def test_a_task_heard_from_is_waited_for_as_long_as_its_producer_may_retry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its copier waits on a target that does not acknowledge (the task still asks for its lease): the take
+    waits as the task's copier does, the producer's message timeout and the stall time, then gives up."""
+    monkeypatch.setattr(copier_tasks, "ANSWER_MARGIN_SECONDS", 0.1)
     h = Harness(tmp_path, stall=0.2).start()
     try:
         h.copiers[0].block = True
         started = time.monotonic()
-        taken = h.take(RANGES)
-        assert taken.failure is TakeFailure.NO_PROGRESS and "copy task 0 did not answer" in taken.reason
-        assert time.monotonic() - started >= 0.2
+        taken = h.take(RANGES, producer_conf={"message.timeout.ms": 1_000})
+        assert taken.failure is TakeFailure.NO_PROGRESS and "copy task 0 did not answer for 1s" in taken.reason
+        assert "last heard from 0s ago" in taken.reason
+        assert time.monotonic() - started >= 1.0 + 0.2 + 0.1
     finally:
         h.copiers[0].block = False
         h.driver.close()
