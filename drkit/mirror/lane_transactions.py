@@ -86,8 +86,12 @@ class LaneTransactions:
         target_alias: str,
         commit_seconds: float = COMMIT_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        before_commit: Callable[[int], None] = lambda commits: None,
     ) -> None:
         self.producers = producers
+        #: called with the commits made so far, once a transaction's copies are acknowledged and before it
+        #: commits (a test's fault plan kills the process there: the abort case)
+        self._before_commit = before_commit
         self._read = read
         self._target = target_alias
         self.commit_seconds = commit_seconds
@@ -136,6 +140,8 @@ class LaneTransactions:
 
         held.committing = True
         try:
+            if not held.producer.flush(COMMIT_WAIT_SECONDS):
+                self._before_commit(self.commits)
             held.producer.commit_transaction(COMMIT_WAIT_SECONDS)
         except KafkaException as exc:
             err = exc.args[0]

@@ -177,7 +177,12 @@ def copy_path(
         if kind is CopyPathKind.EXACTLY_ONCE:
             return exactly_once
         read = target_read_back(tails, lambda: context.clusters.target_tail_consumer(flow), flow.source, flow.target)
-        transactions = LaneTransactions(producers, read, flow.target)
+        transactions = LaneTransactions(
+            producers,
+            read,
+            flow.target,
+            before_commit=partial(kill_here, context.faults, flow.name, KillPoint.ACKNOWLEDGED),
+        )
         txn_copier = ContinuousCopier(
             flow.name,
             lambda: context.clusters.source_consumer(flow),
