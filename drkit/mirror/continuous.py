@@ -50,6 +50,7 @@ from drkit.core.mirror_lease import EPOCH_HEADER
 from drkit.core.offsets import BatchRanges
 from drkit.core.origin import origin_prefix
 from drkit.mirror.copied import COPY_SCHEMA
+from drkit.mirror.lane_transactions import LaneTransactions
 from drkit.mirror.lanes import (
     AHEAD_MAX_RECORDS,
     FLUSH_SECONDS,
@@ -87,8 +88,12 @@ class ContinuousCopier:
         stall_seconds: float = STALL_SECONDS,
         ahead: int = AHEAD_MAX_RECORDS,
         lease: LeaseStamp | None = None,
+        transactions: LaneTransactions | None = None,
     ) -> None:
         self.flow = flow
+        #: exactly-once: the copies go into the slots' transactions (drkit.mirror.lane_transactions) and count
+        #: once committed; None: one idempotent producer, a copy counts once acknowledged
+        self._txn = transactions
         #: Asked before every produce: a copier whose lease lapsed copies nothing until it is renewed (the
         #: records read wait); one whose lease was lost fails its lanes (the batches stop on the loss).
         self._lease = lease
@@ -108,6 +113,9 @@ class ContinuousCopier:
         self.fresh_producers = 0
         #: records read and not produced yet: the producer's queue was full (read order, from the first)
         self._unproduced: list[Any] = []
+        self._producer_of: Callable[[Partition, Lane], Any] = (
+            self._txn.producer if self._txn is not None else lambda key, lane: self._producer
+        )
         self._conf: dict[str, Any] | None = None
         self._topic_map: dict[str, str] = {}
         self._known_topics: set[str] = set()
@@ -135,7 +143,10 @@ class ContinuousCopier:
             self._conf, self._topic_map = dict(producer_conf), dict(topic_map)
             try:
                 self._consumer = self._new_consumer()
-                self._producer = self._make_producer()
+                if self._txn is not None:
+                    self._txn.bind(self._conf)
+                else:
+                    self._producer = self._make_producer()
             except Exception as exc:
                 log.debug("flow %s: the copier's clients are made with the first batch: %s", self.flow, describe(exc))
 
@@ -371,7 +382,12 @@ class ContinuousCopier:
                         raise error
                     waiting, self._unproduced = self._unproduced, []
                     self._copy(waiting + messages if waiting else messages)
-                    if self._producer is not None:
+                    if self._txn is not None:
+                        self._txn.poll()
+                        self._txn.commit_due()
+                        if not reading:
+                            self._cond.wait(0.01)
+                    elif self._producer is not None:
                         self._producer.poll(0 if reading else 0.01)
                 except Exception as exc:  # never silent: every lane fails, the batch copies its own records
                     reason = f"the copier failed: {describe(exc)}"
@@ -403,6 +419,9 @@ class ContinuousCopier:
             self._drop_all()
         changes = request.changes
         touched = [k for k in (*changes.drop, *changes.start) if k in self._lanes]
+        if self._txn is not None:
+            self._change_transactions(request, touched)
+            return
         # A lane's reports pair with it by position and come back to it alone (Lane.on_delivery), so a lane
         # goes without waiting for its copies in flight. Another producer would report in another order:
         # every report of this one is served first, and a stopping mirror's batches wait for every copy.
@@ -417,13 +436,50 @@ class ContinuousCopier:
             self._lanes[key] = Lane(since, self._topic_map[key[0]])
         self._assign()
 
+    def _change_transactions(self, request: LaneRequest, touched: list[Partition]) -> None:
+        """``_change`` for exactly-once lanes: every open transaction is committed before a lane goes or starts
+        (a read back stops at an open one), the settings change or a stopping mirror's batch takes the copies;
+        the lanes that go leave their partitions to be read back; the new ones start after what is committed."""
+        txn = self._txn
+        assert txn is not None
+        if touched or request.changes.start or request.new_producer or request.flush:
+            deadline = time.monotonic() + FLUSH_SECONDS
+            while not txn.commit_due(force=True):
+                if time.monotonic() > deadline:
+                    self._drop_all()
+                    break
+        if request.new_producer:
+            txn.bind(self._conf or {})
+        txn.unread(set(touched))
+        for key in touched:
+            self._forget(key)
+        started: dict[Partition, Lane] = {}
+        for key, since in request.changes.start.items():
+            lane = started[key] = self._lanes[key] = Lane(since, self._topic_map[key[0]])
+            lane.committed = 0
+        if started:
+            kept = txn.seed(started, self._topic_map)
+            if kept:
+                log.info(
+                    "flow %s: %d copies of %d partition(s) were already committed on %s past the last sync: kept, "
+                    "not copied again",
+                    self.flow,
+                    kept,
+                    len(started),
+                    self._target_alias,
+                )
+        self._assign()
+
     def _drop_all(self) -> None:
         """Forget every lane and the consumer's positions (the next lanes read from where their batches
         plan). The producer is kept: librdkafka retries what it can with the same sequence numbers, and a
         record it reports failed is no reason to doubt the others; a new producer would write the copies
         the old one still retries a second time. Only a fatal error (the producer refuses to go on) makes a
-        fresh one, and the log says so."""
+        fresh one, and the log says so. Exactly-once: every open transaction is aborted, and the partitions are
+        read back before they are copied again (committed copies no batch took are on the target)."""
         self._unproduced = []
+        if self._txn is not None:
+            self._txn.release(set(self._lanes))
         if self._producer is not None and self._fatal is not None:
             producer, self._producer = self._producer, None
             self.fresh_producers += 1
@@ -456,14 +512,15 @@ class ContinuousCopier:
             return
         if self._consumer is None:
             self._consumer = self._new_consumer()
-        if self._producer is None:
+        if self._producer is None and self._txn is None:
             self._producer = self._make_producer()
         new = {t for t, _ in self._lanes} - self._known_topics
         if new:  # metadata before the assignment: librdkafka starts fetching a topic it never read only after it
             with contextlib.suppress(Exception):
                 self._consumer.list_topics(next(iter(new)) if len(new) == 1 else None, timeout=5)
                 for topic in new:
-                    self._producer.list_topics(self._topic_map[topic], timeout=5)
+                    if self._producer is not None:
+                        self._producer.list_topics(self._topic_map[topic], timeout=5)
                 self._known_topics |= new
         self._paused = set()  # an assignment fetches every partition again
         self._consumer.assign(
@@ -497,6 +554,6 @@ class ContinuousCopier:
                 return
             marks = [(EPOCH_HEADER, b"%d" % self._lease.epoch)]
         skipped, self._unproduced = copy_messages(
-            messages, self._lanes, self._producer, self._origin, self._target_alias, marks
+            messages, self._lanes, self._producer_of, self._origin, self._target_alias, marks
         )
         self._skipped += skipped

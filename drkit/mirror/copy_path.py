@@ -161,7 +161,7 @@ class ContinuousCopy:
         self,
         flow: str,
         copier: AheadCopier,
-        own: AtLeastOnceCopy,
+        own: PlacedCopy,
         settle: ReadSettler,
         stopping: Callable[[], bool],
     ) -> None:
@@ -195,7 +195,7 @@ class ContinuousCopy:
         return self.own.copy(request, state, report)
 
     def synced(self, copied: pa.Table) -> None:
-        return None
+        self.own.synced(copied)  # exactly-once: where the next read back starts
 
     def stop_reading(self) -> None:
         """The mirror is stopping: the copier reads no more, so the next batches take every copy it made."""

@@ -8,7 +8,7 @@ ranges as every copy path folds its copies (drkit.mirror.copied), and the lane's
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,6 +69,7 @@ class Lane:
 
     __slots__ = (
         "base",
+        "committed",
         "failure",
         "nbytes",
         "on_delivery",
@@ -92,6 +93,9 @@ class Lane:
         self.failure: str | None = None
         #: the end a batch waits for: the lane reads up to it whatever the copier holds
         self.wanted = base
+        #: exactly-once: how many of ``ups`` are in committed transactions (a batch takes only those); None
+        #: when the copies are not transactional (a copy counts once acknowledged)
+        self.committed: int | None = None
         #: each copy's report comes back to the lane that produced it, never to another lane of the same
         #: target partition made after this one was dropped: the producer outlives lanes (made once: no
         #: bound method per record)
@@ -107,12 +111,28 @@ class Lane:
         self.reported.append(msg.offset())
 
     def in_flight(self) -> int:
-        """Copies produced and not reported yet."""
-        return len(self.ups) - len(self.reported)
+        """Copies produced that do not count yet: not acknowledged, or not committed."""
+        return len(self.ups) - self.done()
+
+    def done(self) -> int:
+        """How many of the lane's copies count: acknowledged, and committed when transactional."""
+        acked = len(self.reported)
+        return acked if self.committed is None else min(acked, self.committed)
 
     def frontier(self) -> int:
-        acked = len(self.reported)
-        return frontier(self.reached, self.ups[acked] if acked < len(self.ups) else None)
+        done = self.done()
+        return frontier(self.reached, self.ups[done] if done < len(self.ups) else None)
+
+    def seed(self, found: Sequence[tuple[int, int]]) -> None:
+        """Start an exactly-once lane after the committed copies an earlier writer left on the target past the
+        last sync (read back: drkit.core.exactly_once.resume), kept as this lane's own."""
+        self.ups = [u for u, _ in found]
+        self.reported = [d for _, d in found]
+        self.nbytes = [0] * len(found)  # unknown: as for the copies a batch reads back
+        self.stamps = [0] * len(found)
+        self.committed = len(found)
+        if found:
+            self.reached = found[-1][0] + 1
 
     def held(self) -> int:
         return len(self.ups)
@@ -147,7 +167,7 @@ NO_CHANGES = LaneChanges({}, frozenset())
 
 def cut(key: Partition, lane: Lane, until: int) -> list[dict[str, Any]]:
     """The rows of a covered lane's copies below ``until``, taken out of it: its base moves to ``until``."""
-    n = bisect.bisect_left(lane.ups, until, 0, len(lane.reported))
+    n = bisect.bisect_left(lane.ups, until, 0, lane.done())
     rows = fold_ranges(
         key[0],
         lane.target,
@@ -158,6 +178,8 @@ def cut(key: Partition, lane: Lane, until: int) -> list[dict[str, Any]]:
         max(lane.stamps[:n], default=0),
     )
     del lane.ups[:n], lane.reported[:n], lane.nbytes[:n], lane.stamps[:n]
+    if lane.committed is not None:
+        lane.committed -= n
     lane.base = until
     return rows
 
@@ -165,20 +187,20 @@ def cut(key: Partition, lane: Lane, until: int) -> list[dict[str, Any]]:
 def copy_messages(
     messages: list[Any],
     lanes: Mapping[Partition, Lane],
-    producer: Any,
+    producer_of: Callable[[Partition, Lane], Any],
     origin: bytes,
     back_to: str,
     marks: list[tuple[str, bytes]] | None = None,
 ) -> tuple[int, list[Any]]:
     """Produce the records read for the lanes, each as it came, and note them in its lane; how many were
     skipped (they came from the target: their origin header names it), and the records not produced because
-    the producer's queue is full (a target that does not acknowledge): from the first of them on, in read
-    order, for the caller to produce once there is room. A full queue is back-pressure, never a failure: the
+    the producer's queue is full (a target that does not acknowledge), or the lane's producer cannot take
+    records now (``producer_of`` returns None: its transaction is being committed): from the first of them
+    on, in read order, for the caller to produce once there is room. A full queue is back-pressure, never a failure: the
     producer keeps its copies and their sequence numbers, and retries them. A lane that fails stops copying.
     ``marks``: headers every copy carries after its origin (the lease's epoch)."""
     from confluent_kafka import KafkaError
 
-    produce, poll = producer.produce, producer.poll
     skipped = 0
     extra = marks or []
     for n, msg in enumerate(messages):
@@ -201,11 +223,14 @@ def copy_messages(
             lane.reached = offset + 1
             skipped += 1
             continue
+        producer = producer_of(key, lane)
+        if producer is None:
+            return skipped, messages[n:]
         value, k = msg.value(), msg.key()
         stamp = msg.timestamp()[1]
         mark = (ORIGIN_HEADER, origin + b"%d" % offset)
         try:
-            produce(
+            producer.produce(
                 lane.target,
                 value,
                 k,
@@ -215,7 +240,7 @@ def copy_messages(
                 headers=[*headers, mark, *extra] if headers else [mark, *extra],
             )
         except BufferError:  # the producer's queue is full: this record and the rest wait for room
-            poll(0)
+            producer.poll(0)
             return skipped, messages[n:]
         except Exception as exc:
             lane.failure = f"record {key[0]}/{key[1]}@{offset} could not be produced: {describe(exc)}"
@@ -225,5 +250,5 @@ def copy_messages(
         lane.nbytes.append((len(value) if value is not None else 0) + (len(k) if k is not None else 0))
         lane.stamps.append(stamp)
         if not n % 32:
-            poll(0)
+            producer.poll(0)
     return skipped, []

@@ -15,7 +15,7 @@ could have been fenced by another worker's, and a fenced producer must mean anot
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -145,6 +145,14 @@ class SlotProducers:
             held = self._producers.get(slot_of(key[0], key[1], self.slots))
             if held is not None:
                 held[2].add(key)
+
+    def mark_unread(self, keys: Iterable[Partition]) -> None:
+        """Partitions to read back before they are copied again: committed copies of them past the last sync
+        may be on the target that no batch recorded (the continuous copier dropped their lanes)."""
+        for key in keys:
+            held = self._producers.get(slot_of(key[0], key[1], self.slots))
+            if held is not None:
+                held[2].discard(key)
 
     def copier(
         self, ranges: BatchRanges, producer_conf: Mapping[str, Any], topic_map: dict[str, str], source_alias: str

@@ -36,6 +36,7 @@ from drkit.mirror.executor import CopyTask, ExactlyOnceTask
 from drkit.mirror.faults import KillPoint, kill_here
 from drkit.mirror.heartbeat import HeartbeatWriter
 from drkit.mirror.job import MirrorJob
+from drkit.mirror.lane_transactions import LaneTransactions, target_read_back
 from drkit.mirror.lanes import ahead_limit
 from drkit.mirror.lease import LeaseStamp, MirrorLease
 from drkit.mirror.observer import SourceObserver
@@ -151,7 +152,7 @@ def copy_path(
     def place(records: int) -> CopyPlace:
         return copy_place(master, records, m.driver_copy_max_records)
 
-    if kind is CopyPathKind.EXACTLY_ONCE:
+    if kind in (CopyPathKind.EXACTLY_ONCE, CopyPathKind.CONTINUOUS_EXACTLY_ONCE):
         producers = SlotProducers(flow.name, m.transaction_slots, flow.target, lease=lease)
         tails = SyncedTails(flow.name, context.syncs)
 
@@ -172,7 +173,26 @@ def copy_path(
         )
         executors = ExecutorCopy(flow, spark, slot_task_groups(producers), eo_task, settle, stopping)
         warm = warm_workers(flow.name, spark, eo_task) if may_use_tasks else no_warm_up
-        return ExactlyOnceCopy(flow, producers, tails, driver, executors, place, warm)
+        exactly_once = ExactlyOnceCopy(flow, producers, tails, driver, executors, place, warm)
+        if kind is CopyPathKind.EXACTLY_ONCE:
+            return exactly_once
+        read = target_read_back(tails, lambda: context.clusters.target_tail_consumer(flow), flow.source, flow.target)
+        transactions = LaneTransactions(
+            producers,
+            read,
+            flow.target,
+            before_commit=partial(kill_here, context.faults, flow.name, KillPoint.ACKNOWLEDGED),
+        )
+        txn_copier = ContinuousCopier(
+            flow.name,
+            lambda: context.clusters.source_consumer(flow),
+            flow.source,
+            flow.target,
+            ahead=ahead_limit(m.max_offsets_per_trigger),
+            lease=lease,
+            transactions=transactions,
+        )
+        return ContinuousCopy(flow.name, txn_copier, exactly_once, settle, stopping)
     own = AtLeastOnceCopy(
         DriverCopy(flow, servers, reader, settle, stopping, lease),
         ExecutorCopy(flow, spark, lambda ranges: copy_groups(ranges, slots(spark)), tasks.task, settle, stopping),

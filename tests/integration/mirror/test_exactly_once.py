@@ -1,6 +1,7 @@
 """Exactly-once mirroring on real brokers, a real Spark and real Delta tables, counted record by record with
-a read_committed consumer of the target: SIGKILLs at random points of a large copy, on both copy paths,
-leave 0 missing and 0 duplicated records, syncs that describe exactly the committed copies, and exact
+a read_committed consumer of the target: SIGKILLs at random points of a large copy, on both per-batch copy
+paths, and of the continuous copy (transactions committed as records flow) while records are produced, leave
+0 missing and 0 duplicated records, syncs that describe exactly the committed copies, and exact
 translations; a second mirror of the flow on another state root is refused by the flow's lease in one line,
 and the target holds each record once."""
 
@@ -13,6 +14,7 @@ import random
 import re
 import signal
 import subprocess
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -37,14 +39,16 @@ PER_TRIGGER = 8_000
 SEED_ENV = "DRKIT_TEST_EOS_SEED"
 
 
-def _toml(path: Path, clusters: dict[str, str], state: Path, topic: str, driver_max: int | None) -> Path:
+def _toml(
+    path: Path, clusters: dict[str, str], state: Path, topic: str, driver_max: int | None, continuous: bool = False
+) -> Path:
     path.write_text(
         f'[state]\nroot = {json.dumps(str(state))}\n\n[spark]\nmaster = "local[2]"\n'
         '[spark.conf]\n"spark.ui.enabled" = "false"\n\n'
         + "".join(f'[clusters.{a}]\nbootstrap_servers = "{bs}"\n\n' for a, bs in clusters.items())
         + f'[[flows]]\nsource = "A"\ntarget = "B"\ntopics = {{ include = [{json.dumps(topic)}] }}\n'
         '[flows.mirror]\ndelivery = "exactly_once"\ntrigger_interval_seconds = 0.5\n'
-        f"max_offsets_per_trigger = {PER_TRIGGER}\n"
+        f"max_offsets_per_trigger = {PER_TRIGGER}\ncontinuous_copy = {json.dumps(continuous)}\n"
         + (f"driver_copy_max_records = {driver_max}\n" if driver_max is not None else "")
         + "[flows.heartbeats]\ninterval_seconds = 0\n"
     )
@@ -207,6 +211,119 @@ def test_sigkills_at_random_points_on_both_copy_paths_leave_each_record_once(
     aborted = len(read_all(clusters["B"], f"A.{topic}", "read_uncommitted")) - total
     print(f"aborted copies on the target, invisible to read_committed: {aborted}")
     assert aborted > 0
+
+
+class Feed:
+    """Unique records to the source in a thread, ``per_second`` a second in bursts of a tenth."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, base: int, per_second: int) -> None:
+        self.bootstrap, self.topic, self.partitions = bootstrap, topic, partitions
+        self.next, self.per_second = base, per_second
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._closed.is_set():
+            n, step = self.next, self.per_second // 10
+            batch = [
+                {"partition": i % self.partitions, "key": b"k%d" % i, "value": b"v%d" % i} for i in range(n, n + step)
+            ]
+            produce(self.bootstrap, self.topic, batch)
+            self.next += step
+            self._closed.wait(0.1)
+
+    def close(self) -> None:
+        self._closed.set()
+        self._thread.join(60)
+
+
+def test_sigkills_at_random_points_of_the_continuous_exactly_once_copy_leave_each_record_once(
+    clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig], tmp_path: Path
+) -> None:
+    """The driver's continuous copier writes the slots' transactions as records arrive, committed every few tens of
+    milliseconds; each batch takes the committed copies of its ranges. SIGKILLs while records are produced: at
+    random times, after a batch's copies were taken and before its syncs (the restart reads the committed copies
+    back and keeps them), and after its syncs before Spark's commit (the restart settles the batch)."""
+    topic, partitions, backlog = unique("eos-continuous"), 3, 40_000
+    create_topic(clusters["A"], topic, partitions)
+    produce(
+        clusters["A"],
+        topic,
+        [{"partition": i % partitions, "key": b"k%d" % i, "value": b"v%d" % i} for i in range(backlog)],
+    )
+    config = make_config(
+        [
+            {
+                "source": "A",
+                "target": "B",
+                "topics": {"include": [topic]},
+                "mirror": {"delivery": "exactly_once", "max_offsets_per_trigger": PER_TRIGGER},
+            }
+        ]
+    )
+    toml = _toml(tmp_path / "continuous.toml", clusters, config.state_root(), topic, None, continuous=True)
+    seed = int(os.environ.get(SEED_ENV) or int.from_bytes(os.urandom(4), "big"))
+    print(f"random kills: seed {seed} (replay with {SEED_ENV}={seed})")
+    rng = random.Random(seed)
+    log_path = tmp_path / "mirror.log"
+    kills: list[str] = []
+    # Three runs die by their own SIGKILL at a chosen point: after a batch took its copies and before its syncs
+    # (the restart reads them back and keeps them), after its syncs and before Spark's commit (the restart settles
+    # it), and with a transaction's copies acknowledged and not committed (its copies are aborted). The others die
+    # at a random time after a copied batch.
+    hooks = {1: KillAt(KillPoint.COPIED), 3: KillAt(KillPoint.SYNCED), 4: KillAt(KillPoint.ACKNOWLEDGED, 20)}
+    feed = Feed(clusters["A"], topic, partitions, backlog, 2_000)
+    try:
+        for run in range(6):
+            hook = hooks.get(run)
+            seen = len(COPIED_LINE.findall(log_path.read_text(errors="replace"))) if log_path.exists() else 0
+            at = log_path.stat().st_size if log_path.exists() else 0
+            proc = _mirror(toml, log_path, hook)
+            try:
+                if run not in hooks:
+                    copied = _wait_for(log_path, seen, COPIED_LINE, proc, 120)
+                    assert copied > seen, (
+                        f"seed {seed}, run {run}: no copy before the kill: {_since(log_path, at)[-3000:]}"
+                    )
+                    delay = rng.uniform(0.0, 1.5)
+                    time.sleep(delay)
+                    kills.append(f"+{delay:.2f}s")
+                else:
+                    try:
+                        proc.wait(120)
+                    except subprocess.TimeoutExpired:
+                        raise AssertionError(
+                            f"run {run}: not killed at {hooks[run].point} in 120 s: {_since(log_path, at)[-3000:]}"
+                        ) from None
+                    killed = re.search(rf"killed at {hooks[run].point} of batch \d+", _since(log_path, at))
+                    assert killed, f"run {run}: no kill at {hooks[run].point}: {_since(log_path, at)[-3000:]}"
+                    kills.append(f"at {hooks[run].point}")
+            finally:
+                _kill(proc)
+            assert proc.returncode == -signal.SIGKILL, f"seed {seed}, run {run}: {_since(log_path, at)[-3000:]}"
+    finally:
+        feed.close()
+    text = log_path.read_text(errors="replace")
+    assert "copy mode continuous, delivery exactly_once" in text, text[-2000:]
+    assert "copied by the driver as the records arrived" in text, text[-2000:]
+
+    [rest] = Drkit(config, spark).mirror(None, once=True)
+    source, target = read_all(clusters["A"], topic), read_all(clusters["B"], f"A.{topic}")
+    assert len(source) == feed.next
+    missing, duplicated = _counted(source, target)
+    syncs = partition_syncs(spark, config, topic)
+    audit = audit_syncs(syncs, source, target, exact=True)
+    checked = _translations_exact(syncs, source, target)
+    aborted = len(read_all(clusters["B"], f"A.{topic}", "read_uncommitted")) - len(target)
+    print(
+        f"continuous exactly-once, seed {seed}, kills: {kills}; {len(source)} records, {rest.records} copied after "
+        f"them; {missing} missing, {duplicated} duplicated, {checked} translations exact; aborted copies {aborted}"
+    )
+    assert (missing, duplicated) == (0, 0)
+    assert audit.described == len(source) == len(target)
+    assert KEPT_LINE in text, "no restart found copies committed before their syncs"
+    assert aborted > 0  # the kill with a transaction open: its copies were aborted, invisible to read_committed
 
 
 def test_a_second_mirror_of_the_flow_on_another_state_root_is_refused_and_the_first_holds_each_record_once(

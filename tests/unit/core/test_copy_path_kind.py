@@ -11,8 +11,13 @@ from drkit.core.exactly_once import Delivery
 
 
 @given(st.booleans(), st.booleans(), st.booleans(), st.integers(min_value=-1, max_value=10))
-def test_exactly_once_is_never_continuous(local: bool, continuous: bool, once: bool, driver_max: int) -> None:
-    assert copy_path_kind(Delivery.EXACTLY_ONCE, local, continuous, once, driver_max) is CopyPathKind.EXACTLY_ONCE
+def test_exactly_once_is_continuous_only_in_the_driver_where_the_copy_mode_is(
+    local: bool, continuous: bool, once: bool, driver_max: int
+) -> None:
+    kind = copy_path_kind(Delivery.EXACTLY_ONCE, local, continuous, once, driver_max)
+    continuous_run = copy_mode(local, continuous, once, driver_max) is CopyMode.CONTINUOUS
+    expected = CopyPathKind.CONTINUOUS_EXACTLY_ONCE if continuous_run and local else CopyPathKind.EXACTLY_ONCE
+    assert kind is expected
 
 
 @given(st.booleans(), st.booleans(), st.booleans(), st.integers(min_value=-1, max_value=10))
@@ -23,7 +28,7 @@ def test_at_least_once_is_continuous_exactly_where_the_copy_mode_is(
     mode = copy_mode(local, continuous, once, driver_max)
     continuous_kinds = (CopyPathKind.CONTINUOUS, CopyPathKind.CONTINUOUS_TASKS)
     assert (kind in continuous_kinds) is (mode is CopyMode.CONTINUOUS)
-    assert kind is not CopyPathKind.EXACTLY_ONCE
+    assert kind not in (CopyPathKind.EXACTLY_ONCE, CopyPathKind.CONTINUOUS_EXACTLY_ONCE)
     if kind in continuous_kinds:  # the driver's copier with a local master, the copy tasks with a cluster's
         assert (kind is CopyPathKind.CONTINUOUS) is local
 

@@ -40,7 +40,10 @@ def job(tmp_path: Path, master: str, once: bool, **mirror: Any) -> Any:
         ("spark://m:7077", False, {}, ContinuousCopy),
         ("spark://m:7077", True, {}, AtLeastOnceCopy),
         ("spark://m:7077", False, {"continuous_copy": False}, AtLeastOnceCopy),
-        ("local[2]", False, {"delivery": "exactly_once"}, ExactlyOnceCopy),
+        ("local[2]", False, {"delivery": "exactly_once"}, ContinuousCopy),
+        ("local[2]", True, {"delivery": "exactly_once"}, ExactlyOnceCopy),
+        ("local[2]", False, {"delivery": "exactly_once", "continuous_copy": False}, ExactlyOnceCopy),
+        ("spark://m:7077", False, {"delivery": "exactly_once"}, ExactlyOnceCopy),
         ("spark://m:7077", True, {"delivery": "exactly_once"}, ExactlyOnceCopy),
     ],
 )

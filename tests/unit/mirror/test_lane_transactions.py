@@ -1,0 +1,240 @@
+"""The continuous copier in exactly-once mode (drkit.mirror.lane_transactions) against a scripted source and a
+target that keeps each copy's transaction state: a batch takes only committed copies; what a read_committed
+consumer sees holds each source record once, across a restart (committed copies past the last sync are read
+back and kept), a failed transaction and a commit that must be resumed. On real brokers, with SIGKILLs:
+tests/integration/mirror/test_exactly_once.py."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+from support.fakes import FakeMessage
+from support.waiting import wait_until
+from test_continuous_copier import TOPICS, Source, never, rows
+
+from drkit.core.continuous import TakeFailure
+from drkit.core.exactly_once import Resume, resume
+from drkit.core.offsets import BatchRanges
+from drkit.core.origin import ORIGIN_HEADER
+from drkit.mirror.continuous import ContinuousCopier
+from drkit.mirror.lane_transactions import LaneTransactions
+from drkit.mirror.transactions import SlotProducers
+
+
+class Target:
+    """Target partitions whose entries carry their transaction's state: open, committed or aborted. Producers of
+    one transactional id fence each other: initialising one aborts the older one's open transaction."""
+
+    def __init__(self) -> None:
+        self.logs: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        self.open_by_id: dict[str, Producer] = {}
+        self.made = 0
+
+    def producer(self, conf: dict[str, Any], alias: str) -> Producer:
+        self.made += 1
+        return Producer(self, conf["transactional.id"])
+
+    def committed(self, key: tuple[str, int]) -> list[dict[str, Any]]:
+        return [e for e in self.logs.get(key, []) if e["state"] == "committed"]
+
+    def origins(self, key: tuple[str, int]) -> list[int]:
+        """The source offsets of the copies a read_committed consumer sees, in target order."""
+        return [int(dict(e["headers"])[ORIGIN_HEADER].split(b":")[1]) for e in self.committed(key)]
+
+    def read_back(self, synced_tail: Mapping[tuple[str, int], int]) -> Any:
+        def read(ranges: BatchRanges, topic_map: Mapping[str, str]) -> Resume:
+            tails = {}
+            for topic, partition in ranges:
+                start = synced_tail.get((topic, partition), 0)
+                tails[(topic, partition)] = [
+                    (int(dict(e["headers"])[ORIGIN_HEADER].split(b":")[1]), e["offset"])
+                    for e in self.committed((topic_map[topic], partition))
+                    if e["offset"] >= start
+                ]
+            return resume(ranges, tails)
+
+        return read
+
+
+class Producer:
+    def __init__(self, target: Target, tid: str) -> None:
+        self.target, self.tid = target, tid
+        self.entries: list[dict[str, Any]] = []
+        self.pending: list[tuple[Any, FakeMessage]] = []
+        self.fail_commit: list[KafkaException] = []  # raised by the next commits, in order
+        self.commits = 0
+
+    def init_transactions(self, timeout: float = -1) -> None:
+        older = self.target.open_by_id.get(self.tid)
+        if older is not None:
+            older._end("aborted")
+        self.target.open_by_id[self.tid] = self
+
+    def begin_transaction(self) -> None:
+        assert not self.entries, "a transaction is open already"
+
+    def produce(self, topic: str, value: bytes, key: bytes, partition: int, cb: Any, **kw: Any) -> None:
+        log = self.target.logs.setdefault((topic, partition), [])
+        entry = {"offset": len(log), "value": value, "headers": kw["headers"], "state": "open"}
+        log.append(entry)
+        self.entries.append(entry)
+        self.pending.append((cb, FakeMessage(topic, partition, entry["offset"])))
+
+    def poll(self, timeout: float = 0) -> int:
+        done, self.pending = self.pending, []
+        for cb, msg in done:
+            cb(None, msg)
+        return len(done)
+
+    def flush(self, timeout: float = 0) -> int:
+        self.poll()
+        return 0
+
+    def commit_transaction(self, timeout: float = -1) -> None:
+        self.poll()
+        if self.fail_commit:
+            raise self.fail_commit.pop(0)
+        self.commits += 1
+        self._end("committed")
+
+    def abort_transaction(self, timeout: float = -1) -> None:
+        self._end("aborted")
+
+    def _end(self, state: str) -> None:
+        for entry in self.entries:
+            entry["state"] = state
+        self.entries = []
+
+    def list_topics(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+class Copier:
+    """A copier with its slot producers, as the wiring makes them; ``tail`` is the synced tail per partition."""
+
+    def __init__(self, source: Source, target: Target, slots: int = 2) -> None:
+        self.tail: dict[tuple[str, int], int] = {}
+        self.producers = SlotProducers("A->B", slots, "B", make=target.producer)
+        self.txn = LaneTransactions(self.producers, target.read_back(self.tail), "B", commit_seconds=0.02)
+        self.copier = ContinuousCopier("A->B", source.consumer, "A", "B", stall_seconds=0.5, transactions=self.txn)
+        self.copier.start({}, TOPICS)
+
+    def take(self, ranges: BatchRanges) -> Any:
+        taken = self.copier.take(ranges, {k: u for k, (_, u) in ranges.items()}, TOPICS, {}, never)
+        if taken.rows is not None:  # the batch's syncs are durable: the read back starts after them
+            for r in taken.rows.to_pylist():
+                key = (r["source_topic"], r["partition"])
+                self.tail[key] = max(self.tail.get(key, 0), r["downstream_last"] + 1)
+        return taken
+
+
+@pytest.fixture
+def parts() -> Iterator[tuple[Source, Target, Copier]]:
+    source, target = Source(), Target()
+    copier = Copier(source, target)
+    yield source, target, copier
+    copier.copier.close()
+
+
+def test_copies_are_committed_as_they_flow_and_a_batch_takes_only_committed_ones(
+    parts: tuple[Source, Target, Copier],
+) -> None:
+    source, target, c = parts
+    source.append("t", 0, range(10))
+    first = c.take({("t", 0): (0, 10)})
+    assert first.rows is not None and rows(first.rows) == [(0, 0, 9, 0)]
+    source.append("t", 0, range(10, 30))  # copied and committed as they arrive, before any batch plans them
+    wait_until(lambda: len(target.committed(("A.t", 0))) == 30, 5, "the 20 new copies committed", 0.01)
+    assert c.txn.commits >= 2
+    second = c.take({("t", 0): (10, 30)})
+    assert second.rows is not None and rows(second.rows) == [(0, 10, 29, 10)]
+    assert target.origins(("A.t", 0)) == list(range(30))
+
+
+def test_a_restarted_copier_keeps_the_copies_committed_past_the_last_sync_and_copies_each_record_once(
+    parts: tuple[Source, Target, Copier],
+) -> None:
+    source, target, c = parts
+    source.append("t", 0, range(10))
+    assert c.take({("t", 0): (0, 4)}).rows is not None  # synced through 3; 4..9 committed ahead, no sync
+    wait_until(lambda: len(target.committed(("A.t", 0))) == 10, 5, "10 copies committed", 0.01)
+    tail = dict(c.tail)
+    # The process stops copying (a crash: its open transaction is aborted, as the next initialisation of its
+    # transactional ids does); a new one starts from the last sync.
+    c.copier.close()
+    source.append("t", 0, range(10, 15))
+    again = Copier(source, target)
+    again.tail.update(tail)
+    try:
+        taken = again.take({("t", 0): (4, 15)})
+        assert taken.rows is not None and sorted(rows(taken.rows)) == [(0, 4, 14, 4)]
+    finally:
+        again.copier.close()
+    assert target.origins(("A.t", 0)) == list(range(15))  # each once for a read_committed consumer
+
+
+def test_a_failed_transaction_fails_the_batch_and_the_next_lane_reads_back_what_was_committed(
+    parts: tuple[Source, Target, Copier],
+) -> None:
+    source, target, c = parts
+    source.append("t", 0, range(10))
+    assert c.take({("t", 0): (0, 10)}).rows is not None
+    producer = target.open_by_id["drkit-mirror.A->B." + str(_slot("t", 0))]
+    producer.fail_commit.append(_abortable())
+    source.append("t", 0, range(10, 20))
+    failed = c.take({("t", 0): (10, 20)})
+    assert failed.rows is None and failed.failure is TakeFailure.LANE_FAILED
+    assert "transaction of slot" in failed.reason
+    assert target.origins(("A.t", 0)) == list(range(10))  # the failed transaction's copies were aborted
+    # The batch would copy its own records now (the per-batch path, not here). The next take starts the lane again
+    # from what is committed past the last sync (nothing: the failed transaction was aborted).
+    source.append("t", 0, range(20, 25))
+    later = c.take({("t", 0): (10, 25)})
+    assert later.rows is not None and rows(later.rows) == [(0, 10, 24, 20)]
+    assert target.origins(("A.t", 0)) == list(range(25))
+
+
+def test_a_commit_that_timed_out_is_resumed_and_its_slots_records_wait_meanwhile(
+    parts: tuple[Source, Target, Copier],
+) -> None:
+    source, target, c = parts
+    source.append("t", 0, range(5))
+    assert c.take({("t", 0): (0, 5)}).rows is not None
+    producer = target.open_by_id["drkit-mirror.A->B." + str(_slot("t", 0))]
+    producer.fail_commit.extend([_timed_out(), _timed_out()])
+    source.append("t", 0, range(5, 15))
+    taken = c.take({("t", 0): (5, 15)})
+    assert taken.rows is not None and rows(taken.rows) == [(0, 5, 14, 5)]
+    assert target.origins(("A.t", 0)) == list(range(15))
+    assert [e["state"] for e in target.logs[("A.t", 0)]] == ["committed"] * 15
+
+
+def test_a_partition_no_batch_planned_is_never_copied_and_a_stop_commits_what_the_batches_take(
+    parts: tuple[Source, Target, Copier],
+) -> None:
+    source, target, c = parts
+    source.append("t", 0, range(6))
+    assert c.take({("t", 0): (0, 3)}).rows is not None
+    c.copier.stop_reading()
+    time.sleep(0.05)
+    taken = c.take({("t", 0): (3, 6)})
+    assert taken.rows is not None and rows(taken.rows) == [(0, 3, 5, 3)]
+    assert target.origins(("A.t", 0)) == list(range(6)) and ("A.r", 0) not in target.logs
+
+
+def _slot(topic: str, partition: int) -> int:
+    from drkit.core.exactly_once import slot_of
+
+    return slot_of(topic, partition, 2)
+
+
+def _abortable() -> KafkaException:
+    return KafkaException(KafkaError(KafkaError._INVALID_ARG, "scripted abortable", txn_requires_abort=True))
+
+
+def _timed_out() -> KafkaException:
+    return KafkaException(KafkaError(KafkaError._TIMED_OUT, "scripted timeout", retriable=True))
