@@ -9,8 +9,10 @@ Usage::
 Prints one JSON document to stdout and a Markdown table to stderr (and to ``--markdown FILE``).
 
 Modes (drkit's ``[flows.mirror]``): ``at_least_once`` (the default: the continuous copy),
-``at_least_once_per_batch`` (``continuous_copy = false``: exactly-once's copy path, without transactions) and
-``exactly_once``. On two local KRaft clusters (drkit.localdev.clusters.LocalKafka), all traffic on 127.0.0.1:
+``at_least_once_per_batch`` (``continuous_copy = false``: each batch copies its own records), ``exactly_once``
+(with the local master: the continuous copier's transactions, committed as records flow) and
+``exactly_once_per_batch`` (``continuous_copy = false``: each batch's copy in its own transactions). On two
+local KRaft clusters (drkit.localdev.clusters.LocalKafka), all traffic on 127.0.0.1:
 
 * **Backlog.** ``--records`` records of ``--size`` bytes are produced to a fresh 12-partition topic before the
   mirror starts. A ``read_committed`` consumer of the target reads it from the start; the copy rate is the
@@ -58,6 +60,7 @@ MODES: dict[str, dict[str, Any]] = {
     "at_least_once": {},
     "at_least_once_per_batch": {"continuous_copy": False},
     "exactly_once": {"delivery": "exactly_once"},
+    "exactly_once_per_batch": {"delivery": "exactly_once", "continuous_copy": False},
 }
 
 
@@ -217,7 +220,7 @@ def markdown(results: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m scripts.bench.exactly_once", description=__doc__.split("\n\n")[0])
-    p.add_argument("--base-port", type=int, default=49292, help="broker port of A; B gets base+10")
+    p.add_argument("--base-port", type=int, default=24292, help="broker port of A; B gets base+10")
     p.add_argument("--modes", default=",".join(MODES), help="comma-separated subset of " + ",".join(MODES))
     p.add_argument("--records", type=int, default=200_000)
     p.add_argument("--size", type=int, default=1000)
