@@ -35,48 +35,42 @@ records after the last committed batch.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import pyarrow as pa
 
-from drkit.core.batch import EARLIEST, Partition
+from drkit.core.batch import Partition
 from drkit.core.continuous import TakeFailure, covered, lane_changes, split_stopped
-from drkit.core.mirror_lease import EPOCH_HEADER
 from drkit.core.offsets import BatchRanges
-from drkit.core.origin import origin_prefix
 from drkit.mirror.copied import COPY_SCHEMA
+from drkit.mirror.copying_loop import CopyingLoop
 from drkit.mirror.lane_transactions import LaneTransactions
 from drkit.mirror.lanes import (
     AHEAD_MAX_RECORDS,
-    FLUSH_SECONDS,
     NO_CHANGES,
-    READ_WAIT_SECONDS,
     STALL_SECONDS,
-    Lane,
     LaneRequest,
     Taken,
-    copy_messages,
     cut,
     target_patience,
 )
 from drkit.mirror.lease import LeaseStamp
-from drkit.mirror.producers import DeliveryFailed, describe, new_producer
-from drkit.mirror.reader import ABANDONED_MARKER, CHUNK, STOP_CHECK_SECONDS, BatchAbandoned
+from drkit.mirror.producers import DeliveryFailed, new_producer
+from drkit.mirror.reader import ABANDONED_MARKER, STOP_CHECK_SECONDS, BatchAbandoned
 
 log = logging.getLogger(__name__)
 
 
 class ContinuousCopier:
-    """A thread copying the lanes it is given; :meth:`take` hands a planned batch its copies.
+    """The batches' side of the copier: :meth:`take` hands a planned batch its copies, made by the copying thread
+    (drkit.mirror.copying_loop.CopyingLoop), whose lanes are shared under one lock.
 
     The copying thread owns the consumer and the producer: a batch's changes to the lanes are requests it
     applies between two reads, so no record read for an old assignment is taken for a new lane. The lanes
-    themselves are shared under one lock, held only while records are handed on and reports paired."""
+    themselves are shared under the loop's lock, held only while records are handed on and reports paired."""
 
     def __init__(
         self,
@@ -91,64 +85,29 @@ class ContinuousCopier:
         transactions: LaneTransactions | None = None,
     ) -> None:
         self.flow = flow
-        #: exactly-once: the copies go into the slots' transactions (drkit.mirror.lane_transactions) and count
-        #: once committed; None: one idempotent producer, a copy counts once acknowledged
-        self._txn = transactions
-        #: Asked before every produce: a copier whose lease lapsed copies nothing until it is renewed (the
-        #: records read wait); one whose lease was lost fails its lanes (the batches stop on the loss).
-        self._lease = lease
-        self.ahead = ahead
-        self._new_consumer = new_consumer
-        self._new_producer = new_producer_
-        self._target_alias = target_alias
-        self._origin = origin_prefix(source_alias)
         self.stall_seconds = stall_seconds
-        self._cond = threading.Condition()
-        self._lanes: dict[Partition, Lane] = {}
-        self._consumer: Any = None
-        self._producer: Any = None
-        #: the producer's fatal error (librdkafka's error callback): only then is it replaced
-        self._fatal: str | None = None
-        #: producers replaced after a fatal error
-        self.fresh_producers = 0
-        #: records read and not produced yet: the producer's queue was full (read order, from the first)
-        self._unproduced: list[Any] = []
-        self._producer_of: Callable[[Partition, Lane], Any] = (
-            self._txn.producer if self._txn is not None else lambda key, lane: self._producer
+        self.loop = CopyingLoop(
+            flow, new_consumer, source_alias, target_alias, new_producer_, ahead, lease, transactions
         )
-        self._conf: dict[str, Any] | None = None
-        self._topic_map: dict[str, str] = {}
-        self._known_topics: set[str] = set()
-        self._skipped = 0
-        self._closed = False
-        self._thread: threading.Thread | None = None
-        #: what the copying thread applies next; None when nothing is pending
-        self._request: LaneRequest | None = None
-        #: lanes paused because the copier holds its limit and no batch waits on them
-        self._paused: set[Partition] = set()
-        #: the mirror is stopping: no more reading, batches take what was copied and copy the rest
-        self._stopped_reading = False
 
-    # -- the batch's side --------------------------------------------------------------------
+    @property
+    def ahead(self) -> int:
+        """The most copies the copier holds ahead of the batches (drkit.mirror.lanes.ahead_limit)."""
+        return self.loop.ahead
+
+    @ahead.setter
+    def ahead(self, value: int) -> None:
+        self.loop.ahead = value
+
+    @property
+    def fresh_producers(self) -> int:
+        """Producers replaced after a fatal error."""
+        return self.loop.fresh_producers
 
     def start(self, producer_conf: dict[str, Any], topic_map: dict[str, str]) -> None:
         """Make the clients ahead of the first batch, so that its lanes (a takeover's first copies) do not wait
-        for them: the consumer, and the producer with the settings the batches will ask for (a batch asking
-        for others makes a new one). The copying thread starts with the first batch's lanes; until then it
-        does not run, so the clients are still the thread's alone. A client that cannot be made here is made
-        by the first batch, which reports what is wrong."""
-        with self._cond:
-            if self._thread is not None or self._producer is not None:
-                return
-            self._conf, self._topic_map = dict(producer_conf), dict(topic_map)
-            try:
-                self._consumer = self._new_consumer()
-                if self._txn is not None:
-                    self._txn.bind(self._conf)
-                else:
-                    self._producer = self._make_producer()
-            except Exception as exc:
-                log.debug("flow %s: the copier's clients are made with the first batch: %s", self.flow, describe(exc))
+        for them (drkit.mirror.copying_loop.CopyingLoop.start_clients)."""
+        self.loop.start_clients(producer_conf, topic_map)
 
     def take(
         self,
@@ -160,23 +119,23 @@ class ContinuousCopier:
     ) -> Taken:
         """The copies of exactly ``ranges`` once the target acknowledged them all, or why the batch must copy
         its own records (the copier then holds nothing: what it had copied is orphaned)."""
-        with self._cond:
-            self._ensure_thread()
-            new_producer = producer_conf != self._conf or dict(topic_map) != self._topic_map
+        with self.loop.cond:
+            self.loop.ensure_thread()
+            new_producer = producer_conf != self.loop.conf or dict(topic_map) != self.loop.topic_map
             if new_producer:
-                self._conf, self._topic_map = dict(producer_conf), dict(topic_map)
-            if self._stopped_reading:
+                self.loop.conf, self.loop.topic_map = dict(producer_conf), dict(topic_map)
+            if self.loop.stopped_reading:
                 return self._take_stopped(ranges, stopping)
-            bases = {key: lane.base for key, lane in self._lanes.items()}
-            changes = lane_changes(bases, ranges, end, frozenset(self._topic_map))
+            bases = {key: lane.base for key, lane in self.loop.lanes.items()}
+            changes = lane_changes(bases, ranges, end, frozenset(self.loop.topic_map))
             if new_producer or changes:
                 self._apply(LaneRequest(changes, new_producer=new_producer), stopping)
             for key, (_, until) in ranges.items():
-                if key in self._lanes:
-                    self._lanes[key].wanted = max(self._lanes[key].wanted, until)
-            self._cond.notify_all()
+                if key in self.loop.lanes:
+                    self.loop.lanes[key].wanted = max(self.loop.lanes[key].wanted, until)
+            self.loop.cond.notify_all()
             failure = self._wait(ranges, stopping)
-            if failure is None and self._stopped_reading:
+            if failure is None and self.loop.stopped_reading:
                 return self._take_stopped(ranges, stopping)
             if failure is not None:
                 self._apply(LaneRequest(NO_CHANGES, drop_all=True), stopping)
@@ -188,7 +147,7 @@ class ContinuousCopier:
             except DeliveryFailed as exc:
                 self._apply(LaneRequest(NO_CHANGES, drop_all=True), stopping)
                 return Taken(None, TakeFailure.LANE_FAILED, str(exc))
-            skipped, self._skipped = self._skipped, 0
+            skipped, self.loop.skipped = self.loop.skipped, 0
             return Taken(pa.Table.from_pylist(rows, schema=COPY_SCHEMA), skipped=skipped)
 
     def _take_stopped(self, ranges: BatchRanges, stopping: Callable[[], bool]) -> Taken:
@@ -199,14 +158,14 @@ class ContinuousCopier:
         rest: dict[Partition, tuple[int, int]] = {}
         try:
             for key, (since, until) in sorted(ranges.items()):
-                lane = self._lanes.get(key)
+                lane = self.loop.lanes.get(key)
                 if lane is not None and lane.failure is not None:
-                    self._forget(key)  # its copies are orphans: the batch copies the range itself
+                    self.loop.forget(key)  # its copies are orphans: the batch copies the range itself
                     lane = None
                 base, at = (None, -1) if lane is None else (lane.base, lane.frontier())
                 split = split_stopped(base, at, since, until)
                 if lane is not None and split.taken_below is None:
-                    self._forget(key)
+                    self.loop.forget(key)
                 elif lane is not None and split.taken_below is not None:
                     rows.extend(self._cut(key, split.taken_below))
                     if split.rest is not None:  # the batch copies the rest: the lane holds nothing now
@@ -216,51 +175,48 @@ class ContinuousCopier:
         except DeliveryFailed as exc:
             self._apply(LaneRequest(NO_CHANGES, drop_all=True), stopping)
             return Taken(None, TakeFailure.LANE_FAILED, str(exc))
-        skipped, self._skipped = self._skipped, 0
+        skipped, self.loop.skipped = self.loop.skipped, 0
         return Taken(pa.Table.from_pylist(rows, schema=COPY_SCHEMA), skipped=skipped, rest=rest)
 
     def stop_reading(self) -> None:
         """The mirror is stopping: read no more, so that the next batches take every copy made (none is left
         an orphan) and copy what the copier did not read themselves."""
-        with self._cond:
-            self._stopped_reading = True
-            self._cond.notify_all()
-
-    def _forget(self, key: Partition) -> None:
-        self._lanes.pop(key, None)
+        with self.loop.cond:
+            self.loop.stopped_reading = True
+            self.loop.cond.notify_all()
 
     def _apply(self, request: LaneRequest, stopping: Callable[[], bool]) -> None:
         """Have the copying thread apply ``request``, and wait until it did (lock held)."""
-        self._request = request
-        self._cond.notify_all()
+        self.loop.request = request
+        self.loop.cond.notify_all()
         checked = time.monotonic()
-        while self._request is not None:
-            self._cond.wait(0.05)
+        while self.loop.request is not None:
+            self.loop.cond.wait(0.05)
             if time.monotonic() - checked >= STOP_CHECK_SECONDS:
                 checked = time.monotonic()
                 self._check_stopping(stopping)
-                self._ensure_thread()
+                self.loop.ensure_thread()
 
     def _check_stopping(self, stopping: Callable[[], bool]) -> None:
-        self._cond.release()  # ``stopping`` may call into the JVM: never while the copier waits for the lock
+        self.loop.cond.release()  # ``stopping`` may call into the JVM: never while the copier waits for the lock
         try:
             stop = stopping()
         finally:
-            self._cond.acquire()
+            self.loop.cond.acquire()
         if stop:
             raise BatchAbandoned(f"{ABANDONED_MARKER}the mirror is stopping")
 
     def _wait(self, ranges: BatchRanges, stopping: Callable[[], bool]) -> tuple[TakeFailure, str] | None:
         """Until every planned lane is covered (drkit.core.continuous.covered), a lane failed, or none moved
         for ``stall_seconds``; the batch is given up when the mirror stops (lock held)."""
-        progress = {key: self._lanes[key].frontier() if key in self._lanes else -1 for key in ranges}
+        progress = {key: self.loop.lanes[key].frontier() if key in self.loop.lanes else -1 for key in ranges}
         moved = checked = time.monotonic()
-        patience = target_patience(self._conf or {}, self.stall_seconds)
+        patience = target_patience(self.loop.conf or {}, self.stall_seconds)
         silent_since: float | None = None  # when the wait on the target was logged
         while True:
             waiting = False
             for key, (since, until) in ranges.items():
-                lane = self._lanes.get(key)
+                lane = self.loop.lanes.get(key)
                 if lane is None:  # dropped with the producer: its copies in flight were not acknowledged
                     return TakeFailure.LANE_FAILED, f"{key[0]}/{key[1]}: the copier dropped its copies"
                 if lane.failure is not None:
@@ -275,19 +231,19 @@ class ContinuousCopier:
                 log.warning(
                     "flow %s: the target %s acknowledges the copies again after %.0fs",
                     self.flow,
-                    self._target_alias,
+                    self.loop.target_alias,
                     now - silent_since,
                 )
                 silent_since = None
-            if not waiting or self._stopped_reading:
+            if not waiting or self.loop.stopped_reading:
                 return None
             if now - moved > self.stall_seconds:
                 behind = sorted(
-                    k for k, (s, u) in ranges.items() if not covered(self._lanes[k].base, progress[k], s, u)
+                    k for k, (s, u) in ranges.items() if not covered(self.loop.lanes[k].base, progress[k], s, u)
                 )
-                in_flight = sum(self._lanes[k].in_flight() for k in behind)
-                held_back = len(self._unproduced)  # the producer's queue is full, or the lease lapsed
-                if (in_flight or held_back) and self._fatal is None and now - moved <= patience:
+                in_flight = sum(self.loop.lanes[k].in_flight() for k in behind)
+                held_back = len(self.loop.unproduced)  # the producer's queue is full, or the lease lapsed
+                if (in_flight or held_back) and self.loop.fatal is None and now - moved <= patience:
                     if silent_since is None:
                         silent_since = moved
                         log.warning(
@@ -295,7 +251,7 @@ class ContinuousCopier:
                             "read wait for room in the producer or for the lease): waiting for them (the producer "
                             "retries each until its message.timeout.ms; a retry is never a second copy)",
                             self.flow,
-                            self._target_alias,
+                            self.loop.target_alias,
                             in_flight,
                             now - moved,
                             held_back,
@@ -309,251 +265,16 @@ class ContinuousCopier:
             if now - checked >= STOP_CHECK_SECONDS:
                 checked = now
                 self._check_stopping(stopping)
-            self._cond.wait(0.05)
+            self.loop.cond.wait(0.05)
 
     def _cut(self, key: Partition, until: int) -> list[dict[str, Any]]:
-        return cut(key, self._lanes[key], until)
+        return cut(key, self.loop.lanes[key], until)
 
     def close(self) -> None:
         """Stop copying; what no batch took is orphaned on the target."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
-        thread = self._thread
-        if thread is not None:
-            thread.join(FLUSH_SECONDS)
-        if thread is None or not thread.is_alive():
-            self._drop_all()
-            if self._producer is not None:
-                producer, self._producer = self._producer, None
-                with contextlib.suppress(Exception):
-                    producer.flush(1.0)  # their reports find no lane: nothing of them is kept
-            if self._consumer is not None:
-                consumer, self._consumer = self._consumer, None
-                with contextlib.suppress(Exception):
-                    consumer.close()
+        self.loop.shutdown()
 
     def held(self) -> int:
         """Copies produced and not yet taken by a batch (acknowledged or in flight)."""
-        with self._cond:
-            return sum(lane.held() for lane in self._lanes.values())
-
-    # -- the copying thread: lanes, consumer and producer -------------------------------------
-
-    def _ensure_thread(self) -> None:
-        if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._run, name=f"drkit-copier-{self.flow}", daemon=True)
-            self._thread.start()
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                if self._closed:
-                    return
-                if self._request is not None:
-                    try:
-                        self._change(self._request)
-                    except Exception as exc:  # the lanes fail: the batch copies its own records
-                        for lane in self._lanes.values():
-                            lane.failure = lane.failure or f"the copier could not follow the plan: {describe(exc)}"
-                    self._request = None
-                    self._cond.notify_all()
-                consumer = self._consumer
-                if not self._lanes or consumer is None:
-                    self._cond.wait(0.05)
-                    continue
-                try:
-                    paused = self._pause_ahead(consumer)
-                except Exception as exc:  # the lanes fail: the batch copies its own records
-                    for lane in self._lanes.values():
-                        lane.failure = lane.failure or f"the copier could not pause a partition: {describe(exc)}"
-                    paused = len(self._lanes)
-                reading = not self._stopped_reading and paused < len(self._lanes) and not self._unproduced
-            # Read without the lock: a batch waits on the lanes meanwhile, not on the source.
-            # Records read here belong to the lanes as they are: a change is applied only at the loop's top.
-            error: Exception | None = None
-            try:
-                messages = consumer.consume(CHUNK, READ_WAIT_SECONDS) if reading else []
-            except Exception as exc:
-                messages, error = [], exc
-            with self._cond:
-                try:
-                    if error is not None:
-                        raise error
-                    waiting, self._unproduced = self._unproduced, []
-                    self._copy(waiting + messages if waiting else messages)
-                    if self._txn is not None:
-                        self._txn.poll()
-                        self._txn.commit_due()
-                        if not reading:
-                            self._cond.wait(0.01)
-                    elif self._producer is not None:
-                        self._producer.poll(0 if reading else 0.01)
-                except Exception as exc:  # never silent: every lane fails, the batch copies its own records
-                    reason = f"the copier failed: {describe(exc)}"
-                    for lane in self._lanes.values():
-                        lane.failure = lane.failure or reason
-                self._cond.notify_all()
-
-    def _pause_ahead(self, consumer: Any) -> int:
-        """Pause the lanes that hold all a batch waits for while the copier holds its limit, resume the others;
-        how many are paused. The limit is on the total, so a lane a batch still waits on always reads: one
-        partition's backlog never starves another's."""
-        from confluent_kafka import TopicPartition
-
-        full = sum(lane.held() for lane in self._lanes.values()) >= self.ahead
-        pause = {k for k, lane in self._lanes.items() if lane.reached >= lane.wanted} if full else set()
-        if pause - self._paused:
-            consumer.pause([TopicPartition(t, p) for t, p in sorted(pause - self._paused)])
-        if self._paused - pause:
-            consumer.resume([TopicPartition(t, p) for t, p in sorted(self._paused - pause)])
-        self._paused = pause
-        return len(pause)
-
-    def _change(self, request: LaneRequest) -> None:
-        """Apply a batch's request: lane changes (drkit.core.continuous.lane_changes), a new producer, a flush.
-        Records read and not produced are forgotten: the assignment below reads every lane again from where
-        its last copy was made."""
-        self._unproduced = []
-        if request.drop_all:
-            self._drop_all()
-        changes = request.changes
-        touched = [k for k in (*changes.drop, *changes.start) if k in self._lanes]
-        if self._txn is not None:
-            self._change_transactions(request, touched)
-            return
-        # A lane's reports pair with it by position and come back to it alone (Lane.on_delivery), so a lane
-        # goes without waiting for its copies in flight. Another producer would report in another order:
-        # every report of this one is served first, and a stopping mirror's batches wait for every copy.
-        if (request.new_producer or request.flush) and self._producer is not None:
-            if self._producer.flush(FLUSH_SECONDS):
-                self._drop_all()  # the copies still in flight are orphans
-            if request.new_producer:
-                self._producer = None  # the lanes keep the copies reported; _assign makes the new one
-        for key in touched:
-            self._forget(key)
-        for key, since in changes.start.items():
-            self._lanes[key] = Lane(since, self._topic_map[key[0]])
-        self._assign()
-
-    def _change_transactions(self, request: LaneRequest, touched: list[Partition]) -> None:
-        """``_change`` for exactly-once lanes: every open transaction is committed before a lane goes or starts
-        (a read back stops at an open one), the settings change or a stopping mirror's batch takes the copies;
-        the lanes that go leave their partitions to be read back; the new ones start after what is committed."""
-        txn = self._txn
-        assert txn is not None
-        if touched or request.changes.start or request.new_producer or request.flush:
-            deadline = time.monotonic() + FLUSH_SECONDS
-            while not txn.commit_due(force=True):
-                if time.monotonic() > deadline:
-                    self._drop_all()
-                    break
-        if request.new_producer:
-            txn.bind(self._conf or {})
-        txn.unread(set(touched))
-        for key in touched:
-            self._forget(key)
-        started: dict[Partition, Lane] = {}
-        for key, since in request.changes.start.items():
-            lane = started[key] = self._lanes[key] = Lane(since, self._topic_map[key[0]])
-            lane.committed = 0
-        if started:
-            kept = txn.seed(started, self._topic_map)
-            if kept:
-                log.info(
-                    "flow %s: %d copies of %d partition(s) were already committed on %s past the last sync: kept, "
-                    "not copied again",
-                    self.flow,
-                    kept,
-                    len(started),
-                    self._target_alias,
-                )
-        self._assign()
-
-    def _drop_all(self) -> None:
-        """Forget every lane and the consumer's positions (the next lanes read from where their batches
-        plan). The producer is kept: librdkafka retries what it can with the same sequence numbers, and a
-        record it reports failed is no reason to doubt the others; a new producer would write the copies
-        the old one still retries a second time. Only a fatal error (the producer refuses to go on) makes a
-        fresh one, and the log says so. Exactly-once: every open transaction is aborted, and the partitions are
-        read back before they are copied again (committed copies no batch took are on the target)."""
-        self._unproduced = []
-        if self._txn is not None:
-            self._txn.release(set(self._lanes))
-        if self._producer is not None and self._fatal is not None:
-            producer, self._producer = self._producer, None
-            self.fresh_producers += 1
-            held = sum(lane.held() for lane in self._lanes.values())
-            log.warning(
-                "flow %s: the copier's producer to %s hit a fatal error (%s): a fresh producer replaces it; "
-                "up to %d copies it made and no batch took may be on the target without a sync (orphans)",
-                self.flow,
-                self._target_alias,
-                self._fatal,
-                held,
-            )
-            with contextlib.suppress(Exception):
-                producer.flush(0)
-        if self._consumer is not None:
-            consumer, self._consumer = self._consumer, None
-            self._known_topics = set()
-            with contextlib.suppress(Exception):
-                consumer.close()
-        self._lanes.clear()
-        self._skipped = 0
-
-    def _assign(self) -> None:
-        from confluent_kafka import TopicPartition
-
-        if not self._lanes:
-            if self._consumer is not None:
-                with contextlib.suppress(Exception):
-                    self._consumer.unassign()
-            return
-        if self._consumer is None:
-            self._consumer = self._new_consumer()
-        if self._producer is None and self._txn is None:
-            self._producer = self._make_producer()
-        new = {t for t, _ in self._lanes} - self._known_topics
-        if new:  # metadata before the assignment: librdkafka starts fetching a topic it never read only after it
-            with contextlib.suppress(Exception):
-                self._consumer.list_topics(next(iter(new)) if len(new) == 1 else None, timeout=5)
-                for topic in new:
-                    if self._producer is not None:
-                        self._producer.list_topics(self._topic_map[topic], timeout=5)
-                self._known_topics |= new
-        self._paused = set()  # an assignment fetches every partition again
-        self._consumer.assign(
-            [
-                TopicPartition(t, p, lane.reached if lane.reached >= 0 else EARLIEST)
-                for (t, p), lane in self._lanes.items()
-            ]
-        )
-
-    def _make_producer(self) -> Any:
-        self._fatal = None
-        return self._new_producer({**(self._conf or {}), "error_cb": self._on_error}, self._target_alias)
-
-    def _on_error(self, err: Any) -> None:
-        """librdkafka's client-level errors (served by poll and flush, in the copying thread): only a fatal one
-        matters here; the others are retried by the producer itself."""
-        with contextlib.suppress(AttributeError):
-            if err.fatal():
-                self._fatal = self._fatal or describe(err)
-
-    def _copy(self, messages: list[Any]) -> None:
-        marks: list[tuple[str, bytes]] = []
-        if self._lease is not None and messages:
-            refused = self._lease.refusal()
-            if refused is not None and self._lease.is_lost():
-                for lane in self._lanes.values():
-                    lane.failure = lane.failure or refused
-                return
-            if refused is not None:  # lapsed: its renewals meet the outage the copies would; nothing is
-                self._unproduced = messages  # copied until one succeeds, and the records read wait for it
-                return
-            marks = [(EPOCH_HEADER, b"%d" % self._lease.epoch)]
-        skipped, self._unproduced = copy_messages(
-            messages, self._lanes, self._producer_of, self._origin, self._target_alias, marks
-        )
-        self._skipped += skipped
+        with self.loop.cond:
+            return sum(lane.held() for lane in self.loop.lanes.values())
