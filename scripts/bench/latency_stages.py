@@ -287,6 +287,40 @@ def summarize(results: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def knob_runs(pairs: list[str]) -> dict[str, Any]:
+    """Steady-state runs of against_mm2 (``--copiers drkit,mm2 --no-backlog``), one per knob, side by side:
+    each ``LABEL=FILE`` run's p50/p99 per rate for both copiers, the load before each step, and the ratios
+    drkit/mm2 of that one run (the copiers alternate within it, so each ratio is from one machine state)."""
+    out: dict[str, Any] = {"benchmark": "latency_knobs", "runs": {}}
+    for pair in pairs:
+        label, _, path = pair.partition("=")
+        run = json.loads(Path(path).read_text())
+        steps = {r["copier"]: {s["rate"]: s for s in r["steps"]} for r in run["steady"]}
+        rates: dict[str, Any] = {}
+        for rate in run["rates"]:
+            d, m = steps.get("drkit", {}).get(rate), steps.get("mm2", {}).get(rate)
+            if d is None or m is None:
+                continue
+            rates[str(rate)] = {
+                "drkit_p50_ms": d["p50_ms"],
+                "drkit_p99_ms": d["p99_ms"],
+                "mm2_p50_ms": m["p50_ms"],
+                "mm2_p99_ms": m["p99_ms"],
+                "p50_drkit/mm2": round(d["p50_ms"] / m["p50_ms"], 2) if m["p50_ms"] else None,
+                "p99_drkit/mm2": round(d["p99_ms"] / m["p99_ms"], 2) if m["p99_ms"] else None,
+                "load_drkit": d["load_before"],
+                "load_mm2": m["load_before"],
+            }
+        out["runs"][label] = {
+            "started": run["started"],
+            "drkit_mirror": run.get("drkit_mirror"),
+            "load_start": run["load_start"],
+            "load_end": run["load_end"],
+            "steps": rates,
+        }
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m scripts.bench.latency_stages",
@@ -304,7 +338,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--compression", default="lz4", help="MirrorMaker 2's producer (drkit: --drkit-mirror)")
     p.add_argument("--drkit-mirror", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--timeout", type=float, default=300.0)
+    p.add_argument(
+        "--knob-runs",
+        nargs="+",
+        metavar="LABEL=FILE",
+        help="measure nothing: print against_mm2 steady runs side by side with their drkit/mm2 ratios",
+    )
     args = p.parse_args(argv)
+    if args.knob_runs:
+        print(json.dumps(knob_runs(args.knob_runs), indent=2))
+        return 0
     args.sizes = [int(x) for x in args.sizes.split(",")]
     args.rates = [int(x) for x in args.rates.split(",")]
     contenders = [c for c in args.contenders.split(",") if c]
