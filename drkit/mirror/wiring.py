@@ -38,9 +38,11 @@ from drkit.mirror.heartbeat import HeartbeatWriter
 from drkit.mirror.job import MirrorJob
 from drkit.mirror.lane_transactions import LaneTransactions, target_read_back
 from drkit.mirror.lanes import ahead_limit
+from drkit.mirror.latency_probe import probed
 from drkit.mirror.lease import LeaseStamp, MirrorLease
 from drkit.mirror.observer import SourceObserver
 from drkit.mirror.outage import ClusterWatch
+from drkit.mirror.producers import new_producer
 from drkit.mirror.reader import BatchReader
 from drkit.mirror.settle import ReadSettler
 from drkit.mirror.stopping import Stopping
@@ -219,11 +221,14 @@ def copy_path(
             lease,
         )
         return ContinuousCopy(flow.name, tasks_copier, in_driver, settle, stopping)
+    # The benchmark's latency probe (drkit.mirror.latency_probe): the same two factories when it is off.
+    consumer, producer = probed(lambda: context.clusters.source_consumer(flow), new_producer)
     copier = ContinuousCopier(
         flow.name,
-        lambda: context.clusters.source_consumer(flow),
+        consumer,
         flow.source,
         flow.target,
+        new_producer_=producer,
         ahead=ahead_limit(m.max_offsets_per_trigger),
         lease=lease,
     )

@@ -46,6 +46,20 @@ timed(SyncTable, "batch_written", "batch_recorded_check")
 timed(MirrorJob, "_plan", "plan_batch")
 timed(SyncTable, "write", "syncs_append")
 """
+#: Knobs a benchmark turns without a drkit setting (its own experiments), from the environment the child inherits:
+#: DRKIT_BENCH_SET = {"module:NAME": value} sets module constants, DRKIT_BENCH_SOURCE_CONSUMER = {"property": value}
+#: is added to the driver's source consumer settings (drkit.mirror.context). Unset: nothing is changed.
+_KNOBS = """\
+import importlib, json, os
+for where, value in json.loads(os.environ.get("DRKIT_BENCH_SET") or "{}").items():
+    module, name = where.split(":")
+    setattr(importlib.import_module(module), name, value)
+_extra = json.loads(os.environ.get("DRKIT_BENCH_SOURCE_CONSUMER") or "{}")
+if _extra:
+    import drkit.mirror.context as _context
+    _settings = _context.source_consumer_settings
+    _context.source_consumer_settings = lambda: {**_settings(), **_extra}
+"""
 _QUERY_START = 'timed(MirrorJob, "start", "query_start")\n'
 _MAIN = """\
 from drkit.cli.app import main
@@ -56,7 +70,7 @@ main()
 def child_code(*, progress: bool, query_start: bool) -> str:
     """The child's Python code (for ``python -c``; the CLI's arguments follow). ``progress``: Spark's share of
     each batch logged too (drkit.mirror.progress at DEBUG); ``query_start``: the query start timed too."""
-    return _HEAD + (_PROGRESS if progress else "") + _TIMERS + (_QUERY_START if query_start else "") + _MAIN
+    return _HEAD + (_PROGRESS if progress else "") + _KNOBS + _TIMERS + (_QUERY_START if query_start else "") + _MAIN
 
 
 def phase_sums(log_text: str) -> dict[str, float]:
