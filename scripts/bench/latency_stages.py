@@ -29,8 +29,9 @@ order; a pair whose send times differ is counted in ``unpaired`` and left out). 
 Broker times are whole milliseconds, so a stage between a broker time and a wall-clock time is off by up
 to 1 ms either way. Each stage gives p50 and p99 (index rank, as against_mm2). The contenders alternate (the
 order reversed every repetition), and the 1-minute load average is recorded before and after each step.
-``--drkit-mirror``, and the environment variables DRKIT_BENCH_SET / DRKIT_BENCH_SOURCE_CONSUMER
-(lib/drkit_child.py), turn drkit's knobs.
+``--drkit-mirror``, and the environment variables DRKIT_BENCH_SET, DRKIT_BENCH_SOURCE_CONSUMER and
+DRKIT_BENCH_SWITCH_INTERVAL (lib/drkit_child.py), turn drkit's knobs. ``--knob-runs`` measures nothing: it
+gathers against_mm2 steady runs, one per knob, with their drkit/mm2 ratios.
 """
 
 from __future__ import annotations
@@ -63,6 +64,8 @@ from scripts.bench.lib.watch import ends, total, wait_for
 PARTITIONS = 12
 CONTENDERS = ("drkit", "mm2")
 PROBE_ENV = "DRKIT_MIRROR_LATENCY_PROBE"
+#: The drkit child's knobs without a drkit setting (lib/drkit_child.py), recorded with the run.
+KNOB_ENV = ("DRKIT_BENCH_SET", "DRKIT_BENCH_SOURCE_CONSUMER", "DRKIT_BENCH_SWITCH_INTERVAL")
 LOG_APPEND = {"message.timestamp.type": "LogAppendTime"}
 #: Stages measured from outside (both contenders) and inside drkit's copier (the probe), in path order.
 OUTSIDE = ("send_to_source", "source_to_target", "send_to_target")
@@ -321,6 +324,19 @@ def knob_runs(pairs: list[str]) -> dict[str, Any]:
     return out
 
 
+def stage_runs(pairs: list[str]) -> dict[str, Any]:
+    """Runs of this benchmark, one per knob (``LABEL=FILE``), in one document: each run's knobs, loads and
+    steps (their stages), in the order given (the order they ran in)."""
+    out: dict[str, Any] = {"benchmark": "latency_stages_knobs", "runs": {}}
+    for pair in pairs:
+        label, _, path = pair.partition("=")
+        run = json.loads(Path(path).read_text())
+        out["runs"][label] = {
+            key: run[key] for key in ("started", "drkit_mirror", "drkit_env", "load_start", "load_end", "git")
+        } | {"steps": [step for r in run["runs"] for step in r["steps"]]}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m scripts.bench.latency_stages",
@@ -344,7 +360,16 @@ def main(argv: list[str] | None = None) -> int:
         metavar="LABEL=FILE",
         help="measure nothing: print against_mm2 steady runs side by side with their drkit/mm2 ratios",
     )
+    p.add_argument(
+        "--stage-runs",
+        nargs="+",
+        metavar="LABEL=FILE",
+        help="measure nothing: print runs of this benchmark, one per knob, in one document",
+    )
     args = p.parse_args(argv)
+    if args.stage_runs:
+        print(json.dumps(stage_runs(args.stage_runs), indent=2))
+        return 0
     if args.knob_runs:
         print(json.dumps(knob_runs(args.knob_runs), indent=2))
         return 0
@@ -370,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
         "step_seconds": args.step_seconds,
         "repetitions": args.repetitions,
         "drkit_mirror": drkit_mirror_settings(args.drkit_mirror),
-        "drkit_env": {k: os.environ[k] for k in ("DRKIT_BENCH_SET", "DRKIT_BENCH_SOURCE_CONSUMER") if k in os.environ},
+        "drkit_env": {k: os.environ[k] for k in KNOB_ENV if k in os.environ},
         "load_start": load_averages(),
         "runs": [],
     }

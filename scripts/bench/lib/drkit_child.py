@@ -48,12 +48,15 @@ timed(SyncTable, "write", "syncs_append")
 """
 #: Knobs a benchmark turns without a drkit setting (its own experiments), from the environment the child inherits:
 #: DRKIT_BENCH_SET = {"module:NAME": value} sets module constants, DRKIT_BENCH_SOURCE_CONSUMER = {"property": value}
-#: is added to the driver's source consumer settings (drkit.mirror.context). Unset: nothing is changed.
+#: is added to the driver's source consumer settings (drkit.mirror.context), DRKIT_BENCH_SWITCH_INTERVAL = seconds
+#: is the driver's sys.setswitchinterval. Unset: nothing is changed.
 _KNOBS = """\
 import importlib, json, os
 for where, value in json.loads(os.environ.get("DRKIT_BENCH_SET") or "{}").items():
     module, name = where.split(":")
     setattr(importlib.import_module(module), name, value)
+if os.environ.get("DRKIT_BENCH_SWITCH_INTERVAL"):
+    sys.setswitchinterval(float(os.environ["DRKIT_BENCH_SWITCH_INTERVAL"]))
 _extra = json.loads(os.environ.get("DRKIT_BENCH_SOURCE_CONSUMER") or "{}")
 if _extra:
     import drkit.mirror.context as _context
