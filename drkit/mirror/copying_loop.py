@@ -235,8 +235,7 @@ class CopyingLoop:
             self.forget(key)
         started: dict[Partition, Lane] = {}
         for key, since in request.changes.start.items():
-            lane = started[key] = self.lanes[key] = Lane(since, self.topic_map[key[0]])
-            lane.committed = 0
+            started[key] = self.lanes[key] = Lane(since, self.topic_map[key[0]], transactional=True)
         if started:
             kept = txn.seed(started, self.topic_map)
             if kept:

@@ -81,7 +81,7 @@ class Lane:
         "wanted",
     )
 
-    def __init__(self, base: int, target: str) -> None:
+    def __init__(self, base: int, target: str, transactional: bool = False) -> None:
         self.base = base
         self.target = target
         #: the consumer's position: one past the last record read, or where it reported the partition's end
@@ -95,7 +95,7 @@ class Lane:
         self.wanted = base
         #: exactly-once: how many of ``ups`` are in committed transactions (a batch takes only those); None
         #: when the copies are not transactional (a copy counts once acknowledged)
-        self.committed: int | None = None
+        self.committed: int | None = 0 if transactional else None
         #: each copy's report comes back to the lane that produced it, never to another lane of the same
         #: target partition made after this one was dropped: the producer outlives lanes (made once: no
         #: bound method per record)
