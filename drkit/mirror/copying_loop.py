@@ -148,7 +148,9 @@ class CopyingLoop:
                     for lane in self.lanes.values():
                         lane.failure = lane.failure or f"the copier could not pause a partition: {describe(exc)}"
                     paused = len(self.lanes)
-                reading = not self.stopped_reading and paused < len(self.lanes) and not self.unproduced
+                # Records held back (a slot's commit, a full queue, a lapsed lease) are produced first; reading
+                # goes on up to one chunk of them, so one slot's commit does not stop the others' records.
+                reading = not self.stopped_reading and paused < len(self.lanes) and len(self.unproduced) < CHUNK
             # Read without the lock: a batch waits on the lanes meanwhile, not on the source.
             # Records read here belong to the lanes as they are: a change is applied only at the loop's top.
             error: Exception | None = None
@@ -166,7 +168,7 @@ class CopyingLoop:
                         self.txn.poll()
                         self.txn.commit_due()
                         if not reading:
-                            self.cond.wait(0.01)
+                            self.cond.wait(READ_WAIT_SECONDS)
                     elif self.producer is not None:
                         self.producer.poll(0 if reading else 0.01)
                 except Exception as exc:  # never silent: every lane fails, the batch copies its own records

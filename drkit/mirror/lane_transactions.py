@@ -8,8 +8,13 @@ copies its own records never fence each other). Invariants:
   committed ``COMMIT_SECONDS`` later (a commit flushes: every copy in it is acknowledged first), so a
   ``read_committed`` consumer sees a copy tens of milliseconds after it was made. A lane's copies count
   (``Lane.committed``) only once their transaction committed: a batch takes committed copies only.
-* **No copy is produced into a transaction being committed.** A commit that timed out is retried (librdkafka
-  resumes it); until it succeeds that slot's records are held back, in read order.
+* **No copy is produced into a transaction being committed.** A slot due for its commit first waits, without
+  blocking the copying thread, for its copies to be acknowledged (a flush that does not wait, on each turn
+  of the loop: the other slots' records go on meanwhile); then the commit itself (one round trip to the
+  coordinator) is asked for. A commit that timed out is retried (librdkafka resumes it). Until it succeeds
+  that slot's records are held back, in read order. The transactional calls always get a timeout of
+  ``COMMIT_WAIT_SECONDS``: librdkafka's resumable calls with timeouts of a millisecond reached an invalid
+  state transition (an assertion that ends the process) under load.
 * **Fence, then read back, before a lane starts.** A lane starts after the committed copies already on the
   target past the last sync (an earlier process's, or this copier's from a lane it dropped), read with
   ``read_committed`` once every open transaction of the copier committed (a read stops at the first open
@@ -40,7 +45,8 @@ log = logging.getLogger(__name__)
 
 #: How long a slot's transaction stays open: the latency a read_committed consumer adds to the copy's own.
 COMMIT_SECONDS = 0.05
-#: How long one commit call may block the copying thread; a commit that takes longer is resumed later.
+#: How long one commit call may block the copying thread when the lanes change (a read back must wait for it);
+#: a commit that takes longer is resumed later.
 COMMIT_WAIT_SECONDS = 1.0
 #: The upstream end of a lane's read back: everything committed past the last sync, whatever its origin.
 _UNBOUNDED = 2**62
@@ -74,6 +80,8 @@ class _Open:
     began: float
     lanes: dict[Partition, Lane] = field(default_factory=dict)
     committing: bool = False
+    #: every copy in it was acknowledged (the commit itself may still be under way)
+    acknowledged: bool = False
 
 
 class LaneTransactions:
@@ -125,22 +133,30 @@ class LaneTransactions:
             held.producer.poll(0)
 
     def commit_due(self, force: bool = False) -> bool:
-        """Commit the transactions open for ``commit_seconds`` (every one with ``force``); False when one could
-        not be committed yet (a commit that timed out is resumed on the next call)."""
+        """Go on with the commits of the transactions open for ``commit_seconds``: commit those whose copies
+        are all acknowledged, without waiting for the others (with ``force``: every one, waiting up to
+        ``COMMIT_WAIT_SECONDS`` for its copies); False while one is not committed yet (resumed on the next
+        call)."""
         done = True
         now = self._clock()
+        wait = COMMIT_WAIT_SECONDS if force else 0.0
         for slot in sorted(self._open):
             held = self._open[slot]
             if force or held.committing or now - held.began >= self.commit_seconds:
-                done = self._commit(slot, held) and done
+                done = self._commit(slot, held, wait) and done
         return done
 
-    def _commit(self, slot: int, held: _Open) -> bool:
+    def _commit(self, slot: int, held: _Open, wait: float) -> bool:
         from confluent_kafka import KafkaException
 
         held.committing = True
         try:
-            if not held.producer.flush(COMMIT_WAIT_SECONDS):
+            # The flush serves the delivery reports in this thread, and is no transactional call: it may
+            # return at once. commit_transaction would flush too, blocking the thread for the acknowledgements.
+            if held.producer.flush(wait):
+                return False  # copies in flight: resumed by the next call
+            if not held.acknowledged:
+                held.acknowledged = True
                 self._before_commit(self.commits)
             held.producer.commit_transaction(COMMIT_WAIT_SECONDS)
         except KafkaException as exc:

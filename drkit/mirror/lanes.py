@@ -193,20 +193,27 @@ def copy_messages(
     marks: list[tuple[str, bytes]] | None = None,
 ) -> tuple[int, list[Any]]:
     """Produce the records read for the lanes, each as it came, and note them in its lane; how many were
-    skipped (they came from the target: their origin header names it), and the records not produced because
-    the producer's queue is full (a target that does not acknowledge), or the lane's producer cannot take
-    records now (``producer_of`` returns None: its transaction is being committed): from the first of them
-    on, in read order, for the caller to produce once there is room. A full queue is back-pressure, never a failure: the
-    producer keeps its copies and their sequence numbers, and retries them. A lane that fails stops copying.
+    skipped (they came from the target: their origin header names it), and the records not produced, in read
+    order, for the caller to produce first once there is room: those of lanes whose producer cannot take
+    records now (``producer_of`` returns None: their slot's transaction is being committed; the other lanes'
+    records go on), and from the first record the producer's queue had no room for (a target that does not
+    acknowledge), every record after it. A partition's records are never produced out of order: a lane held
+    back stays held back for the rest of the call. A full queue is back-pressure, never a failure: the producer
+    keeps its copies and their sequence numbers, and retries them. A lane that fails stops copying.
     ``marks``: headers every copy carries after its origin (the lease's epoch)."""
     from confluent_kafka import KafkaError
 
     skipped = 0
+    held: list[Any] = []
+    stopped: set[Partition] = set()
     extra = marks or []
     for n, msg in enumerate(messages):
         key = (msg.topic(), msg.partition())
         lane = lanes.get(key)
         if lane is None or lane.failure is not None:
+            continue
+        if stopped and key in stopped:  # behind a record held back: so is everything after it, its end too
+            held.append(msg)
             continue
         err = msg.error()
         if err is not None:
@@ -225,7 +232,9 @@ def copy_messages(
             continue
         producer = producer_of(key, lane)
         if producer is None:
-            return skipped, messages[n:]
+            stopped.add(key)
+            held.append(msg)
+            continue
         value, k = msg.value(), msg.key()
         stamp = msg.timestamp()[1]
         mark = (ORIGIN_HEADER, origin + b"%d" % offset)
@@ -241,7 +250,7 @@ def copy_messages(
             )
         except BufferError:  # the producer's queue is full: this record and the rest wait for room
             producer.poll(0)
-            return skipped, messages[n:]
+            return skipped, held + messages[n:]
         except Exception as exc:
             lane.failure = f"record {key[0]}/{key[1]}@{offset} could not be produced: {describe(exc)}"
             continue
@@ -251,4 +260,4 @@ def copy_messages(
         lane.stamps.append(stamp)
         if not n % 32:
             producer.poll(0)
-    return skipped, []
+    return skipped, held

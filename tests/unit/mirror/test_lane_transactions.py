@@ -213,6 +213,30 @@ def test_a_commit_that_timed_out_is_resumed_and_its_slots_records_wait_meanwhile
     assert [e["state"] for e in target.logs[("A.t", 0)]] == ["committed"] * 15
 
 
+def test_while_one_slots_commit_is_under_way_the_other_slots_records_are_copied_and_committed(
+    parts: tuple[Source, Target, Copier],
+) -> None:
+    source, target, c = parts
+    slow_key, quick_key = ("t", 0), ("t", 1)
+    assert _slot(*slow_key) != _slot(*quick_key)
+    source.append("t", 0, range(5))
+    source.append("t", 1, range(5))
+    assert c.take({slow_key: (0, 5), quick_key: (0, 5)}).rows is not None
+    slow = target.open_by_id["drkit-mirror.A->B." + str(_slot(*slow_key))]
+    slow.fail_commit.extend(_timed_out() for _ in range(100_000))  # its commit is resumed again and again
+    source.append("t", 0, range(5, 10))
+    wait_until(lambda: len(slow.fail_commit) < 100_000, 5, "the slow slot's commit under way", 0.01)
+    # Read after the slow slot's records, in the same reads: they must not wait behind the held ones.
+    source.append("t", 0, range(10, 15))
+    source.append("t", 1, range(5, 15))
+    wait_until(lambda: len(target.committed(("A.t", 1))) == 15, 5, "the quick slot's copies committed", 0.01)
+    assert len(target.committed(("A.t", 0))) == 5 and len(target.logs[("A.t", 0)]) == 10  # 10..14 held back
+    slow.fail_commit.clear()
+    taken = c.take({slow_key: (5, 15), quick_key: (5, 15)})
+    assert taken.rows is not None and sorted(rows(taken.rows)) == [(0, 5, 14, 5), (1, 5, 14, 5)]
+    assert target.origins(("A.t", 0)) == list(range(15)) and target.origins(("A.t", 1)) == list(range(15))
+
+
 def test_a_partition_no_batch_planned_is_never_copied_and_a_stop_commits_what_the_batches_take(
     parts: tuple[Source, Target, Copier],
 ) -> None:
