@@ -120,6 +120,51 @@ def _translations_exact(syncs: dict[int, list[Any]], source: list[Rec], target: 
     return checked
 
 
+def _killed_runs(
+    runs: int,
+    toml_of: Callable[[int], tuple[str, Path]],
+    hooks: dict[int, KillAt],
+    log_path: Path,
+    rng: random.Random,
+    max_delay: float,
+    seed: int,
+) -> list[str]:
+    """Start the mirror ``runs`` times and SIGKILL each run: a run with a hook dies by its own SIGKILL at the
+    hook's point of a batch; the others after they mirrored a batch, a random delay later (the kill lands while
+    copies are in progress; the target's ends are no measure: a batch replayed after a kill may keep every copy,
+    writing none). ``toml_of(run)``: a label and the config that run starts with. What each kill was."""
+    kills: list[str] = []
+    for run in range(runs):
+        label, toml = toml_of(run)
+        hook = hooks.get(run)
+        seen = len(COPIED_LINE.findall(log_path.read_text(errors="replace"))) if log_path.exists() else 0
+        at = log_path.stat().st_size if log_path.exists() else 0  # this run's log starts here
+        proc = _mirror(toml, log_path, hook)
+        try:
+            if hook is None:
+                copied = _wait_for(log_path, seen, COPIED_LINE, proc, 120)
+                assert copied > seen, f"seed {seed}, run {run}: no copy before the kill: {_since(log_path, at)[-3000:]}"
+                delay = rng.uniform(0.0, max_delay)
+                time.sleep(delay)
+                kills.append(f"{label}+{delay:.2f}s")
+            else:
+                try:
+                    proc.wait(120)
+                except subprocess.TimeoutExpired:
+                    raise AssertionError(
+                        f"run {run}: not killed at {hook.point} in 120 s: {_since(log_path, at)[-3000:]}"
+                    ) from None
+                # It died by its own SIGKILL, at the intended point of a batch: the progress of this run.
+                killed = re.search(rf"killed at {hook.point} of batch \d+", _since(log_path, at))
+                assert killed, f"run {run}: no kill at {hook.point}: {_since(log_path, at)[-3000:]}"
+                kills.append(f"{label}at {hook.point}")
+        finally:
+            _kill(proc)
+        # Died by SIGKILL (not of an error of its own, nor done).
+        assert proc.returncode == -signal.SIGKILL, f"seed {seed}, run {run}: {_since(log_path, at)[-3000:]}"
+    return kills
+
+
 def test_sigkills_at_random_points_on_both_copy_paths_leave_each_record_once(
     clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig], tmp_path: Path
 ) -> None:
@@ -151,43 +196,16 @@ def test_sigkills_at_random_points_on_both_copy_paths_leave_each_record_once(
     print(f"random kills: seed {seed} (replay with {SEED_ENV}={seed})")
     rng = random.Random(seed)
     log_path = tmp_path / "mirror.log"
-    kills: list[str] = []
     # Ten runs, killed with SIGKILL: the copy path alternates; two runs die right after a batch's transactions
     # committed and before its syncs (the read-back case), one with its copies acknowledged and its transactions
     # open (the abort case), the others at a random time after a copied batch.
-    hooks = {2: KillPoint.ACKNOWLEDGED, 3: KillPoint.COPIED, 6: KillPoint.COPIED}
-    for run in range(10):
+    hooks = {2: KillAt(KillPoint.ACKNOWLEDGED), 3: KillAt(KillPoint.COPIED), 6: KillAt(KillPoint.COPIED)}
+
+    def toml_of(run: int) -> tuple[str, Path]:
         path = "driver" if run % 2 == 0 else "executors"
-        hook = KillAt(hooks[run]) if run in hooks else None
-        seen = len(COPIED_LINE.findall(log_path.read_text(errors="replace"))) if log_path.exists() else 0
-        at = log_path.stat().st_size if log_path.exists() else 0  # this run's log starts here
-        proc = _mirror(paths[path], log_path, hook)
-        try:
-            if run not in hooks:
-                # The kill lands while copies are in progress: after this run mirrored a batch (its progress; the
-                # target's ends are no measure: a batch replayed after a kill may keep every copy, writing none),
-                # with more to go (the records copied after the last kill, below).
-                copied = _wait_for(log_path, seen, COPIED_LINE, proc, 120)
-                assert copied > seen, f"seed {seed}, run {run}: no copy before the kill: {_since(log_path, at)[-3000:]}"
-                delay = rng.uniform(0.0, 1.0)
-                time.sleep(delay)
-                kills.append(f"{path} +{delay:.2f}s")
-            else:
-                try:
-                    proc.wait(120)
-                except subprocess.TimeoutExpired:
-                    raise AssertionError(
-                        f"run {run}: not killed at {hooks[run]} in 120 s: {_since(log_path, at)[-3000:]}"
-                    ) from None
-                # It died by its own SIGKILL, at the intended point of a batch (after the batch's copies were
-                # acknowledged): the progress of this run.
-                killed = re.search(rf"killed at {hooks[run]} of batch \d+", _since(log_path, at))
-                assert killed, f"run {run}: no kill at {hooks[run]}: {_since(log_path, at)[-3000:]}"
-                kills.append(f"{path} at {hooks[run]}")
-        finally:
-            _kill(proc)
-        # Died by SIGKILL (not of an error of its own, nor done).
-        assert proc.returncode == -signal.SIGKILL, f"seed {seed}, run {run}: {_since(log_path, at)[-3000:]}"
+        return f"{path} ", paths[path]
+
+    kills = _killed_runs(10, toml_of, hooks, log_path, rng, 1.0, seed)
     text = log_path.read_text(errors="replace")
     assert "delivery exactly_once" in text and re.search(r"copied by \d+ task", text), text[-2000:]
     assert KEPT_LINE in text, "no restart found copies committed before their syncs"
@@ -267,7 +285,6 @@ def test_sigkills_at_random_points_of_the_continuous_exactly_once_copy_leave_eac
     print(f"random kills: seed {seed} (replay with {SEED_ENV}={seed})")
     rng = random.Random(seed)
     log_path = tmp_path / "mirror.log"
-    kills: list[str] = []
     # Three runs die by their own SIGKILL at a chosen point: after a batch took its copies and before its syncs
     # (the restart reads them back and keeps them), after its syncs and before Spark's commit (the restart settles
     # it), and with a transaction's copies acknowledged and not committed (its copies are aborted). The others die
@@ -275,33 +292,7 @@ def test_sigkills_at_random_points_of_the_continuous_exactly_once_copy_leave_eac
     hooks = {1: KillAt(KillPoint.COPIED), 3: KillAt(KillPoint.SYNCED), 4: KillAt(KillPoint.ACKNOWLEDGED, 20)}
     feed = Feed(clusters["A"], topic, partitions, backlog, 2_000)
     try:
-        for run in range(6):
-            hook = hooks.get(run)
-            seen = len(COPIED_LINE.findall(log_path.read_text(errors="replace"))) if log_path.exists() else 0
-            at = log_path.stat().st_size if log_path.exists() else 0
-            proc = _mirror(toml, log_path, hook)
-            try:
-                if run not in hooks:
-                    copied = _wait_for(log_path, seen, COPIED_LINE, proc, 120)
-                    assert copied > seen, (
-                        f"seed {seed}, run {run}: no copy before the kill: {_since(log_path, at)[-3000:]}"
-                    )
-                    delay = rng.uniform(0.0, 1.5)
-                    time.sleep(delay)
-                    kills.append(f"+{delay:.2f}s")
-                else:
-                    try:
-                        proc.wait(120)
-                    except subprocess.TimeoutExpired:
-                        raise AssertionError(
-                            f"run {run}: not killed at {hooks[run].point} in 120 s: {_since(log_path, at)[-3000:]}"
-                        ) from None
-                    killed = re.search(rf"killed at {hooks[run].point} of batch \d+", _since(log_path, at))
-                    assert killed, f"run {run}: no kill at {hooks[run].point}: {_since(log_path, at)[-3000:]}"
-                    kills.append(f"at {hooks[run].point}")
-            finally:
-                _kill(proc)
-            assert proc.returncode == -signal.SIGKILL, f"seed {seed}, run {run}: {_since(log_path, at)[-3000:]}"
+        kills = _killed_runs(6, lambda run: ("", toml), hooks, log_path, rng, 1.5, seed)
     finally:
         feed.close()
     text = log_path.read_text(errors="replace")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -166,6 +167,10 @@ def test_the_target_broker_killed_and_frozen_under_load_leaves_each_record_once(
         f"waits logged {len(waited)}, copier drops {len(dropped)}, fatal producer errors {len(fatal)}"
     )
     assert waited, "the copier never waited on the target: the faults did not land under load"
-    if not fatal:
-        assert duplicates == 0, f"{duplicates} duplicates without a fatal producer error:\n" + "\n".join(dropped)
+    # Each fatal error's line names how many copies it may leave without a sync (the copies held then): the
+    # duplicates never pass their sum, and there are none without such a line.
+    ceiling = sum(int(m) for ln in fatal for m in re.findall(r"up to (\d+) copies", ln))
+    assert duplicates <= ceiling, f"{duplicates} duplicates, {ceiling} allowed by the fatal errors:\n" + "\n".join(
+        dropped + fatal
+    )
     assert "Traceback" not in text, text[-5000:]
