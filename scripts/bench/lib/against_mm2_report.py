@@ -173,14 +173,16 @@ def row_line(cells: list[str]) -> str:
 def method_lines(results: dict[str, Any], copiers: list[str]) -> list[str]:
     """How the latencies and the transactional copiers' backlog rates were taken."""
     at = LatencyAt(results.get("latency_at", LatencyAt.APPEND))
-    lines = [
-        "Steady latency: "
-        + (
-            "when a read_committed consumer of B received the record minus its send time."
-            if at is LatencyAt.CONSUMER
-            else "B's append time of the record minus its send time."
+    lines = []
+    if results["steady"]:
+        lines.append(
+            "Steady latency: "
+            + (
+                "when a read_committed consumer of B received the record minus its send time."
+                if at is LatencyAt.CONSUMER
+                else "B's append time of the record minus its send time."
+            )
         )
-    ]
     transactional = [LABELS[c] for c in copiers if backlog_at(c) is BacklogAt.READ_COMMITTED]
     if transactional and results["backlog"]:
         lines.append(
@@ -252,6 +254,10 @@ def steady_table(results: dict[str, Any], copiers: list[str], labels: list[str])
     """Latency p50 / p99 per (size, rate), a column per copier and one per p99 ratio of two copiers that ran."""
     s = results["summary"]
     steady = s["steady"]
+    memory = [f"{s['memory_mb'][c]:,.0f} MB" if s["memory_mb"][c] else "-" for c in copiers]
+    if not steady:  # --no-steady: the memory only
+        header = row_line(["peak RSS of the process tree", *labels])
+        return ["", header, "|---|" + "---|" * len(copiers), row_line(["backlog copies", *memory])]
     sizes = steady_sizes(results)
     pairs = [(n, d) for n, d in RATIOS if n in steady and d in steady]
     ratio_names = [f"p99 {n}/{d}" for n, d in pairs]
@@ -280,6 +286,5 @@ def steady_table(results: dict[str, Any], copiers: list[str], labels: list[str])
             for c in copiers
         ]
         lines.append(row_line([f"highest sustained rate (p99 < 2 s){suffix}", *highest, *blank]))
-    memory = [f"{s['memory_mb'][c]:,.0f} MB" if s["memory_mb"][c] else "-" for c in copiers]
     lines.append(row_line(["peak RSS of the process tree", *memory, *blank]))
     return lines

@@ -230,3 +230,13 @@ def test_a_result_from_before_the_sizes_is_summarized_as_before() -> None:
     assert "| steady state, 1 KB records | drkit | MirrorMaker 2 | p99 drkit/mm2 |" in table
     assert "| 2,000/s: latency p50 / p99 | 12 / 35 ms | 9 / 16 ms | 2.19x |" in table
     assert "Backlog rate of" not in table
+
+
+def test_without_the_steady_part_the_table_shows_no_steady_rows() -> None:
+    results = three_copier_run()
+    results["steady"] = []
+    results["summary"] = summarize(results)
+    table = markdown(results)
+    assert "latency p50" not in table and "Steady latency" not in table
+    assert "| backlog copies | 700 MB | 700 MB | 500 MB |" in table
+    assert "| 1 KB x 100,000 | 40,000 rec/s" in table
