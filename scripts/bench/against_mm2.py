@@ -8,10 +8,16 @@ Usage::
     # drkit also on a local Spark standalone cluster (2 workers x 1 core), steady state only:
     .venv/bin/python -m scripts.bench.against_mm2 --copiers drkit,drkit-cluster,mm2 --no-backlog
 
+    # drkit at-least-once, drkit exactly-once and MM2; steady steps at 100 B and 1 KB:
+    .venv/bin/python -m scripts.bench.against_mm2 --copiers drkit,drkit-eos,mm2 --sizes 100,1000 \
+        --rates 2000,10000,20000 --steady-sizes 100,1000
+
 Prints one JSON document to stdout and a Markdown table to stderr (and to ``--markdown FILE``).
 
 The copiers (``--copiers``, default ``drkit,mm2,plain``): ``drkit`` is ``drkit mirror`` with its default
-``[spark] master = "local[2]"`` (the driver copies continuously); ``drkit-cluster`` is the same command and
+``[spark] master = "local[2]"`` (the driver copies continuously, at least once); ``drkit-eos`` the same with
+``[flows.mirror] delivery = "exactly_once"`` (with the local master: the continuous exactly-once copy, its
+transactions committed as records flow; ``--drkit-mirror`` applies to both); ``drkit-cluster`` is the same command and
 settings with ``[spark]`` naming a local Spark standalone cluster (drkit.localdev.spark_cluster.LocalSpark,
 state under ``--state``/spark, master on ``--spark-base-port``, worker i on +10*i): ``--spark-workers``
 workers (default 2) of ``--worker-cores`` cores (1) and ``--worker-memory`` (1g), executors of
@@ -30,16 +36,27 @@ idempotent where the copier allows, ``--compression`` (lz4, drkit's default), li
   produced to a fresh 12-partition topic on A *before* the copier starts. The copier is started, and
   the target topic (pre-created ``A.<topic>`` with 12 partitions and ``LogAppendTime``) is watched until
   it holds N records. Start-up = first record appended on B minus the copier's process start; the copy
-  rate = N / (last append - first append) on B, so start-up is not in it. The copier is then stopped
-  with SIGINT (SIGTERM for MM2) and the stop time is reported.
+  rate = N / (last append - first append) on B, so start-up is not in it. For ``drkit-eos`` an append
+  counts before its transaction commits: a ``read_committed`` consumer of B (scripts/bench/lib/reader.py)
+  reads the copy from its start, the copier is done when it received N records, and the rate's span ends
+  when it received the last one (``backlog_measured_at`` in the JSON, per copier and per run; the received
+  and duplicated counts too). The copier is then stopped with SIGINT (SIGTERM for MM2) and the stop time
+  is reported. ``--records`` sets N for every size.
 * **Steady state.** One copier process tails a fresh topic, started while a trickle is produced (start-up
   to the first mirrored record with an idle copier). A warm-up follows, not measured: the first rate for
   ``--warmup-seconds`` (a long-running copier's first seconds of load, JIT and connections, are not its
-  steady state), until the copier caught up. Then for each rate (records/s of 1 KB) the load is
-  produced for ``--step-seconds``; every record carries its send time; end-to-end latency = B's append
-  time minus send time, over all records of the step. A rate is *sustained* when the copier caught up
-  within 30 s of the step's end and p99 < 2 s; the highest sustained rate is reported, and higher rates are
-  skipped after the first that is not. ``--no-steady`` skips this part, ``--no-backlog`` the backlog copy.
+  steady state), until the copier caught up. Then for each record size of ``--steady-sizes`` (default
+  1 KB), in order, and each rate (records/s), in order, the load is produced for ``--step-seconds``, all
+  in the same copier process; every record carries its send time. End-to-end latency, over all records
+  of the step (``--latency-at``, in the JSON as ``latency_at``): ``append``, B's append time minus send
+  time; or ``consumer``, when a ``read_committed`` consumer of B, started before the step and assigned
+  to every partition at the step's start offsets, received the record minus its send time (what a
+  reader of B waits, transactions included). The default is ``consumer`` when ``drkit-eos`` is among
+  the copiers (every copier of a run is measured the same way), else ``append``. A rate is *sustained*
+  when the copier caught up within 30 s of the step's end, p99 < 2 s and 99 % of the step's records were
+  measured (scripts/bench/lib/paced.py); the highest sustained rate per size is reported, and a size's
+  higher rates are skipped after its first that is not. ``--no-steady`` skips this part, ``--no-backlog``
+  the backlog copy. The copiers' steady runs follow each other in ``--copiers`` order.
 * **Memory.** Peak RSS of the copier's whole process tree (drkit: Python driver, Spark JVM, Python
   workers; MM2: its JVM; plain: one Python process), sampled every 0.5 s. For ``drkit-cluster`` that tree
   is the driver's only; the Spark workers' trees (worker JVM, executor, its Python workers) are sampled
@@ -53,7 +70,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
 import sys
 import tempfile
 import time
@@ -63,25 +79,30 @@ from typing import Any
 
 from confluent_kafka import Consumer
 
+from scripts.bench.lib.against_mm2_report import (
+    COPIERS,
+    DEFAULT_COPIERS,
+    DRKIT,
+    EXACTLY_ONCE,
+    TRANSACTIONAL,
+    backlog_at,
+    default_latency_at,
+    markdown,
+    reference_size,
+    summarize,
+)
 from scripts.bench.lib.clusters import create_pair, local_kafka, start_pair
 from scripts.bench.lib.copiers import Running, start_drkit, start_mm2, start_plain
 from scripts.bench.lib.drkit_child import drkit_phases
 from scripts.bench.lib.machine import load1
 from scripts.bench.lib.memory import TreeMemory
 from scripts.bench.lib.output import finish_report, logger
-from scripts.bench.lib.producers import Pacer, produce_backlog
-from scripts.bench.lib.stats import index_rank, median
-from scripts.bench.lib.watch import append_span, ends, latencies, total, wait_for
+from scripts.bench.lib.paced import LatencyAt, Target
+from scripts.bench.lib.producers import SEQ_BYTES, Pacer, produce_backlog
+from scripts.bench.lib.reader import Reader
+from scripts.bench.lib.watch import append_span, total, wait_for
 
 PARTITIONS = 12
-#: Every copier ``--copiers`` accepts, in table order; the default runs the first comparison's three.
-COPIERS = ("drkit", "drkit-cluster", "mm2", "plain")
-DEFAULT_COPIERS = ("drkit", "mm2", "plain")
-#: drkit's mirror: with its default ``local[2]`` master, and on the Spark standalone cluster (--spark-workers).
-DRKIT = ("drkit", "drkit-cluster")
-LABELS = {"drkit": "drkit", "drkit-cluster": "drkit, Spark cluster", "mm2": "MirrorMaker 2", "plain": "plain loop"}
-#: Ratios formed per repetition when both copiers ran (numerator, denominator).
-RATIOS = (("drkit", "mm2"), ("drkit", "plain"), ("drkit-cluster", "drkit"), ("drkit-cluster", "mm2"))
 
 log = logger("bench")
 load = load1
@@ -119,12 +140,15 @@ def start(
             spark = getattr(args, "spark_section", None)
             if spark is None:
                 raise RuntimeError("drkit-cluster needs the Spark cluster (started by main)")
+        mirror = drkit_mirror_settings(args.drkit_mirror)
+        if copier in TRANSACTIONAL:
+            mirror.update(EXACTLY_ONCE)
         running = start_drkit(
             workdir,
             a,
             b,
             topic,
-            drkit_mirror_settings(args.drkit_mirror),
+            mirror,
             drkit_mirror_settings(getattr(args, "drkit_topology", []), "--drkit-topology"),
             spark,
         )
@@ -170,37 +194,59 @@ def worker_peaks(memories: list[TreeMemory]) -> dict[str, Any]:
 def backlog(
     copier: str, size: int, records: int, a: str, b: str, work: Path, args: argparse.Namespace, watcher: Consumer
 ) -> dict[str, Any]:
+    """One backlog copy. Its span starts at B's first append; it ends at B's last append, or for a copier writing in
+    transactions when a read_committed consumer of B received the last record (an append counts before its
+    commit)."""
     topic = f"bl-{copier}-{size}-{uuid.uuid4().hex[:6]}"
     target_topic = create_pair(a, b, topic, PARTITIONS)
     produce_backlog(a, topic, records, size, PARTITIONS)
+    measured_at = backlog_at(copier)
+    reader = Reader(b, target_topic, PARTITIONS) if copier in TRANSACTIONAL else None
+    if reader is not None:
+        reader.start()
     load_before = load()
     began_wall = time.time()
     running = start(copier, work / topic, a, b, topic, target_topic, args, records)
     workers = worker_memory(copier, args)
-    done = wait_for(watcher, target_topic, PARTITIONS, records, args.timeout, running)
+    if reader is None:
+        done = wait_for(watcher, target_topic, PARTITIONS, records, args.timeout, running)
+    else:
+        done = reader.wait_for(records, args.timeout, running)
+        time.sleep(1.0)  # a duplicate arriving late is counted too
+    arrived = reader.finish() if reader is not None else []
     load_after = load()
     stopped = {**running.stop(), **worker_peaks(workers)}
     result: dict[str, Any] = {
         "copier": copier,
         "size": size,
         "records": records,
+        "backlog_measured_at": str(measured_at),
         "load_before": load_before,
         "load_after": load_after,
         **stopped,
     }
+    if reader is not None:
+        seqs = [seq for seq, _, _ in arrived]
+        result.update({"received": len(seqs), "duplicated": len(seqs) - len(set(seqs))})
     if done is None:
-        copied = total(watcher, target_topic, PARTITIONS)
+        copied = len(arrived) if reader is not None else total(watcher, target_topic, PARTITIONS)
         result["error"] = f"not copied within {args.timeout:g}s ({copied} of {records})"
         return result
-    first, last = append_span(b, target_topic, PARTITIONS)
-    span = max((last - first) / 1000, 0.001)
+    if reader is None:
+        first_ms, last_ms = append_span(b, target_topic, PARTITIONS)
+        first, last, on_target = first_ms / 1000, last_ms / 1000, total(watcher, target_topic, PARTITIONS)
+    else:
+        first = min(appended for _, _, appended in arrived)
+        last = max(received for _, received, _ in arrived)
+        on_target = len(arrived)
+    span = max(last - first, 0.001)
     result.update(
         {
-            "startup_seconds": round(first / 1000 - began_wall, 2),
+            "startup_seconds": round(first - began_wall, 2),
             "copy_seconds": round(span, 3),
             "records_per_s": round(records / span),
             "mb_per_s": round(records * size / span / 1e6, 2),
-            "on_target": total(watcher, target_topic, PARTITIONS),
+            "on_target": on_target,
         }
     )
     if copier in DRKIT:
@@ -209,6 +255,8 @@ def backlog(
 
 
 def steady(copier: str, a: str, b: str, work: Path, args: argparse.Namespace, watcher: Consumer) -> dict[str, Any]:
+    """One copier process through every steady step: the sizes in order, the rates in order within each; a rate
+    the copier does not sustain ends that size's rates."""
     topic = f"ss-{copier}-{uuid.uuid4().hex[:6]}"
     target_topic = create_pair(a, b, topic, PARTITIONS)
     began_wall = time.time()
@@ -230,45 +278,25 @@ def steady(copier: str, a: str, b: str, work: Path, args: argparse.Namespace, wa
     first_append_ms = append_span(b, target_topic, PARTITIONS)[0]
     result["startup_to_first_record_seconds"] = round(first_append_ms / 1000 - began_wall, 2)
     wait_for(watcher, target_topic, PARTITIONS, trickle.sent, 60, running)
+    target = Target(a, b, topic, target_topic, PARTITIONS, watcher, running, LatencyAt(args.latency_at))
     if args.warmup_seconds > 0 and args.rates:
-        before = total(watcher, target_topic, PARTITIONS)
-        warmup = Pacer(a, topic, args.rates[0], args.warmup_seconds, PARTITIONS)
-        warmup.start()
-        warmup.join()
-        caught_up = wait_for(watcher, target_topic, PARTITIONS, before + warmup.sent, 60, running)
-        result["warmup_caught_up"] = caught_up is not None
-    sustained = 0
-    for rate in args.rates:
-        since = {p: hi for p, (_, hi) in ends(watcher, target_topic, PARTITIONS).items()}
-        before = total(watcher, target_topic, PARTITIONS)
-        step_load = load()
-        pacer = Pacer(a, topic, rate, args.step_seconds, PARTITIONS)
-        pacer.start()
-        pacer.join()
-        caught = wait_for(watcher, target_topic, PARTITIONS, before + pacer.sent, 30, running)
-        until = {p: hi for p, (_, hi) in ends(watcher, target_topic, PARTITIONS).items()}
-        lat = latencies(b, target_topic, since, until)
-        p99 = index_rank(lat, 0.99)
-        ok = caught is not None and p99 is not None and p99 < 2000 and len(lat) >= pacer.sent * 0.99
-        step = {
-            "rate": rate,
-            "achieved_rate": round(pacer.sent / max(pacer.elapsed, 0.001)),
-            "records": pacer.sent,
-            "measured": len(lat),
-            "p50_ms": index_rank(lat, 0.5),
-            "p99_ms": p99,
-            "max_ms": index_rank(lat, 1.0),
-            "caught_up": caught is not None,
-            "sustained": ok,
-            "load_before": step_load,
-            "load_after": load(),
-        }
-        result["steps"].append(step)
-        log(f"{copier} {rate}/s: p50 {step['p50_ms']} ms, p99 {p99} ms, sustained {ok} (load {step_load})")
-        if not ok:
-            break
-        sustained = rate
-    result["highest_sustained_rate"] = sustained
+        warmup = target.load(args.rates[0], args.warmup_seconds, args.steady_sizes[0], 60)
+        result["warmup_caught_up"] = warmup.caught is not None
+    highest: dict[str, int] = {}
+    for size in args.steady_sizes:
+        highest[str(size)] = 0
+        for rate in args.rates:
+            step = target.step(rate, size, args.step_seconds)
+            result["steps"].append(step)
+            log(
+                f"{copier} {size} B at {rate}/s: p50 {step['p50_ms']} ms, p99 {step['p99_ms']} ms, "
+                f"sustained {step['sustained']} (load {step['load_before']})"
+            )
+            if not step["sustained"]:
+                break
+            highest[str(size)] = rate
+    result["highest_sustained_rate"] = highest[str(reference_size(args.steady_sizes))]
+    result["highest_sustained_rate_by_size"] = highest
     result.update(running.stop())
     result.update(worker_peaks(workers))
     if copier in DRKIT:
@@ -276,138 +304,20 @@ def steady(copier: str, a: str, b: str, work: Path, args: argparse.Namespace, wa
     return result
 
 
-# -- report -----------------------------------------------------------------------------------------------
+def parse_sizes(parser: argparse.ArgumentParser, option: str, text: str) -> list[int]:
+    """Comma-separated record sizes: at least the 8 bytes a value starts with (producers.SEQ_BYTES)."""
+    try:
+        sizes = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        parser.error(f"{option} wants comma-separated integers, got {text!r}")
+    if not sizes or min(sizes) < SEQ_BYTES:
+        parser.error(f"{option} wants record sizes of at least {SEQ_BYTES} bytes, got {text!r}")
+    return sizes
 
 
-def run_copiers(results: dict[str, Any]) -> list[str]:
-    """The copiers of this run, in table order (reports before ``copiers`` was recorded: the default three)."""
-    ran = results.get("copiers") or DEFAULT_COPIERS
-    return [c for c in COPIERS if c in ran]
-
-
-def summarize(results: dict[str, Any]) -> dict[str, Any]:
-    copiers = run_copiers(results)
-    out: dict[str, Any] = {"backlog": {}, "steady": {}, "memory_mb": {}}
-    for size in results["sizes"] if results["backlog"] else []:
-        row: dict[str, Any] = {}
-        for copier in copiers:
-            runs = [r for r in results["backlog"] if r["copier"] == copier and r["size"] == size and "error" not in r]
-            row[copier] = {
-                "records_per_s": median([r["records_per_s"] for r in runs]),
-                "mb_per_s": median([r["mb_per_s"] for r in runs]),
-                "startup_seconds": median([r["startup_seconds"] for r in runs]),
-                "stop_seconds": median([r["stop_seconds"] for r in runs]),
-                "load": median([r["load_before"] for r in runs]),
-            }
-        ratios: dict[str, list[float]] = {f"{n}/{d}": [] for n, d in RATIOS if n in copiers and d in copiers}
-        for rep in range(results["repetitions"]):
-            by = {
-                r["copier"]: r
-                for r in results["backlog"]
-                if r["size"] == size and r.get("rep") == rep and "error" not in r
-            }
-            for n, d in RATIOS:
-                if n in by and d in by:
-                    ratios[f"{n}/{d}"].append(by[n]["records_per_s"] / by[d]["records_per_s"])
-        row["ratios"] = {k: median(v) for k, v in ratios.items()}
-        out["backlog"][str(size)] = row
-    for r in results["steady"]:
-        out["steady"][r["copier"]] = {
-            "startup_to_first_record_seconds": r.get("startup_to_first_record_seconds"),
-            "highest_sustained_rate": r.get("highest_sustained_rate"),
-            "steps": {s["rate"]: (s["p50_ms"], s["p99_ms"], s["sustained"]) for s in r["steps"]},
-        }
-    for copier in copiers:
-        peaks = [r.get("peak_rss_mb", 0) for r in results["backlog"] + results["steady"] if r["copier"] == copier]
-        out["memory_mb"][copier] = max(peaks) if peaks else None
-    workers = [
-        sum(r["workers_peak_rss_mb"])
-        for r in results["backlog"] + results["steady"]
-        if r["copier"] == "drkit-cluster" and r.get("workers_peak_rss_mb")
-    ]
-    if workers:
-        out["spark_workers_memory_mb"] = max(workers)
-    return out
-
-
-def row_line(cells: list[str]) -> str:
-    return "| " + " | ".join(cells) + " |"
-
-
-def markdown(results: dict[str, Any]) -> str:
-    s = results["summary"]
-    copiers = run_copiers(results)
-    labels = [LABELS[c] for c in copiers]
-    cluster = results.get("spark_cluster")
-    reps = f"{results['repetitions']} repetition(s)"
-    parts = "steady state only (--no-backlog)" if results.get("backlog_skipped") else reps
-    lines = [
-        f"Run {results['started']} ({'quick' if results['quick'] else 'full'}), {parts}, "
-        f"{os.cpu_count()} cores, compression {results['compression']}; "
-        f"1-min load average {results['load_start']} at start, {results['load_end']} at end."
-    ]
-    if cluster:
-        lines.append(
-            f"drkit, Spark cluster: a local standalone cluster of {cluster['workers']} worker(s) x "
-            f"{cluster['worker_cores']} core(s), executors of {cluster['executor_memory']}, on the same machine."
-        )
-    if s["backlog"]:
-        ratio_names = list(next(iter(s["backlog"].values()))["ratios"])
-        lines += [
-            "",
-            row_line(["backlog copy (12 partitions)", *labels, *ratio_names]),
-            "|---|" + "---|" * (len(copiers) + len(ratio_names)),
-        ]
-        blank = [""] * len(ratio_names)
-        for size, row in s["backlog"].items():
-            label = {100: "100 B", 1000: "1 KB", 100_000: "100 KB"}.get(int(size), f"{size} B")
-            cells = [
-                f"{row[c]['records_per_s']:,.0f} rec/s, {row[c]['mb_per_s']} MB/s (load {row[c]['load']})"
-                if row[c]["records_per_s"]
-                else "failed"
-                for c in copiers
-            ]
-            ratios = [f"{v:.2f}x" if v else "-" for v in row["ratios"].values()]
-            n = results["records"][str(size)]
-            lines.append(row_line([f"{label} x {n:,}", *cells, *ratios]))
-        ref = s["backlog"].get("1000") or next(iter(s["backlog"].values()), None)
-        if ref is not None:
-            startup = [f"{ref[c]['startup_seconds']} s" for c in copiers]
-            stop = [f"{ref[c]['stop_seconds']} s" for c in copiers]
-            lines.append(row_line(["start-up to first record (backlog)", *startup, *blank]))
-            lines.append(row_line(["stop (SIGINT; MM2 SIGTERM)", *stop, *blank]))
-    lines += ["", f"| steady state, 1 KB records | {' | '.join(labels)} |", "|---|" + "---|" * len(copiers)]
-    lines.append(
-        "| start-up to first record (idle) | "
-        + " | ".join(f"{s['steady'].get(c, {}).get('startup_to_first_record_seconds')} s" for c in copiers)
-        + " |"
-    )
-    for rate in results["rates"]:
-        cells = []
-        for c in copiers:
-            step = s["steady"].get(c, {}).get("steps", {}).get(rate)
-            cells.append("-" if step is None else f"{step[0]} / {step[1]} ms{'' if step[2] else ' (not sustained)'}")
-        lines.append(f"| {rate:,}/s: latency p50 / p99 | {' | '.join(cells)} |")
-    lines.append(
-        "| highest sustained rate (p99 < 2 s) | "
-        + " | ".join(f"{s['steady'].get(c, {}).get('highest_sustained_rate') or 0:,}/s" for c in copiers)
-        + " |"
-    )
-    lines.append(
-        "| peak RSS of the process tree | "
-        + " | ".join(f"{s['memory_mb'][c]:,.0f} MB" if s["memory_mb"][c] else "-" for c in copiers)
-        + " |"
-    )
-    if s.get("spark_workers_memory_mb"):
-        lines += [
-            "",
-            f"drkit, Spark cluster: the tree above is the driver's; the Spark workers' trees (worker JVMs, "
-            f"executors, their Python workers) peaked at {s['spark_workers_memory_mb']:,.0f} MB together.",
-        ]
-    return "\n".join(lines) + "\n"
-
-
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """The options, with their defaults resolved: lists of sizes, rates and copiers, the latency method, the
+    backlog's record counts per size (``records``)."""
     p = argparse.ArgumentParser(
         prog="python -m scripts.bench.against_mm2",
         description=__doc__.split("\n\n")[0],
@@ -422,8 +332,25 @@ def main(argv: list[str] | None = None) -> int:
         help=f"comma-separated subset of {','.join(COPIERS)} (default {','.join(DEFAULT_COPIERS)})",
     )
     p.add_argument("--sizes", help="comma-separated record sizes (default 100,1000,100000)")
+    p.add_argument(
+        "--records",
+        type=int,
+        help="records of every backlog size (default 300,000 of 100 B, 100,000 of 1 KB, 2,000 of 100 KB, "
+        "100 MB of others; quick 0.3x)",
+    )
     p.add_argument("--repetitions", type=int, help="backlog repetitions (default 2, quick 1)")
     p.add_argument("--rates", help="comma-separated steady rates (default 2000,5000,10000,20000; quick 2000,5000)")
+    p.add_argument(
+        "--steady-sizes",
+        default="1000",
+        help="comma-separated steady record sizes, each through every rate, in one copier process (default 1000)",
+    )
+    p.add_argument(
+        "--latency-at",
+        choices=[str(a) for a in LatencyAt],
+        help="steady latency ends at B's append time (append) or at a read_committed consumer of B (consumer); "
+        "default: consumer if drkit-eos is among the copiers, else append",
+    )
     p.add_argument("--step-seconds", type=float, help="seconds per steady rate (default 20, quick 10)")
     p.add_argument("--warmup-seconds", type=float, default=30.0, help="unmeasured load at the first rate (default 30)")
     p.add_argument("--no-steady", action="store_true", help="skip the steady-state part")
@@ -453,16 +380,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--timeout", type=float, default=300.0, help="give up on one copy after this long")
     p.add_argument("--markdown", type=Path, help="also write the Markdown table here")
     args = p.parse_args(argv)
-    args.sizes = [int(x) for x in (args.sizes or "100,1000,100000").split(",")]
+    args.sizes = parse_sizes(p, "--sizes", args.sizes or "100,1000,100000")
     args.repetitions = args.repetitions or (1 if args.quick else 2)
     args.rates = [int(x) for x in (args.rates or ("2000,5000" if args.quick else "2000,5000,10000,20000")).split(",")]
     args.step_seconds = args.step_seconds or (10.0 if args.quick else 20.0)
+    args.steady_sizes = parse_sizes(p, "--steady-sizes", args.steady_sizes)
     copiers = [c for c in args.copiers.split(",") if c]
     unknown = sorted(set(copiers) - set(COPIERS))
     if unknown:
         p.error(f"unknown copier(s) {', '.join(unknown)}; known: {', '.join(COPIERS)}")
+    if args.records is not None and args.records < 1:
+        p.error(f"--records wants a positive count, got {args.records}")
+    args.copiers = copiers
+    args.latency_at = LatencyAt(args.latency_at) if args.latency_at else default_latency_at(copiers)
     scale = 0.3 if args.quick else 1.0
-    records = {100: int(300_000 * scale), 1000: int(100_000 * scale), 100_000: int(2_000 * scale)}
+    counts = {100: int(300_000 * scale), 1000: int(100_000 * scale), 100_000: int(2_000 * scale)}
+    args.records = {str(k): args.records or counts.get(k, int(100_000_000 * scale / k)) for k in args.sizes}
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    copiers: list[str] = args.copiers
 
     tmp = None
     if args.state is None:
@@ -482,9 +421,12 @@ def main(argv: list[str] | None = None) -> int:
         "rates": args.rates,
         "compression": args.compression,
         "copiers": copiers,
+        "steady_sizes": args.steady_sizes,
+        "latency_at": str(args.latency_at),
+        "backlog_measured_at": {c: str(backlog_at(c)) for c in copiers},
         "backlog_skipped": args.no_backlog,
         "drkit_mirror": drkit_mirror_settings(args.drkit_mirror),
-        "records": {str(k): records.get(k, int(100_000_000 * scale / k)) for k in args.sizes},
+        "records": args.records,
         "load_start": load(),
         "backlog": [],
         "steady": [],

@@ -37,19 +37,17 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from pathlib import Path
 from typing import Any
-
-from confluent_kafka import Consumer, TopicPartition
 
 from scripts.bench.lib.clusters import create_pair, local_kafka, start_pair
 from scripts.bench.lib.copiers import Running, start_drkit
 from scripts.bench.lib.machine import load1 as load
 from scripts.bench.lib.output import finish_report, logger
 from scripts.bench.lib.producers import Pacer, produce_backlog
+from scripts.bench.lib.reader import Reader, latencies_ms
 from scripts.bench.lib.stats import index_rank
 
 PARTITIONS = 12
@@ -64,42 +62,6 @@ MODES: dict[str, dict[str, Any]] = {
 }
 
 
-class Reader(threading.Thread):
-    """A read_committed consumer of ``topic`` from its start: when each sequence number arrived (the first
-    8 bytes of a value: a backlog's sequence number, or a steady record's send time in microseconds)."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        super().__init__(daemon=True)
-        self.consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": f"bench-eos-{uuid.uuid4().hex[:6]}",
-                "enable.auto.commit": False,
-                "isolation.level": "read_committed",
-                "fetch.wait.max.ms": 5,
-                "fetch.max.bytes": 52_428_800,
-            }
-        )
-        self.consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-        #: (the value's first 8 bytes, wall time received, the record's append time on the target in s)
-        self.arrived: list[tuple[int, float, float]] = []
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        try:
-            while not self.stop.is_set():
-                for msg in self.consumer.consume(500, 0.005):  # returns at 500 records or 5 ms: at most 5 ms added
-                    if msg.error() or msg.value() is None:
-                        continue
-                    appended = msg.timestamp()[1] / 1000
-                    self.arrived.append((int.from_bytes(msg.value()[:8], "big"), time.time(), appended))
-        finally:
-            self.consumer.close()
-
-    def seen(self) -> int:
-        return len(self.arrived)
-
-
 def mirror(mode: str, work: Path, a: str, b: str, topic: str) -> Running:
     return start_drkit(work, a, b, topic, dict(MODES[mode]))
 
@@ -108,7 +70,7 @@ def backlog(mode: str, records: int, size: int, a: str, b: str, work: Path, time
     topic = f"eos-bl-{mode}-{uuid.uuid4().hex[:6]}"
     target = create_pair(a, b, topic, PARTITIONS)
     produce_backlog(a, topic, records, size, PARTITIONS)
-    reader = Reader(b, target)
+    reader = Reader(b, target, PARTITIONS)
     reader.start()
     load_before = load()
     running = mirror(mode, work / topic, a, b, topic)
@@ -145,7 +107,7 @@ def backlog(mode: str, records: int, size: int, a: str, b: str, work: Path, time
 def steady(mode: str, rate: int, seconds: float, warmup: float, a: str, b: str, work: Path) -> dict[str, Any]:
     topic = f"eos-st-{mode}-{uuid.uuid4().hex[:6]}"
     target = create_pair(a, b, topic, PARTITIONS)
-    reader = Reader(b, target)
+    reader = Reader(b, target, PARTITIONS)
     reader.start()
     running = mirror(mode, work / topic, a, b, topic)
     try:
@@ -167,7 +129,7 @@ def steady(mode: str, rate: int, seconds: float, warmup: float, a: str, b: str, 
         reader.stop.set()
         reader.join(30)
         running.stop()
-    lat = [(wall - sent / 1e6) * 1000 for sent, wall, _ in reader.arrived[skip:]]
+    lat = latencies_ms(reader.arrived[skip:])
     return {
         "mode": mode,
         "rate": rate,

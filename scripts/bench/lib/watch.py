@@ -90,9 +90,10 @@ def latencies(bootstrap: str, topic: str, since: dict[int, int], until: dict[int
         deadline = time.monotonic() + 60
         while remaining > 0 and time.monotonic() < deadline:
             for msg in consumer.consume(10_000, 1.0):
-                if msg.error() or msg.offset() >= until[msg.partition()]:
+                partition, offset, value = msg.partition(), msg.offset(), msg.value()
+                if msg.error() or partition is None or offset is None or value is None or offset >= until[partition]:
                     continue
-                sent_us = int.from_bytes(msg.value()[:8], "big")
+                sent_us = int.from_bytes(value[:8], "big")
                 out.append(msg.timestamp()[1] - sent_us / 1000)
                 remaining -= 1
     finally:
