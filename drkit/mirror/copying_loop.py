@@ -168,7 +168,7 @@ class CopyingLoop:
                         self.txn.poll()
                         self.txn.commit_due()
                         if not reading:
-                            self.cond.wait(READ_WAIT_SECONDS)
+                            self.cond.wait(0.01)
                     elif self.producer is not None:
                         self.producer.poll(0 if reading else 0.01)
                 except Exception as exc:  # never silent: every lane fails, the batch copies its own records

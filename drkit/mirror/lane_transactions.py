@@ -8,13 +8,12 @@ copies its own records never fence each other). Invariants:
   committed ``COMMIT_SECONDS`` later (a commit flushes: every copy in it is acknowledged first), so a
   ``read_committed`` consumer sees a copy tens of milliseconds after it was made. A lane's copies count
   (``Lane.committed``) only once their transaction committed: a batch takes committed copies only.
-* **No copy is produced into a transaction being committed.** A slot due for its commit first waits, without
-  blocking the copying thread, for its copies to be acknowledged (a flush that does not wait, on each turn
-  of the loop: the other slots' records go on meanwhile); then the commit itself (one round trip to the
-  coordinator) is asked for. A commit that timed out is retried (librdkafka resumes it). Until it succeeds
-  that slot's records are held back, in read order. The transactional calls always get a timeout of
-  ``COMMIT_WAIT_SECONDS``: librdkafka's resumable calls with timeouts of a millisecond reached an invalid
-  state transition (an assertion that ends the process) under load.
+* **No copy is produced into a transaction being committed.** A commit (its flush, then ``EndTxn``) blocks the
+  copying thread up to ``COMMIT_WAIT_SECONDS``; one that timed out is retried (librdkafka resumes it), and
+  until it succeeds that slot's records are held back, in read order, while the other slots' records go on.
+  A commit that did not block the thread (a flush that returns at once, resumed on each turn) measured worse
+  latency in an A/B (docs/performance.md): right after a commit, the held records open the slot's next
+  transaction at once, while the coordinator still writes the markers.
 * **Fence, then read back, before a lane starts.** A lane starts after the committed copies already on the
   target past the last sync (an earlier process's, or this copier's from a lane it dropped), read with
   ``read_committed`` once every open transaction of the copier committed (a read stops at the first open
@@ -45,8 +44,7 @@ log = logging.getLogger(__name__)
 
 #: How long a slot's transaction stays open: the latency a read_committed consumer adds to the copy's own.
 COMMIT_SECONDS = 0.05
-#: How long one commit call may block the copying thread when the lanes change (a read back must wait for it);
-#: a commit that takes longer is resumed later.
+#: How long one commit call may block the copying thread; a commit that takes longer is resumed later.
 COMMIT_WAIT_SECONDS = 1.0
 #: The upstream end of a lane's read back: everything committed past the last sync, whatever its origin.
 _UNBOUNDED = 2**62
@@ -80,8 +78,6 @@ class _Open:
     began: float
     lanes: dict[Partition, Lane] = field(default_factory=dict)
     committing: bool = False
-    #: every copy in it was acknowledged (the commit itself may still be under way)
-    acknowledged: bool = False
 
 
 class LaneTransactions:
@@ -133,30 +129,22 @@ class LaneTransactions:
             held.producer.poll(0)
 
     def commit_due(self, force: bool = False) -> bool:
-        """Go on with the commits of the transactions open for ``commit_seconds``: commit those whose copies
-        are all acknowledged, without waiting for the others (with ``force``: every one, waiting up to
-        ``COMMIT_WAIT_SECONDS`` for its copies); False while one is not committed yet (resumed on the next
-        call)."""
+        """Commit the transactions open for ``commit_seconds`` (every one with ``force``); False when one could
+        not be committed yet (a commit that timed out is resumed on the next call)."""
         done = True
         now = self._clock()
-        wait = COMMIT_WAIT_SECONDS if force else 0.0
         for slot in sorted(self._open):
             held = self._open[slot]
             if force or held.committing or now - held.began >= self.commit_seconds:
-                done = self._commit(slot, held, wait) and done
+                done = self._commit(slot, held) and done
         return done
 
-    def _commit(self, slot: int, held: _Open, wait: float) -> bool:
+    def _commit(self, slot: int, held: _Open) -> bool:
         from confluent_kafka import KafkaException
 
         held.committing = True
         try:
-            # The flush serves the delivery reports in this thread, and is no transactional call: it may
-            # return at once. commit_transaction would flush too, blocking the thread for the acknowledgements.
-            if held.producer.flush(wait):
-                return False  # copies in flight: resumed by the next call
-            if not held.acknowledged:
-                held.acknowledged = True
+            if not held.producer.flush(COMMIT_WAIT_SECONDS):
                 self._before_commit(self.commits)
             held.producer.commit_transaction(COMMIT_WAIT_SECONDS)
         except KafkaException as exc:
