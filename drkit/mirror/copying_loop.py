@@ -73,6 +73,8 @@ class CopyingLoop:
         self.conf: dict[str, Any] | None = None
         self.topic_map: dict[str, str] = {}
         self._known_topics: set[str] = set()
+        #: the partitions of the last assignment: a lane not among them is new (its metadata is refreshed first)
+        self._assigned: set[Partition] = set()
         self.skipped = 0
         self.closed = False
         self._thread: threading.Thread | None = None
@@ -278,6 +280,7 @@ class CopyingLoop:
         if self.consumer is not None:
             consumer, self.consumer = self.consumer, None
             self._known_topics = set()
+            self._assigned = set()
             with contextlib.suppress(Exception):
                 consumer.close()
         self.lanes.clear()
@@ -296,13 +299,19 @@ class CopyingLoop:
         if self.producer is None and self.txn is None:
             self.producer = self.make_producer()
         new = {t for t, _ in self.lanes} - self._known_topics
-        if new:  # metadata before the assignment: librdkafka starts fetching a topic it never read only after it
+        # Metadata before the assignment, for the topics never read and those with a lane started since the last
+        # assignment (a partition added to a topic already read): librdkafka fetches a partition and produces to
+        # one only once its metadata holds it, and learns of new ones on its own only minutes later; a produce
+        # to a partition it does not know fails the lane, and the batch's own copy orphans the copies made ahead.
+        refresh = new | {t for t, p in self.lanes if (t, p) not in self._assigned}
+        if refresh:
             with contextlib.suppress(Exception):
-                self.consumer.list_topics(next(iter(new)) if len(new) == 1 else None, timeout=5)
-                for topic in new:
+                self.consumer.list_topics(next(iter(refresh)) if len(refresh) == 1 else None, timeout=5)
+                for topic in refresh:
                     if self.producer is not None:
                         self.producer.list_topics(self.topic_map[topic], timeout=5)
                 self._known_topics |= new
+        self._assigned = set(self.lanes)
         self._paused = set()  # an assignment fetches every partition again
         self.consumer.assign(
             [

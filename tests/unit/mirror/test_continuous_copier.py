@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 from support.fakes import FakeConsumerError, FakeMessage, FakeRecord
 from support.waiting import wait_until
 
@@ -113,6 +113,8 @@ class Target:
         self.made = 0
         self.conf: dict[str, Any] = {}
         self.capacity: int | None = None  # the producer's queue: BufferError when this many wait for a report
+        #: partitions the producer's metadata does not hold until list_topics asks for their topic
+        self.unknown: set[tuple[str, int]] = set()
 
     def producer(self, conf: dict[str, Any], alias: str) -> Target:
         self.made += 1
@@ -122,6 +124,8 @@ class Target:
     def produce(self, topic: str, value: bytes, key: bytes, partition: int, cb: Any, **kw: Any) -> None:
         if self.capacity is not None and len(self.pending) >= self.capacity:
             raise BufferError("Local: Queue full")
+        if (topic, partition) in self.unknown:
+            raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION))
         log = self.logs.setdefault((topic, partition), [])
         offset = self.first + len(log)
         if (topic, partition) in self.refuse:
@@ -144,8 +148,8 @@ class Target:
         self.poll()
         return len(self.pending)
 
-    def list_topics(self, *args: Any, **kwargs: Any) -> None:
-        return None
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> None:
+        self.unknown = {u for u in self.unknown if topic is not None and u[0] != topic}
 
 
 @pytest.fixture
@@ -183,6 +187,21 @@ def test_a_batch_takes_exactly_its_range_and_the_copies_ahead_wait_for_the_next(
     copies = target.logs[("A.t", 0)]
     assert [v for _, v, _ in copies] == [b"v%d" % i for i in range(30)]
     assert copies[5][2][-1] == (ORIGIN_HEADER, b"A:5")
+
+
+def test_a_partition_added_to_a_topic_already_copied_is_copied_once_its_metadata_is_refreshed(
+    parts: tuple[Source, Target, ContinuousCopier],
+) -> None:
+    source, target, copier = parts
+    source.append("t", 0, range(5))
+    assert copier.take({("t", 0): (EARLIEST, 5)}, {("t", 0): 5}, TOPICS, {}, never).rows is not None
+    # The topic grows: its new partition is on the target, but the producer's metadata predates it.
+    target.unknown.add(("A.t", 1))
+    source.append("t", 1, range(3))
+    taken = copier.take({("t", 0): (5, 5), ("t", 1): (EARLIEST, 3)}, {("t", 0): 5, ("t", 1): 3}, TOPICS, {}, never)
+    assert taken.failure is None, taken.reason
+    assert taken.rows is not None and rows(taken.rows) == [(1, 0, 2, 100)]
+    assert [v for _, v, _ in target.logs[("A.t", 1)]] == [b"v0", b"v1", b"v2"]
 
 
 def test_holes_fold_into_separate_ranges_and_a_range_ending_in_a_hole_is_covered_by_the_end(
