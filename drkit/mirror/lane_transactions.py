@@ -29,6 +29,7 @@ copies its own records never fence each other). Invariants:
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -130,25 +131,61 @@ class LaneTransactions:
 
     def commit_due(self, force: bool = False) -> bool:
         """Commit the transactions open for ``commit_seconds`` (every one with ``force``); False when one could
-        not be committed yet (a commit that timed out is resumed on the next call)."""
-        done = True
+        not be committed yet (a commit that timed out is resumed on the next call). The due slots commit at
+        once, each on a thread of its own (each slot is its own transactional producer; the calls wait on the
+        network, outside the GIL), so the copying thread waits for the slowest commit, not for their sum; it
+        alone changes the transactions' state, once every call returned."""
         now = self._clock()
-        for slot in sorted(self._open):
-            held = self._open[slot]
-            if force or held.committing or now - held.began >= self.commit_seconds:
-                done = self._commit(slot, held) and done
+        due = [
+            (slot, held)
+            for slot, held in sorted(self._open.items())
+            if force or held.committing or now - held.began >= self.commit_seconds
+        ]
+        for _, held in due:
+            held.committing = True
+        errors = self._end_all([held for _, held in due])
+        done = True
+        for (slot, held), error in zip(due, errors, strict=True):
+            done = self._settle(slot, held, error) and done
         return done
 
-    def _commit(self, slot: int, held: _Open) -> bool:
+    def _end_all(self, due: list[_Open]) -> list[Exception | None]:
+        """Each transaction's commit call: None when it committed, else what it raised."""
+        if len(due) <= 1:
+            return [self._end(held) for held in due]
+        errors: list[Exception | None] = [None] * len(due)
+        raised: list[BaseException] = []  # anything else a call raised is the copying thread's to raise
+
+        def end(n: int) -> None:
+            try:
+                errors[n] = self._end(due[n])
+            except BaseException as exc:
+                raised.append(exc)
+
+        threads = [threading.Thread(target=end, args=(n,), name="drkit-commit", daemon=True) for n in range(len(due))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        if raised:
+            raise raised[0]
+        return errors
+
+    def _end(self, held: _Open) -> Exception | None:
         from confluent_kafka import KafkaException
 
-        held.committing = True
         try:
             if not held.producer.flush(COMMIT_WAIT_SECONDS):
                 self._before_commit(self.commits)
             held.producer.commit_transaction(COMMIT_WAIT_SECONDS)
         except KafkaException as exc:
-            err = exc.args[0]
+            return exc
+        return None
+
+    def _settle(self, slot: int, held: _Open, error: Exception | None) -> bool:
+        """A commit call's outcome: committed, to be resumed (False), or the transaction failed."""
+        if error is not None:
+            err = error.args[0]
             if not is_fenced(err) and err.retriable() and not err.txn_requires_abort():
                 return False  # resumed by the next call; the slot's records wait meanwhile
             self._fail(slot, held, f"the transaction of slot {slot} failed on {self._target}: {describe(err)}")

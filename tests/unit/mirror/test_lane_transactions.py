@@ -262,3 +262,79 @@ def _abortable() -> KafkaException:
 
 def _timed_out() -> KafkaException:
     return KafkaException(KafkaError(KafkaError._TIMED_OUT, "scripted timeout", retriable=True))
+
+
+class _Slots:
+    """SlotProducers as LaneTransactions uses it: one given producer per slot."""
+
+    def __init__(self, producers: list[Any]) -> None:
+        self.slots, self._producers = len(producers), producers
+
+    def producer(self, slot: int, conf: Mapping[str, Any]) -> tuple[Any, bool]:
+        return self._producers[slot], False
+
+
+class _Committing:
+    """A slot producer whose commit runs ``commit``."""
+
+    def __init__(self, commit: Any) -> None:
+        self._commit, self.committed = commit, False
+
+    def begin_transaction(self) -> None:
+        pass
+
+    def flush(self, timeout: float = 0) -> int:
+        return 0
+
+    def commit_transaction(self, timeout: float = -1) -> None:
+        self._commit()
+        self.committed = True
+
+
+class _Lane:
+    def __init__(self) -> None:
+        self.ups, self.committed, self.failure = [1, 2], 0, None
+
+
+def _open_every_slot(producers: list[Any]) -> tuple[LaneTransactions, list[Any]]:
+    from drkit.core.exactly_once import slot_of
+
+    txn = LaneTransactions(_Slots(producers), lambda ranges, topics: resume({}, {}), "B", commit_seconds=0.0)  # type: ignore[arg-type]
+    keys = [
+        next(("t", p) for p in range(100) if slot_of("t", p, len(producers)) == slot) for slot in range(len(producers))
+    ]
+    lanes = [_Lane() for _ in keys]
+    for key, lane in zip(keys, lanes, strict=True):
+        assert txn.producer(key, lane) is producers[slot_of(*key, len(producers))]  # type: ignore[arg-type]
+    return txn, lanes
+
+
+def test_the_due_slots_commit_at_once_each_on_a_thread_of_its_own() -> None:
+    import threading
+
+    both = threading.Barrier(2, timeout=5)  # a commit returns only once the other slot's commit is under way too
+    producers = [_Committing(both.wait), _Committing(both.wait)]
+    txn, lanes = _open_every_slot(producers)
+    assert txn.commit_due() is True
+    assert all(p.committed for p in producers) and txn.commits == 2
+    assert [lane.committed for lane in lanes] == [2, 2]
+
+
+def test_a_commit_to_resume_leaves_its_slot_open_and_the_other_slots_commit() -> None:
+    def timed_out() -> None:
+        raise _timed_out()
+
+    producers = [_Committing(timed_out), _Committing(lambda: None)]
+    txn, lanes = _open_every_slot(producers)
+    assert txn.commit_due() is False
+    assert [lane.committed for lane in lanes] == [0, 2] and txn.commits == 1
+
+
+def test_anything_but_a_kafka_error_in_a_commit_is_raised_to_the_copying_thread() -> None:
+    def broken() -> None:
+        raise RuntimeError("not a broker's answer")
+
+    producers = [_Committing(lambda: None), _Committing(broken)]
+    txn, _ = _open_every_slot(producers)
+    with pytest.raises(RuntimeError, match="not a broker's answer"):
+        txn.commit_due()
