@@ -44,11 +44,13 @@ class OffsetsTopicDenied(AccessDenied):
 class ConsumerOffsetsTail:
     """One cluster's ``__consumer_offsets``, read from the beginning by :meth:`read` in chunks."""
 
-    def __init__(self, cluster: ClusterConfig, alias: str, timeout: float = 10.0) -> None:
+    def __init__(self, cluster: ClusterConfig, alias: str, timeout: float = 10.0, consumer: Any = None) -> None:
+        """``consumer``: one built by the caller (a test's fake); by default one from drkit's client settings
+        for ``cluster`` (its security properties apply) with TAIL_SETTINGS."""
         self.alias = alias
         self._timeout = timeout
         conf = client_config(cluster, alias, **{"group.id": TAIL_GROUP, **TAIL_SETTINGS})
-        self._consumer: Any = Consumer(conf)
+        self._consumer: Any = consumer if consumer is not None else Consumer(conf)
         self._assigned = False
 
     def _error(self, error: Any) -> Exception:
