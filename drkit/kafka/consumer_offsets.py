@@ -54,11 +54,15 @@ class ConsumerOffsetsTail:
         self._assigned = False
 
     def _error(self, error: Any) -> Exception:
+        kafka_error = error.args[0] if isinstance(error, KafkaException) else error
+        code = kafka_error.code() if isinstance(kafka_error, KafkaError) else None
+        if code == KafkaError.GROUP_AUTHORIZATION_FAILED:
+            # librdkafka looks up the coordinator of the consumer's group id even when it only assigns.
+            return AccessDenied(str(refusal(self.alias, error, Operation.DESCRIBE, group=TAIL_GROUP)))
         line = refusal(self.alias, error, Operation.READ, CONSUMER_OFFSETS_TOPIC)
         if line is not None:
             return OffsetsTopicDenied(f"{line}: group commits come from the admin API instead")
-        text = error.args[0] if isinstance(error, KafkaException) else error
-        return ClusterError(f"cluster {self.alias}: cannot read {CONSUMER_OFFSETS_TOPIC}: {text}")
+        return ClusterError(f"cluster {self.alias}: cannot read {CONSUMER_OFFSETS_TOPIC}: {kafka_error}")
 
     def _assign(self) -> None:
         try:

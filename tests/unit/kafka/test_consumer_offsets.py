@@ -10,7 +10,7 @@ from confluent_kafka import KafkaError, KafkaException
 
 from drkit.config import ClusterConfig
 from drkit.core.group_commits import MalformedRecord
-from drkit.errors import ClusterError
+from drkit.errors import AccessDenied, ClusterError
 from drkit.kafka.consumer_offsets import ConsumerOffsetsTail, OffsetsTopicDenied
 
 CLUSTER = ClusterConfig(bootstrap_servers="127.0.0.1:1")
@@ -81,6 +81,13 @@ def test_a_refused_read_names_the_cluster_and_the_fallback() -> None:
     refused = _Consumer([_Message(None, KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))])
     with pytest.raises(OffsetsTopicDenied, match="cluster A"):
         ConsumerOffsetsTail(CLUSTER, "A", consumer=refused).read()
+
+
+def test_a_refused_group_lookup_is_not_taken_for_the_topic() -> None:
+    refused = _Consumer([_Message(None, KafkaError(KafkaError.GROUP_AUTHORIZATION_FAILED))])
+    with pytest.raises(AccessDenied, match=r"^cluster A: principal lacks DESCRIBE on group _drkit-offsets-tail") as err:
+        ConsumerOffsetsTail(CLUSTER, "A", consumer=refused).read()
+    assert not isinstance(err.value, OffsetsTopicDenied)
 
 
 def test_other_errors_name_the_cluster() -> None:
