@@ -20,6 +20,7 @@ from drkit.core.group_commits import CONSUMER_OFFSETS_TOPIC, GroupRecord, Malfor
 from drkit.errors import AccessDenied, ClusterError
 from drkit.kafka.authz import Operation, refusal
 from drkit.kafka.clients import client_config
+from drkit.kafka.tail import TAIL_CONSUMER_SETTINGS
 
 #: Records one :meth:`ConsumerOffsetsTail.read` returns at most.
 READ_CHUNK = 5000
@@ -27,14 +28,9 @@ READ_CHUNK = 5000
 #: The group id librdkafka requires of a consumer; this one never joins it (assign, no commits).
 TAIL_GROUP = "_drkit-offsets-tail"
 
-#: Consumer settings of the tail: a fetch at the end is answered within ``fetch.wait.max.ms`` (tens of ms).
-TAIL_SETTINGS: dict[str, Any] = {
-    "isolation.level": "read_committed",
-    "enable.auto.commit": False,
-    "enable.partition.eof": False,
-    "auto.offset.reset": "earliest",
-    "fetch.wait.max.ms": 10,
-}
+#: Consumer settings of the tail: a tail reader's (read_committed, from the log start, a fetch at the end
+#: answered within ``fetch.wait.max.ms``), without end-of-partition events: this tail never stops at an end.
+TAIL_SETTINGS: dict[str, Any] = {**TAIL_CONSUMER_SETTINGS, "enable.partition.eof": False}
 
 
 class OffsetsTopicDenied(AccessDenied):
