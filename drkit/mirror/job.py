@@ -83,7 +83,7 @@ LAPSE_WAIT_SECONDS = 60.0
 #: already waited once, on the source producer's linger; librdkafka holds each partition's batch for its own
 #: ``linger.ms`` (Kafka's Java producer sends every batch for a broker once one is due) and leaves Nagle's
 #: algorithm on (the Java client sets TCP_NODELAY). 1 ms and Nagle off brought the steady p50 to MirrorMaker
-#: 2's in three runs, for 2-7% of the backlog rate (docs/performance.md).
+#: 2's in three runs; what they cost the backlog rate is not settled (docs/performance.md).
 PRODUCER_DEFAULTS = {
     "linger.ms": 1,
     "socket.nagle.disable": True,
