@@ -196,16 +196,17 @@ def test_sigkills_at_random_points_on_both_copy_paths_leave_each_record_once(
     print(f"random kills: seed {seed} (replay with {SEED_ENV}={seed})")
     rng = random.Random(seed)
     log_path = tmp_path / "mirror.log"
-    # Ten runs, killed with SIGKILL: the copy path alternates; two runs die right after a batch's transactions
-    # committed and before its syncs (the read-back case), one with its copies acknowledged and its transactions
-    # open (the abort case), the others at a random time after a copied batch.
-    hooks = {2: KillAt(KillPoint.ACKNOWLEDGED), 3: KillAt(KillPoint.COPIED), 6: KillAt(KillPoint.COPIED)}
+    # Six runs, killed with SIGKILL: the copy path alternates (even runs the driver, odd ones the executors); one
+    # run on each path dies right after a batch's transactions committed and before its syncs (the read-back case),
+    # one with its copies acknowledged and its transactions open (the abort case), the others (both paths) at a
+    # random time after a copied batch.
+    hooks = {2: KillAt(KillPoint.ACKNOWLEDGED), 3: KillAt(KillPoint.COPIED), 4: KillAt(KillPoint.COPIED)}
 
     def toml_of(run: int) -> tuple[str, Path]:
         path = "driver" if run % 2 == 0 else "executors"
         return f"{path} ", paths[path]
 
-    kills = _killed_runs(10, toml_of, hooks, log_path, rng, 1.0, seed)
+    kills = _killed_runs(6, toml_of, hooks, log_path, rng, 1.0, seed)
     text = log_path.read_text(errors="replace")
     assert "delivery exactly_once" in text and re.search(r"copied by \d+ task", text), text[-2000:]
     assert KEPT_LINE in text, "no restart found copies committed before their syncs"
