@@ -199,11 +199,11 @@ class Drkit:
 
     def history(self, flow: str | None = None, limit: int = 20) -> History:
         """The audit trail of failovers and failbacks (dry runs included), newest first: one record per
-        operation, an apply's outcome row in place of its intent (an intent alone: it never recorded an end)."""
+        operation, its latest row (drkit.core.audit.fold: up to three per apply, the hook's last)."""
         from drkit.results import History
 
         name = None if flow is None else self.config.flow(flow).name
-        return History(tuple(fold(self.context.operations.list(name, 2 * limit))[:limit]))
+        return History(tuple(fold(self.context.operations.list(name, 3 * limit))[:limit]))
 
     def plan_failover(
         self, flow: str, groups: list[str] | None, as_of: datetime | None = None, allow_stale: bool = False

@@ -26,6 +26,7 @@ from support.privileges import permissions_bind
 from drkit.cli.app import main
 from drkit.core.audit import OperationStatus
 from drkit.core.groups import Member
+from drkit.core.hooks import HOOK_FAILED_EXIT
 from drkit.core.offsets import SyncRange
 from drkit.core.status import Verdict
 from drkit.errors import ArtifactError, ClusterError, ConfigError, MirrorError, RefusedError, StoreError
@@ -1153,6 +1154,7 @@ def test_readme_exit_codes_match_the_code() -> None:
         if verdict is not Verdict.HEALTHY:
             assert f"Verdict.{verdict.name}" in rows[verdict.exit_code], verdict
     assert "healthy" in rows[0]
+    assert "HOOK_FAILED_EXIT" in rows[HOOK_FAILED_EXIT] and "hook" in rows[HOOK_FAILED_EXIT]
 
 
 # -- state folders named by earlier versions (drkit.layout.flow_dir_name) --------------------------------
