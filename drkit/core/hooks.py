@@ -22,6 +22,9 @@ from drkit.core.audit import OperationStatus
 HOOK_FAILED_EXIT = 40
 #: At most this many characters of a hook's output (or a webhook's answer) are kept in the audit trail.
 EXCERPT_CHARS = 2000
+#: Shorter secrets are not masked inside an excerpt: as substrings they would mask unrelated text (a query value
+#: ``1``), and a secret this short protects nothing (drkit.config.secrets draws the same line).
+MIN_SECRET_CHARS = 4
 #: What stands for a removed secret: a URL's user information, its query string, a secret in an excerpt.
 REDACTED = "***"
 
@@ -95,7 +98,7 @@ def excerpt(text: str, secrets: Iterable[str], limit: int = EXCERPT_CHARS) -> st
     """``text`` with every secret in it masked, then cut to ``limit`` characters (the end kept: an error is
     most often last). Masked before it is cut, so no cut leaves a recognisable piece of a secret."""
     for secret in sorted(set(secrets), key=len, reverse=True):
-        if secret:
+        if len(secret) >= MIN_SECRET_CHARS:
             text = text.replace(secret, REDACTED)
     if len(text) <= limit:
         return text

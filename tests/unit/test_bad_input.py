@@ -217,6 +217,16 @@ CONFIG_CASES: list[Any] = [
         id="grace-minus-inf",
     ),
     pytest.param(
+        _flow(f'[flows.hooks.after_failover]\ncommand = ["/bin/true"]\nwebhook = "https://h.example/?token={SECRET}"'),
+        "flows[0].hooks.after_failover: give exactly one of command (an argv list) or webhook (a URL)",
+        id="hook-command-and-webhook",
+    ),
+    pytest.param(
+        _flow(f'[flows.hooks.after_failback]\nwebhook = "ftp://u:{SECRET}@h.example/"'),
+        "flows[0].hooks.after_failback.webhook: must be an http:// or https:// URL with a host",
+        id="hook-webhook-not-http",
+    ),
+    pytest.param(
         _flow("[flows.checkpoint]\ninterval_seconds = -1"),
         "flows[0].checkpoint.interval_seconds: must be at least 0.1 seconds",
         id="checkpoint-interval-negative",

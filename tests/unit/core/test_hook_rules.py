@@ -107,6 +107,7 @@ def test_an_excerpt_is_masked_then_bounded_keeping_the_end() -> None:
     out = excerpt(text, {"s3cr3t"})
     assert len(out) == EXCERPT_CHARS and out.endswith("*** the last line") and out.startswith("...")
     assert excerpt("short s3cr3t", {"s3cr3t", ""}) == "short ***"
+    assert excerpt("took 1 s, 9 retries", {"1", "9", "abc"}) == "took 1 s, 9 retries"  # too short to mask
 
 
 def test_the_payload_and_environment_name_the_operation() -> None:

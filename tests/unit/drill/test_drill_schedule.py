@@ -116,9 +116,9 @@ def test_runs_start_every_seconds_apart(drkit: Drkit) -> None:
     assert waits == [20.0, 0.0]  # a run of 40 s waits 20 s; one of 140 s is followed at once
 
 
-def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+def _cli(args: list[str], capsys: pytest.CaptureFixture[str], factory: Any = None) -> tuple[int, str]:
     with pytest.raises(SystemExit) as exit_:
-        main(args)
+        main(args) if factory is None else main(args, facade_factory=factory)
     out, err = capsys.readouterr()
     return int(exit_.value.code or 0), out + err
 
@@ -152,8 +152,7 @@ def test_the_cli_repeats_through_the_facade(monkeypatch: pytest.MonkeyPatch, drk
 
     monkeypatch.setattr(Drkit, "drill_run", drill_run)
     monkeypatch.setattr(Drkit, "drill_repeat", drill_repeat)
-    monkeypatch.setattr("drkit.cli.options.facade", lambda ctx, config: drkit, raising=False)
-    monkeypatch.setattr("drkit.cli.drill_cmd.facade", lambda ctx, config: drkit)
-    code, text = _cli(["drill", "run", "spec.toml", "--every", "30m", "--metrics-port", "9471", "-o", "json"], capsys)
+    args = ["drill", "run", "spec.toml", "--every", "30m", "--metrics-port", "9471", "-o", "json"]
+    code, text = _cli(args, capsys, lambda path: drkit)
     assert code == 0 and calls == [(1800.0, 9471)]
     assert text.count('"id": "c1"') == 1 and text.count('"id": "c2"') == 1
