@@ -44,6 +44,18 @@ drkit_status_job_running{flow,job}                   gauge  1: the mirror / tran
 drkit_status_last_run_timestamp_seconds              gauge  when the exporter last finished a status
 drkit_operation_last_timestamp_seconds{flow,action,status}  gauge  newest failover/failback of that outcome
 ===================================================  =====  =============================================
+
+Set by a repeating drill (``drkit drill run SPEC --every D``) from each run's row of the ``drills`` table
+(``record_drill``; at its start from the newest row of each drill already there), per drill name and flow:
+
+==================================================  =======  ============================================
+drkit_drill_runs_total{name,flow,verdict}           counter  drills this process ran, by verdict
+drkit_drill_verdict{name,flow,verdict}              gauge    1 for the last drill's verdict, 0 for the other
+drkit_drill_rpo_records{name,flow}                  gauge    records acknowledged and never mirrored (RPO)
+drkit_drill_rpo_seconds{name,flow}                  gauge    age of the oldest of them at the disaster
+drkit_drill_rto_seconds{name,flow}                  gauge    disaster to first record read on the target (NaN: never)
+drkit_drill_last_timestamp_seconds{name,flow}       gauge    when the last drill finished
+==================================================  =======  ============================================
 """
 
 from __future__ import annotations
@@ -56,6 +68,7 @@ from prometheus_client import Counter, Gauge, Histogram, start_http_server
 
 if TYPE_CHECKING:
     from drkit.core.audit import OperationRecord
+    from drkit.core.drill import DrillRecord
     from drkit.core.status import StatusReport
 
 _BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120)
@@ -173,6 +186,27 @@ OPERATION_LAST = Gauge(
     ["flow", "action", "status"],
 )
 
+DRILL_RUNS = Counter("drkit_drill_runs", "Drills this process ran, by verdict", ["name", "flow", "verdict"])
+DRILL_VERDICT = Gauge(
+    "drkit_drill_verdict", "1 for the last drill's verdict, 0 for the other verdict", ["name", "flow", "verdict"]
+)
+DRILL_RPO_RECORDS = Gauge(
+    "drkit_drill_rpo_records",
+    "The last drill's RPO: records acknowledged on the source, never mirrored",
+    ["name", "flow"],
+)
+DRILL_RPO_SECONDS = Gauge(
+    "drkit_drill_rpo_seconds",
+    "The last drill's RPO in time: the age of the oldest record never mirrored, at the disaster",
+    ["name", "flow"],
+)
+DRILL_RTO_SECONDS = Gauge(
+    "drkit_drill_rto_seconds",
+    "The last drill's RTO: the disaster to the first record read on the target (NaN: none was read)",
+    ["name", "flow"],
+)
+DRILL_LAST = Gauge("drkit_drill_last_timestamp_seconds", "When the last drill finished", ["name", "flow"])
+
 #: Label sets the last ``record_status`` set on each gauge with labels that come and go (groups,
 #: operations): a group no longer checkpointed is removed, not left at its last age.
 _seen: dict[str, set[tuple[str, ...]]] = {}
@@ -218,6 +252,22 @@ def record_status(report: StatusReport, operations: Iterable[OperationRecord], n
         newest[key] = max(newest.get(key, at), at)
     _replace(OPERATION_LAST, "operation_last", newest)
     STATUS_LAST_RUN.set(now_seconds)
+
+
+def record_drill(record: DrillRecord, ran: bool = True) -> None:
+    """Set the ``drkit_drill_*`` gauges from one row of the ``drills`` table; ``ran``: this process ran it
+    (counted), else it is a row found at the start (the gauges only)."""
+    from drkit.core.drill import DrillVerdict
+
+    labels = (record.name, record.flow)
+    for v in DrillVerdict:
+        DRILL_VERDICT.labels(*labels, v.value).set(1.0 if record.verdict == v.value else 0.0)
+    DRILL_RPO_RECORDS.labels(*labels).set(record.rpo_records)
+    DRILL_RPO_SECONDS.labels(*labels).set(record.rpo_ms / 1000)
+    DRILL_RTO_SECONDS.labels(*labels).set(math.nan if record.rto_ms is None else record.rto_ms / 1000)
+    DRILL_LAST.labels(*labels).set(record.finished_ms / 1000)
+    if ran:
+        DRILL_RUNS.labels(*labels, record.verdict).inc()
 
 
 _started: set[int] = set()

@@ -16,12 +16,12 @@ from collections.abc import Callable
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from drkit.config import DrkitConfig, load_config
 from drkit.core.audit import fold
 from drkit.core.ports import utc_now
-from drkit.errors import ConfigError
+from drkit.errors import ConfigError, DrkitError
 from drkit.layout import JobKind, StateLayout
 from drkit.operate.context import OperateContext
 from drkit.runtime.process import adopt_legacy_dirs, running_jobs
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     # (a frozen dataclass costs about a millisecond to define; drkit.core defines some 150).
     from pyspark.sql import SparkSession
 
-    from drkit.core.drill import DrillPhase, DrillReport
+    from drkit.core.drill import DrillPhase, DrillRecord, DrillReport
     from drkit.core.outcome import OperationResult
     from drkit.core.plan import Plan
     from drkit.core.reports import MaintenanceReport, MirrorSummary, TranslationRun
@@ -48,6 +48,10 @@ if TYPE_CHECKING:
         TopicsSyncReport,
     )
     from drkit.translator.context import TranslatorContext
+
+R = TypeVar("R")
+#: The newest rows of ``drills`` a repeating drill reads: its own run's row is among them.
+DRILL_ROWS_READ = 100
 
 
 class Drkit:
@@ -199,11 +203,11 @@ class Drkit:
 
     def history(self, flow: str | None = None, limit: int = 20) -> History:
         """The audit trail of failovers and failbacks (dry runs included), newest first: one record per
-        operation, an apply's outcome row in place of its intent (an intent alone: it never recorded an end)."""
+        operation, its latest row (drkit.core.audit.fold: up to three per apply, the hook's last)."""
         from drkit.results import History
 
         name = None if flow is None else self.config.flow(flow).name
-        return History(tuple(fold(self.context.operations.list(name, 2 * limit))[:limit]))
+        return History(tuple(fold(self.context.operations.list(name, 3 * limit))[:limit]))
 
     def plan_failover(
         self, flow: str, groups: list[str] | None, as_of: datetime | None = None, allow_stale: bool = False
@@ -368,6 +372,42 @@ class Drkit:
         report = runner.run()
         DrillLog(self.layout).append(report)
         return report
+
+    def drill_repeat(
+        self,
+        run: Callable[[], R],
+        every: float,
+        metrics_port: int | None = None,
+        on_report: Callable[[R], None] | None = None,
+        on_error: Callable[[DrkitError], None] | None = None,
+        stop: threading.Event | None = None,
+        max_runs: int | None = None,
+    ) -> R | None:
+        """A drill on a schedule (drkit.drill.repeat): ``run`` (one drill of this facade, whose report lands in
+        ``drills`` under its ``id``: ``lambda: drkit.drill_run(spec)``) every ``every`` seconds until SIGINT/
+        SIGTERM, each run's row exported as the ``drkit_drill_*`` metrics on ``metrics_port`` (default
+        ``[metrics] port``; none: not served). Returns the last report (None: none)."""
+        from drkit import metrics  # prometheus_client: only the long-running processes serve metrics
+        from drkit.drill.repeat import repeat
+        from drkit.store.drills import DrillLog
+
+        metrics.serve(metrics_port or self.config.metrics.port, self.config.metrics.host)
+        drills = DrillLog(self.layout)
+        newest: dict[tuple[str, str], DrillRecord] = {}
+        for r in drills.list(DRILL_ROWS_READ):  # newest first: a restarted schedule shows the last drills at once
+            newest.setdefault((r.name, r.flow), r)
+        for r in newest.values():
+            metrics.record_drill(r, ran=False)
+
+        def once() -> R:
+            report = run()
+            ran = getattr(report, "id", None)
+            record = next((r for r in drills.list(DRILL_ROWS_READ) if r.id == ran), None)
+            if record is not None:
+                metrics.record_drill(record)
+            return report
+
+        return repeat(once, every, on_report, on_error, stop, max_runs)
 
     def drill_history(self, limit: int = 20) -> DrillHistory:
         """The drills run with this state root, newest first."""

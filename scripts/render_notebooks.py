@@ -21,7 +21,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
-NAMES = ("offset_mappings", "group_checkpoints", "operations")
+NAMES = ("offset_mappings", "group_checkpoints", "operations", "drill_trend")
 
 # The venv's kernelspec first: a user-level "python3" kernelspec must not run the notebooks in another Python.
 os.environ["JUPYTER_PATH"] = os.pathsep.join(

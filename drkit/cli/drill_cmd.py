@@ -3,20 +3,33 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import RenderableType
+from rich.markup import escape
 
-from drkit.cli.console import Output, Progress, emit, table
-from drkit.cli.options import ConfigOption, OutputOption, facade
+from drkit.cli.console import Output, Progress, emit, stderr, table
+from drkit.cli.options import ConfigOption, MetricsPortOption, OutputOption, facade
+from drkit.core.schedule import parse_every
 
 if TYPE_CHECKING:  # annotations only: the command that renders them imports them
-    from drkit.core.drill import DrillPhase
+    from drkit.core.drill import DrillPhase, DrillReport
+    from drkit.errors import DrkitError
+    from drkit.service import Drkit
+
+R = TypeVar("R")
 
 SpecArgument = typer.Argument(..., help="The drill spec (TOML), e.g. runbooks/drills/source-loss.toml.")
+
+EveryOption = typer.Option(
+    None,
+    "--every",
+    help="Repeat the drill every DURATION (e.g. 30m, 6h, 1d), start to start, until Ctrl-C or SIGTERM (which end "
+    "it between runs; exit 0); each run lands in the drills table and in the drkit_drill_* metrics.",
+)
 
 app = typer.Typer(help="DR drills: a workload, a disaster, failover, every record verified.", no_args_is_help=True)
 
@@ -59,18 +72,53 @@ def run(
     spec: Path = SpecArgument,
     config: Path = ConfigOption,
     output: Output = OutputOption,
+    every: str | None = EveryOption,
+    metrics_port: int | None = MetricsPortOption,
 ) -> None:
     """Run a drill against the configured clusters; exit 0 if it passed, 30 if it failed."""
+    seconds = _every(every, metrics_port)
     drkit = facade(ctx, config)
-    began = time.monotonic()
-    with Progress("drill: starting...", output) as progress:
 
-        def phase(step: DrillPhase, detail: str) -> None:
-            progress.update(f"drill [{time.monotonic() - began:5.0f}s] {step.value}: {detail}")
+    def once() -> DrillReport:
+        began = time.monotonic()
+        with Progress("drill: starting...", output) as progress:
 
-        report = drkit.drill_run(str(spec), phase)
-    emit(report.as_dict(), output, _render_report)
-    raise typer.Exit(report.verdict.exit_code)
+            def phase(step: DrillPhase, detail: str) -> None:
+                progress.update(f"drill [{time.monotonic() - began:5.0f}s] {step.value}: {detail}")
+
+            return drkit.drill_run(str(spec), phase)
+
+    if seconds is None:
+        report = once()
+        emit(report.as_dict(), output, _render_report)
+        raise typer.Exit(report.verdict.exit_code)
+    repeat(drkit, once, seconds, metrics_port, lambda report: emit(report.as_dict(), output, _render_report))
+
+
+def _every(every: str | None, metrics_port: int | None) -> float | None:
+    """``--every`` in seconds (None: once); a bad one, or ``--metrics-port`` without it, is a usage error."""
+    if every is None:
+        if metrics_port is not None:
+            raise typer.BadParameter(
+                "only with --every (a single drill serves no metrics)", param_hint="--metrics-port"
+            )
+        return None
+    try:
+        return parse_every(every)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--every") from None
+
+
+def repeat(
+    drkit: Drkit, once: Callable[[], R], every: float, metrics_port: int | None, show: Callable[[R], None]
+) -> None:
+    """Any drill command's ``--every``: ``once()`` (one drill through the facade) on a schedule, each report
+    shown by ``show``, a later run's error one line on stderr; exit 0 once stopped between runs."""
+
+    def failed(exc: DrkitError) -> None:
+        stderr.print(f"[red]drill not run:[/] {escape(str(exc))} (next run as scheduled)", highlight=False)
+
+    drkit.drill_repeat(once, every, metrics_port, show, failed)
 
 
 @app.command("history")

@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING
 
 import typer
 from rich.console import RenderableType
+from rich.markup import escape
 
 from drkit.cli.console import Output, Progress, emit, stderr, table
 from drkit.cli.options import ConfigOption, Invocation, OutputOption, facade, parse_time
-from drkit.core.audit import OperationRecord, OperationStatus
+from drkit.core.audit import HOOK_KEY, OperationRecord, OperationStatus
 from drkit.core.lease import LEASE_SECONDS
 from drkit.errors import ClusterError, RefusedError
 
@@ -93,6 +94,8 @@ def _render(result: OperationResult) -> Iterable[RenderableType]:
     for stale in result.stale:
         yield f"[yellow]warning:[/] {stale}: intent over {LEASE_SECONDS / 60:.0f} minutes old and no outcome"
     yield from _render_outcome(result)
+    if result.hook is not None:  # after the offsets: a failed hook never undid them
+        yield f"[{'green' if result.hook.ok else 'red'}]{escape(result.hook.line())}[/]"
     completes = f"; completes operation {result.completes}" if result.completes else ""
     yield f"[bold]{_VERDICTS[result.status]}[/] (operation {result.operation_id}{completes})"
 
@@ -181,6 +184,8 @@ def _finish(ctx: typer.Context, result: OperationResult, output: Output, prompt:
     code = _EXIT_CODES.get(result.status)
     if result.status is OperationStatus.INTERRUPTED and result.signal is not None:
         code = 128 + result.signal  # 130 for SIGINT, 143 for SIGTERM
+    if result.hook is not None and result.hook.exit_code is not None:
+        code = result.hook.exit_code  # applied: only the hook failed
     if prompt.interrupted:
         code = INTERRUPTED
     if code is not None:
@@ -273,4 +278,7 @@ def _status(o: OperationRecord) -> str:
     completes = o.result.get("completes")
     if completes:
         text += f", completes {str(completes)[:12]}"
+    hook = o.result.get(HOOK_KEY)
+    if isinstance(hook, dict):
+        text += f", hook {hook.get('verdict')}"
     return text

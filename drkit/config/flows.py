@@ -26,6 +26,7 @@ from pydantic import Field, field_validator
 from drkit.config.base import ConfigModel
 from drkit.config.clusters import ClusterConfig
 from drkit.config.flow_settings import CheckpointSettings, HeartbeatSettings, MirrorSettings, TopologySettings
+from drkit.config.hooks import FlowHooks
 from drkit.config.regex import Pattern
 from drkit.core.flows import alternatives, literal_names
 from drkit.core.heartbeat import HEARTBEAT_TOPIC
@@ -56,6 +57,7 @@ class FlowConfig(ConfigModel):
     checkpoint: CheckpointSettings = Field(default_factory=CheckpointSettings)
     topology: TopologySettings = Field(default_factory=TopologySettings)
     heartbeats: HeartbeatSettings = Field(default_factory=HeartbeatSettings)
+    hooks: FlowHooks = Field(default_factory=FlowHooks)
 
     @field_validator("separator")
     @classmethod

@@ -12,7 +12,8 @@ from typing import Any
 MASK = "********"
 
 #: ``sasl.oauthbearer.config`` holds librdkafka's OAUTHBEARER settings, client secrets among them: all masked.
-_SECRET_WORD = re.compile(r"password|passwd|secret|jaas|token|credential|user\.?info|oauthbearer\.config", re.I)
+#: A hook's ``webhook`` URL may carry a token (in its user information or query string): masked whole.
+_SECRET_WORD = re.compile(r"password|passwd|secret|jaas|token|credential|user\.?info|oauthbearer\.config|webhook", re.I)
 #: Last name parts that describe *where* or *what kind* a secret is, not the secret itself
 #: (ssl.key.location, sasl.oauthbearer.token.endpoint.url, fs.s3a.aws.credentials.provider).
 _DESCRIPTOR = frozenset({"location", "type", "file", "path", "url", "uri", "provider", "algorithm", "class", "method"})

@@ -4,7 +4,9 @@ A record is written whatever happened, so the trail answers "who moved which gro
 and what did drkit report" without gaps. An apply writes two rows with one id: the intent
 (``applying``: what it is about to commit) before any offset is committed, and the outcome after;
 an operation whose last row is its intent never recorded an end (the process was killed, or it
-is still running). :func:`fold` gives one record per operation, the outcome where there is one.
+is still running). An applied operation with an after-apply hook writes a third row after the hook:
+the outcome again, with the hook's outcome under ``hook``. :func:`fold` gives one record per
+operation, its latest stage.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
+
+#: The key of an outcome row's result under which the row written after the hook holds its outcome.
+HOOK_KEY = "hook"
 
 
 class Action(StrEnum):
@@ -72,6 +77,14 @@ class OperationRecord:
     def intent(self) -> bool:
         return self.status == OperationStatus.APPLYING.value
 
+    @property
+    def stage(self) -> int:
+        """The order of an operation's rows: its intent (0), its outcome (1), its after-apply hook's (2), which
+        repeats the outcome with the hook's (drkit.core.hooks)."""
+        if HOOK_KEY in self.result:
+            return 2
+        return 0 if self.intent else 1
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
@@ -91,13 +104,14 @@ class OperationRecord:
 
 
 def fold(records: Iterable[OperationRecord]) -> list[OperationRecord]:
-    """One record per operation id, in the order of first appearance: its outcome row where it has one,
-    else its intent row (an apply that never recorded its end)."""
+    """One record per operation id, in the order of first appearance: its latest stage's row (the hook's
+    row after an applied outcome, else the outcome, else the intent of an apply that never recorded its
+    end), whatever order the rows come in (rows of one operation share their start time)."""
     by_id: dict[str, OperationRecord] = {}
     for r in records:
         held = by_id.get(r.id)
-        if held is None or held.intent:
-            by_id[r.id] = r if held is None or not r.intent else held
+        if held is None or r.stage > held.stage:
+            by_id[r.id] = r
     return list(by_id.values())
 
 

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from drkit.core.audit import OperationStatus
+from drkit.core.audit import HOOK_KEY, OperationStatus
+from drkit.core.hooks import HookOutcome
 from drkit.core.plan import Plan
 from drkit.core.status import RpoReport
 
@@ -114,6 +115,7 @@ class OperationResult:
     completes: str | None = None  # the unfinished apply (interrupted, partial, failed) this one completes
     stale: tuple[str, ...] = ()  # intents on the same groups past their lease, never ended: reported
     signal: int | None = None  # interrupted: the number of the signal that stopped the apply
+    hook: HookOutcome | None = None  # applied, with an after-apply hook configured: how it ended
 
     def as_dict(self) -> dict[str, Any]:
         out = {
@@ -125,4 +127,6 @@ class OperationResult:
         }
         if self.outcome is not None:
             out |= self.outcome.as_dict() | {"completes": self.completes, "stale_intents": list(self.stale)}
+        if self.hook is not None:
+            out[HOOK_KEY] = self.hook.as_dict()
         return out

@@ -14,12 +14,13 @@ import socket
 import threading
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, NoReturn
 
 from drkit._version import __version__
-from drkit.core.audit import OperationRecord, OperationStatus, fold, last_apply, to_complete
+from drkit.core.audit import HOOK_KEY, OperationRecord, OperationStatus, fold, last_apply, to_complete
+from drkit.core.hooks import should_run
 from drkit.core.lease import decide_lease, open_intents
 from drkit.core.outcome import OperationResult, decide_apply, decide_status, drifted
 from drkit.core.plan import Plan
@@ -28,6 +29,7 @@ from drkit.core.status import RpoReport
 from drkit.errors import DrkitError, RefusedError, StoreError
 from drkit.operate.context import OperateContext
 from drkit.operate.groups import real_offsets
+from drkit.operate.hooks import AfterApply
 from drkit.runtime.signals import stop_on_signals
 
 log = logging.getLogger(__name__)
@@ -54,9 +56,12 @@ def finish(
     started: datetime,
     rpo: RpoReport | None,
     fence: tuple[str, ...] = (),
+    after: AfterApply | None = None,
 ) -> OperationResult:
     """Apply when asked and allowed, and record the run in the audit trail whatever happens. ``fence``: the
-    transactional ids of an exactly-once mirror writing to the destination, fenced before the commits."""
+    transactional ids of an exactly-once mirror writing to the destination, fenced before the commits.
+    ``after``: the flow's after-apply hook, run once the outcome is recorded and only when it is applied
+    (drkit.core.hooks); its outcome is recorded too, and whatever it is, the offsets stay committed."""
     confirmed = None
     if plan.ok and apply and confirm is not None:
         confirmed = confirm(plan)
@@ -65,7 +70,12 @@ def finish(
     if status is not OperationStatus.APPLIED:
         audit.write({"status": status.value, "error": None, "verified": {}})
         return OperationResult(plan, status, audit.id, rpo)
-    return _apply(ctx, plan, admin, audit, fence)
+    result = _apply(ctx, plan, admin, audit, fence)
+    if after is None or not should_run(result.status, audit.dry_run):
+        return result
+    hook = after(result)
+    audit.write(audit.written[-1] | {HOOK_KEY: hook.as_dict()})
+    return replace(result, hook=hook)
 
 
 @dataclass(frozen=True)
@@ -80,8 +90,10 @@ class _Audit:
     dry_run: bool
     started: datetime
     rpo: RpoReport | None
+    written: list[dict[str, Any]] = field(default_factory=list)  # the results written, oldest first
 
     def write(self, result: dict[str, Any], intent: bool = False) -> None:
+        self.written.append(result)
         self.ctx.operations.append(
             OperationRecord(
                 self.id,

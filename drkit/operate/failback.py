@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from drkit.config import FlowConfig
+from drkit.core.audit import Action
 from drkit.core.checkpoints import CommittedOffset
 from drkit.core.origin import copied_below
 from drkit.core.outcome import OperationResult
@@ -22,6 +23,7 @@ from drkit.errors import RefusedError
 from drkit.operate.apply import Confirm, finish
 from drkit.operate.context import OperateContext
 from drkit.operate.groups import group_facts
+from drkit.operate.hooks import after_apply
 from drkit.operate.reach import probing, require
 
 
@@ -93,7 +95,8 @@ def failback(ctx: OperateContext, request: FailbackRequest, confirm: Confirm | N
         checkpointed,
         copied_back,
     )
-    return finish(ctx, plan, names, None, request.apply, confirm, admin_origin, started, None)
+    after = after_apply(ctx.config, flow, Action.FAILBACK)
+    return finish(ctx, plan, names, None, request.apply, confirm, admin_origin, started, None, after=after)
 
 
 def _copied_back(

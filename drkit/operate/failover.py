@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from drkit.config import FlowConfig
+from drkit.core.audit import Action
 from drkit.core.consistency import TargetDivergence
 from drkit.core.exactly_once import Delivery, transactional_id
 from drkit.core.incarnation import era_indexes
@@ -26,6 +27,7 @@ from drkit.errors import RefusedError
 from drkit.operate.apply import Confirm, finish
 from drkit.operate.context import OperateContext
 from drkit.operate.groups import group_facts
+from drkit.operate.hooks import after_apply
 from drkit.operate.reach import probing, require
 from drkit.operate.rpo import measure_rpo
 from drkit.operate.targets import target_check
@@ -61,7 +63,8 @@ def failover(ctx: OperateContext, request: FailoverRequest, confirm: Confirm | N
     rpo = measured.result()
     as_of = request.as_of.isoformat() if request.as_of else None
     fence = mirror_transactional_ids(flow)
-    return finish(ctx, plan, names, as_of, request.apply, confirm, admin, started, rpo, fence)
+    after = after_apply(ctx.config, flow, Action.FAILOVER)
+    return finish(ctx, plan, names, as_of, request.apply, confirm, admin, started, rpo, fence, after)
 
 
 def mirror_transactional_ids(flow: FlowConfig) -> tuple[str, ...]:

@@ -26,6 +26,7 @@ from support.privileges import permissions_bind
 from drkit.cli.app import main
 from drkit.core.audit import OperationStatus
 from drkit.core.groups import Member
+from drkit.core.hooks import HOOK_FAILED_EXIT
 from drkit.core.offsets import SyncRange
 from drkit.core.status import Verdict
 from drkit.errors import ArtifactError, ClusterError, ConfigError, MirrorError, RefusedError, StoreError
@@ -214,6 +215,16 @@ CONFIG_CASES: list[Any] = [
         _flow("[flows.mirror]\nstop_grace_seconds = -inf"),
         "flows[0].mirror.stop_grace_seconds: input should be a finite number",
         id="grace-minus-inf",
+    ),
+    pytest.param(
+        _flow(f'[flows.hooks.after_failover]\ncommand = ["/bin/true"]\nwebhook = "https://h.example/?token={SECRET}"'),
+        "flows[0].hooks.after_failover: give exactly one of command (an argv list) or webhook (a URL)",
+        id="hook-command-and-webhook",
+    ),
+    pytest.param(
+        _flow(f'[flows.hooks.after_failback]\nwebhook = "ftp://u:{SECRET}@h.example/"'),
+        "flows[0].hooks.after_failback.webhook: must be an http:// or https:// URL with a host",
+        id="hook-webhook-not-http",
     ),
     pytest.param(
         _flow("[flows.checkpoint]\ninterval_seconds = -1"),
@@ -1153,6 +1164,7 @@ def test_readme_exit_codes_match_the_code() -> None:
         if verdict is not Verdict.HEALTHY:
             assert f"Verdict.{verdict.name}" in rows[verdict.exit_code], verdict
     assert "healthy" in rows[0]
+    assert "HOOK_FAILED_EXIT" in rows[HOOK_FAILED_EXIT] and "hook" in rows[HOOK_FAILED_EXIT]
 
 
 # -- state folders named by earlier versions (drkit.layout.flow_dir_name) --------------------------------

@@ -199,6 +199,12 @@ def test_every_metric_the_alerts_query_is_exported() -> None:
         ("Heartbeat age", "drkit_heartbeat_age_seconds"),
         ("Failovers and failbacks", "drkit_operation_last_timestamp_seconds"),
         ("Copy tasks on a cluster", "drkit_mirror_copy_tasks"),
+        ("Drill RPO", "drkit_drill_rpo_records"),
+        ("Drill RPO", "drkit_drill_rpo_seconds"),
+        ("Drill RTO", "drkit_drill_rto_seconds"),
+        ("Drill verdicts", "drkit_drill_verdict"),
+        ("Drill verdicts", "drkit_drill_runs_total"),
+        ("Since the last drill", "drkit_drill_last_timestamp_seconds"),
     ],
 )
 def test_the_dashboard_has_the_panels_an_operator_needs(panel_about: str, metric: str) -> None:
@@ -252,6 +258,10 @@ def test_the_rules_file_is_a_prometheus_rules_file() -> None:
         ("DrkitTargetDiverged", "drkit_status_target_diverged_partitions"),
         ("DrkitNoActiveMirror", "drkit_mirror_lease_active"),
         ("DrkitCopyTasksMissing", "drkit_mirror_copy_tasks"),
+        ("DrkitDrillFailed", "drkit_drill_verdict"),
+        ("DrkitDrillOverdue", "drkit_drill_last_timestamp_seconds"),
+        ("DrkitDrillTrendWorse", "drkit_drill_rto_seconds"),
+        ("DrkitDrillTrendWorse", "drkit_drill_rpo_seconds"),
     ],
 )
 def test_the_alerts_the_issue_asks_for(alert: str, metric: str) -> None:

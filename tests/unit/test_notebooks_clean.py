@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
-NAMES = ["group_checkpoints", "offset_mappings", "operations"]
+NAMES = ["drill_trend", "group_checkpoints", "offset_mappings", "operations"]
 PARAMETERS = ["config", "flow", "topic", "partition", "group", "as_of", "version", "figures_dir"]
 
 

@@ -15,17 +15,26 @@ header, are the drill's, record by record (Counters: a copy twice is two).
 The broken setups, each failing with its own reason and leaving B's group as it was: no translator
 running (failover refused, stale), the mirror stopped 4 s before the disaster (more unmirrored records
 than the budget), a member of the group already consuming on B (failover refused, active group).
+
+A drill on a schedule (``drkit drill run --every``, a real process): its run lands in ``drills`` and in the
+metrics it serves, and SIGTERM between runs ends it at once.
 """
 
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from support.kafka_io import committed_on, end_offsets, read_all
 from support.ports import DRILL
 
@@ -251,3 +260,46 @@ def test_a_drill_whose_group_is_active_on_the_target_fails_and_leaves_the_target
 
 def _clusters(toml: Path) -> dict[str, str]:
     return {alias: c.bootstrap_servers for alias, c in load_config(toml).clusters.items()}
+
+
+def test_a_drill_on_a_schedule_lands_its_run_serves_its_metrics_and_stops_between_runs(
+    drill_clusters: tuple[LocalKafka, Path], tmp_path: Path
+) -> None:
+    """``drkit drill run --every``: the first run lands in ``drills`` and in the metrics the process serves;
+    SIGTERM while it waits for the next run ends it at once, exit 0, with that run's report printed."""
+    kafka, toml = drill_clusters
+    spec = _spec(tmp_path / "every.toml", kafka, "every", "stop_mirror")
+    port = DRILL.at(5)  # the module's block: A holds base and base + 1, B base + 10 and base + 11
+    argv = ["drill", "run", str(spec), "-c", str(toml), "--every", "1h", "--metrics-port", str(port), "-o", "json"]
+    proc = subprocess.Popen([sys.executable, "-m", "drkit.cli.app", *argv], stdout=subprocess.PIPE, text=True)
+    try:
+        deadline, landed = time.monotonic() + 600, []
+        while not landed and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(2)
+            landed = [d for d in Drkit(load_config(toml)).drill_history(50).drills if d.name == "every"]
+        assert proc.poll() is None and len(landed) == 1, proc.returncode
+        [record] = landed
+        deadline, samples = time.monotonic() + 30, dict[tuple[str, str], float]()
+        while ("drkit_drill_last_timestamp_seconds", "") not in samples and time.monotonic() < deadline:
+            time.sleep(0.5)  # the row lands before the process reads it back and sets the gauges
+            scraped = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+            samples = {
+                (s.name, s.labels.get("verdict", "")): s.value
+                for family in text_string_to_metric_families(scraped)
+                for s in family.samples
+                if s.labels.get("name") == "every" and s.labels.get("flow") == "A->B"
+            }
+        assert samples[("drkit_drill_last_timestamp_seconds", "")] == record.finished_ms / 1000
+        assert samples[("drkit_drill_runs_total", record.verdict)] == 1.0
+        assert samples[("drkit_drill_verdict", record.verdict)] == 1.0
+        assert samples[("drkit_drill_rpo_records", "")] == record.rpo_records
+        stopping = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+        assert proc.returncode == 0 and time.monotonic() - stopping < 10  # no hour's wait, no second run
+        assert json.loads(out)["id"] == record.id
+        assert [d.id for d in Drkit(load_config(toml)).drill_history(50).drills if d.name == "every"] == [record.id]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()

@@ -24,17 +24,31 @@ from typing import Any
 
 import numpy as np
 from confluent_kafka import Producer
+from support.drill_reports import drill_report
 from support.kafka_io import commit, committed_on, create_topic, produce, unique
 
 from drkit.config import DrkitConfig
 from drkit.service import Drkit
+from drkit.store.drills import DrillLog
 
 ROOT = Path(__file__).resolve().parents[3]
 FIGURES = {
     "offset_mappings": ["offset_mappings", "mapping_density"],
     "group_checkpoints": ["group_checkpoints", "failover_plan"],
     "operations": ["operations"],
+    "drill_trend": ["drill_trend"],
 }
+#: Drills of the last week as the drills table holds them (drkit drill run's rows): (days ago, lost, RTO ms).
+DRILLS = [
+    (6.5, False, 1400),
+    (5.5, False, 1500),
+    (4.5, True, 1600),
+    (3.5, False, 1450),
+    (2.5, False, 1500),
+    (1.5, False, 1550),
+    (0.5, False, 4200),
+    (0.1, False, 4600),
+]
 
 
 def transactions(bootstrap: str, topic: str, batches: list[tuple[bool, int]]) -> None:
@@ -105,6 +119,10 @@ def test_notebooks_run_on_real_state(
     assert service.failover("A->B", [group]).status == "dry_run"
     assert service.failover("A->B", [group], apply=True).status == "applied"
     assert committed_on(clusters["B"], group, f"A.{topic}") == {0: 6, 1: 15}  # 12 -> 6: 5..10 never copied
+    now_ms = int(time.time() * 1000)
+    drills = DrillLog(service.layout)
+    for i, (days, lost, rto_ms) in enumerate(DRILLS):
+        drills.append(drill_report(f"nb-drill-{i}", "nightly", now_ms - int(days * 86_400_000), lost, rto_ms))
     print(f"state made in {time.monotonic() - started:.0f}s")
 
     out = tmp_path / "rendered"
@@ -158,3 +176,4 @@ def test_notebooks_run_on_real_state(
     assert ("upstream", 0, 14, 14) in gaps, gaps  # the last commit marker
     assert service.history("A->B").operations[0].result["status"] == "applied"  # the notebooks audited nothing
     assert len(service.history("A->B").operations) == 2
+    assert [d.id for d in service.drill_history(100).drills] == [f"nb-drill-{i}" for i in reversed(range(len(DRILLS)))]
