@@ -124,10 +124,11 @@ CHECKPOINT_LAST_SUCCESS = Gauge(
 )
 CHECKPOINT_APPENDED = Counter("drkit_checkpoint_appended", "Checkpoint rows appended", ["flow"])
 #: The buckets of the follower's checkpoint age (drkit.translator.follow): short, so from 5 ms.
-FOLLOW_AGE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30)
+FOLLOW_AGE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2, 5, 10, 30)
 CHECKPOINT_FOLLOW_AGE = Histogram(
     "drkit_checkpoint_follow_age_seconds",
-    "Age of a followed commit when its shadow commit was acknowledged (source commit timestamp to then)",
+    "Age of a commit followed when its shadow commit was acknowledged (source commit timestamp to then); "
+    "commits made before the follower caught up are not counted",
     ["flow"],
     buckets=FOLLOW_AGE_BUCKETS,
 )

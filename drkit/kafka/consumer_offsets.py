@@ -104,23 +104,27 @@ class ConsumerOffsetsTail:
             out.append(decode(key, message.value(), CONSUMER_OFFSETS_TOPIC, message.partition(), message.offset()))
         return out
 
-    def caught_up(self) -> bool:
+    def caught_up(self, idle: bool = False) -> bool:
         """Whether every partition was read up to its end as of the first call (read_committed: its last stable
-        offset): from then on, a record read is newer in log order than anything the topic held at that call."""
+        offset): from then on, a record read is newer in log order than anything the topic held at that call.
+
+        ``idle``: the caller's last read returned nothing; a partition read from at least once then counts as
+        read to its end even if its position stays below that end (transaction markers closing the log are
+        never delivered, so the position may not pass them)."""
         if not self._assigned:
             self._assign()
         try:
             if self._start_ends is None:
-                self._start_ends = {
-                    tp.partition: self._consumer.get_watermark_offsets(tp, timeout=self._timeout, cached=False)[1]
-                    for tp in self._parts
-                }
-            positions = self._consumer.position([TopicPartition(CONSUMER_OFFSETS_TOPIC, p) for p in self._start_ends])
+                self._start_ends = {}
+                for tp in self._parts:
+                    low, high = self._consumer.get_watermark_offsets(tp, timeout=self._timeout, cached=False)
+                    if high > low:  # an empty partition (or one compacted to nothing) has nothing to read
+                        self._start_ends[tp.partition] = high
+            wanted = [TopicPartition(CONSUMER_OFFSETS_TOPIC, p) for p in sorted(self._start_ends)]
+            positions = self._consumer.position(wanted) if wanted else []
         except KafkaException as exc:
             raise self._error(exc) from None
-        return all(
-            tp.offset >= self._start_ends[tp.partition] for tp in positions if self._start_ends[tp.partition] > 0
-        )
+        return all(tp.offset >= self._start_ends[tp.partition] or (idle and tp.offset >= 0) for tp in positions)
 
     def close(self) -> None:
         self._consumer.close()

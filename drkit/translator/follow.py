@@ -30,12 +30,17 @@ from drkit import metrics
 from drkit.core.checkpoints import Checkpoint, CommittedOffset, plan_checkpoints
 from drkit.core.group_commits import CommitLog, MalformedRecord, RecordKind
 from drkit.core.live_checkpoints import GroupChange, PendingCommits, ShadowWrite, shadow_group, shadow_write
+from drkit.core.translate import SyncIndex
 from drkit.errors import AccessDenied, ClusterError
 from drkit.translator.context import CommitTail, ShadowGroups
 from drkit.translator.job import TranslatorJob
 
 log = logging.getLogger(__name__)
 
+#: Seconds of reads returning nothing after which the tail counts as caught up whatever its positions say.
+CATCH_UP_IDLE_SECONDS = 5.0
+#: Seconds between refreshes of the sync indexes the follower translates with.
+INDEX_REFRESH_SECONDS = 1.0
 #: Seconds a failed tail (a broker error, the source gone) waits before it is opened again.
 RETRY_SECONDS = 2.0
 
@@ -64,6 +69,11 @@ class CommitFollower:
         self.mode = FollowMode.FOLLOWING
         self.writes = 0
         self.caught_up = False
+        self.idle_since: float | None = None
+        self._indexes: dict[tuple[str, int], SyncIndex] | None = None
+        self._indexes_at = 0.0
+        #: When the tail caught up: the age of commits made before (read back, not followed) is not measured.
+        self.following_since_ms = 0
 
     def run(self, stopped: threading.Event) -> FollowMode:
         """Follow until ``stopped``; returns the mode it ended in (ADMIN_API when reading was refused)."""
@@ -73,17 +83,16 @@ class CommitFollower:
             while not stopped.is_set():
                 try:
                     self.step(max(0.0, min(self.interval, next_write - time.monotonic())))
+                    if time.monotonic() >= next_write:
+                        self.flush()
+                        next_write = time.monotonic() + self.interval
                 except (AccessDenied, MalformedRecord) as exc:  # a record it cannot decode: never a wrong C
                     self.fall_back(exc)
                     return self.mode
-                except ClusterError as exc:
+                except ClusterError as exc:  # the source or the target gone for now: the tail goes on after
                     metrics.ERRORS.labels(self.flow.name, "checkpoint").inc()
                     log.error("flow %s: following commits: %s", self.flow.name, exc)
                     stopped.wait(RETRY_SECONDS)
-                    continue
-                if time.monotonic() >= next_write:
-                    self.flush()
-                    next_write = time.monotonic() + self.interval
             return self.mode
         finally:
             self.tail.close()
@@ -103,36 +112,59 @@ class CommitFollower:
 
     def step(self, timeout: float) -> None:
         """Read what the tail has (waiting up to ``timeout`` s) and fold it in."""
-        for record in self.tail.read(timeout):
+        records = self.tail.read(timeout)
+        for record in records:
             # A tombstone of what the fold no longer holds still deletes (its shadow may hold it).
             if self.log.apply(record) or record.kind in _TOMBSTONES:
                 self.pending.note(record)
         if not self.caught_up:
-            self.caught_up = self.tail.caught_up()
+            now = time.monotonic()
+            self.idle_since = (self.idle_since or now) if not records else None
+            # Nothing delivered for a while: a partition holding only what is never delivered (markers,
+            # aborted commits) keeps its position below its end; what is delivered was all read.
+            idle_long = self.idle_since is not None and now - self.idle_since >= CATCH_UP_IDLE_SECONDS
+            self.caught_up = idle_long or self.tail.caught_up(idle=not records)
+            if self.caught_up:
+                self.following_since_ms = self.job.context.now_ms()
 
     def flush(self) -> ShadowWrite | None:
         """Write the pending changes to the shadow groups (once caught up); what was written, or None."""
         if not self.caught_up or not len(self.pending):
             return None
         changes = self.pending.drain()
-        write = self.plan(changes)
-        refused = self.shadows.delete_groups(write.deletes) if write.deletes else {}
-        refused.update(self.shadows.commit_with_metadata_many(write.commits) if write.commits else {})
+        try:
+            write = self.plan(changes)
+            refused = self.shadows.delete_groups(write.deletes) if write.deletes else {}
+            refused.update(self.shadows.commit_with_metadata_many(write.commits) if write.commits else {})
+        except BaseException:
+            for group, change in changes.items():  # written again, under anything read meanwhile
+                self.pending.requeue(group, change)
+            raise
         acknowledged_ms = self.job.context.now_ms()
         for name, stamps in write.commit_timestamps.items():
             if name in refused:
                 continue
             for ts in stamps:
+                if ts < self.following_since_ms:
+                    continue
                 metrics.CHECKPOINT_FOLLOW_AGE.labels(self.flow.name).observe(max(0.0, (acknowledged_ms - ts) / 1000))
         if refused:
             by_name = {shadow_group(self.flow.name, g): g for g in changes}
             for name, reason in sorted(refused.items()):
                 log.warning("flow %s: shadow group %s not written (retried): %s", self.flow.name, name, reason)
-                group = by_name.get(name)
-                if group is not None:
-                    self.pending.requeue(group, changes[group])
+                source_group = by_name.get(name)
+                if source_group is not None:
+                    self.pending.requeue(source_group, changes[source_group])
         self.writes += 1
         return write
+
+    def indexes(self) -> dict[tuple[str, int], SyncIndex]:
+        """The job's sync indexes, refreshed at most every INDEX_REFRESH_SECONDS (each refresh asks the table for
+        its version; failover translates C again with the syncs of its moment)."""
+        now = time.monotonic()
+        if self._indexes is None or now - self._indexes_at >= INDEX_REFRESH_SECONDS:
+            self._indexes, self._indexes_at = self.job.indexes(), now
+        return self._indexes
 
     def plan(self, changes: dict[str, GroupChange]) -> ShadowWrite:
         """The writes of ``changes``: the commits translated exactly as the interval runs translate them."""
@@ -148,7 +180,7 @@ class CommitFollower:
         topic_map = {t: self.job.policy.target_topic(self.flow.source, t) for t in topics}
         translated: dict[str, list[Checkpoint]] = {}
         if committed:
-            plan = plan_checkpoints(self.flow.name, committed, topic_map, self.job.indexes(), {})
+            plan = plan_checkpoints(self.flow.name, committed, topic_map, self.indexes(), {})
             for c in plan.current:
                 translated.setdefault(c.group, []).append(c)
         return shadow_write(self.flow.name, changes, translated, timestamps, topic_map)

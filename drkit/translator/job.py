@@ -51,11 +51,14 @@ class TranslatorJob:
         self.target = context.clusters.admin(flow.target)
         self.policy = flow.policy()
         self.sync_cache = context.sync_indexes(flow.name)
+        self._indexes_lock = threading.Lock()
         self._previous: dict[tuple[str, str, int], Checkpoint] | None = None
 
     def indexes(self) -> dict[tuple[str, int], SyncIndex]:
-        """The flow's syncs per partition, updated with only the rows appended since the last run."""
-        return self.sync_cache.indexes()
+        """The flow's syncs per partition, updated with only the rows appended since the last run (one
+        caller at a time: the commit follower's thread asks too)."""
+        with self._indexes_lock:
+            return self.sync_cache.indexes()
 
     def run_once(self) -> TranslationRun:
         started = time.monotonic()

@@ -97,8 +97,8 @@ def test_shadow_groups_hold_each_groups_last_commit_and_failover_uses_it(
             started = time.monotonic()
             for i, group in enumerate(groups):
                 offsets = {0: 1 + step * 10 + i, 1: 1 + step * 7 + i}
-                if step == STEPS // 2 and i == 0:
-                    offsets = {0: 5, 1: 5}  # a reset to earlier: a newer commit, kept
+                if step == STEPS and i == 0:
+                    offsets = {0: 5, 1: 5}  # a reset to earlier as the last commit: newer in log order, kept
                 consumers[group].commit(
                     offsets=[TopicPartition(topic, p, o) for p, o in offsets.items()], asynchronous=False
                 )

@@ -16,7 +16,7 @@ from drkit.core.group_commits import GroupRecord, RecordKind
 from drkit.core.live_checkpoints import decode_metadata, shadow_group
 from drkit.core.offsets import SyncRange
 from drkit.core.translate import Position
-from drkit.errors import AccessDenied
+from drkit.errors import AccessDenied, ClusterError
 from drkit.layout import StateLayout
 from drkit.translator.follow import CommitFollower, FollowMode
 from drkit.translator.job import TranslatorJob
@@ -39,7 +39,7 @@ class FakeTail:
         self.reads += 1
         return self.chunks.pop(0) if self.chunks else []
 
-    def caught_up(self) -> bool:
+    def caught_up(self, idle: bool = False) -> bool:
         return self.reads >= self.caught_up_after
 
     def close(self) -> None:
@@ -158,3 +158,22 @@ def test_a_refused_read_falls_back_with_one_warning_line(tmp_path: Path, caplog:
     assert len(lines) == 1
     assert "cluster A" in lines[0] and "following commits through the admin API every 2.0 s instead" in lines[0]
     assert tail.closed
+
+
+def test_a_write_that_fails_outright_is_kept_for_the_next(tmp_path: Path) -> None:
+    w = mirrored(tmp_path)
+
+    class Down(FakeShadows):
+        def commit_with_metadata_many(
+            self, commits: Mapping[str, Mapping[tuple[str, int], tuple[int, str]]]
+        ) -> dict[str, str]:
+            raise ClusterError("cluster B: down")
+
+    down = Down()
+    f = follower(w, FakeTail([[commit("g", 0, 10, 1)]]), down)
+    f.step(0)
+    with pytest.raises(ClusterError):
+        f.flush()
+    f.shadows = shadows = FakeShadows()
+    f.flush()
+    assert shadows.commits[0][shadow_group(FLOW, "g")][("A.t", 0)][0] == 1010
