@@ -16,6 +16,7 @@ from drkit.core.ports import CheckpointLog, Clusters, SyncLog
 from drkit.core.reports import TranslationRun
 from drkit.core.status import EndsObservation
 from drkit.kafka.admin import KafkaAdmin, KafkaClusters
+from drkit.kafka.consumer_offsets import ConsumerOffsetsTail
 from drkit.kafka.topology import TopologyReconciler
 from drkit.layout import JobKind, StateLayout
 from drkit.operate.context import OperateContext
@@ -60,6 +61,8 @@ def translator_context(
         TranslatorRunFiles(RunFiles(layout)),
         sync_indexes,
         clock,
+        commit_tail=lambda alias: ConsumerOffsetsTail(config.clusters[alias], alias),
+        shadow_groups=lambda alias: KafkaAdmin(config.clusters[alias], alias),
     )
 
 

@@ -354,16 +354,30 @@ class KafkaAdmin:
 
         A group the cluster refuses (active members, a partition error) does not stop the others: the
         refused groups come back with the reason, naming the cluster; the caller reads back what holds."""
+        return self._commit_many(
+            {g: [TopicPartition(t, p, o) for (t, p), o in sorted(offs.items())] for g, offs in commits.items() if offs}
+        )
+
+    def commit_with_metadata_many(
+        self, commits: Mapping[str, Mapping[tuple[str, int], tuple[int, str]]]
+    ) -> dict[str, str]:
+        """As :meth:`commit_offsets_many`, each offset with its commit metadata (drkit.core.live_checkpoints)."""
+        return self._commit_many(
+            {
+                g: [TopicPartition(t, p, o, metadata=m) for (t, p), (o, m) in sorted(offs.items())]
+                for g, offs in commits.items()
+                if offs
+            }
+        )
+
+    def _commit_many(self, requests: Mapping[str, list[TopicPartition]]) -> dict[str, str]:
         futures: dict[str, Future[ConsumerGroupTopicPartitions]] = {}
-        spread = self._spread(len(commits))
+        spread = self._spread(len(requests))
         try:
-            for group, offsets in commits.items():
-                if offsets:
-                    request = ConsumerGroupTopicPartitions(
-                        group, [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
-                    )
-                    client = spread[len(futures) % len(spread)]
-                    futures[group] = client.alter_consumer_group_offsets([request], request_timeout=self.timeout)[group]
+            for group, partitions in requests.items():
+                request = ConsumerGroupTopicPartitions(group, partitions)
+                client = spread[len(futures) % len(spread)]
+                futures[group] = client.alter_consumer_group_offsets([request], request_timeout=self.timeout)[group]
         except KafkaException as exc:
             raise self._fail("cannot commit offsets", exc, Operation.READ) from None
         refused: dict[str, str] = {}
@@ -379,6 +393,27 @@ class KafkaAdmin:
                 if tp.error is not None:
                     refused[group] = str(self._partition_error(group, tp, Operation.READ))
                     break
+        return refused
+
+    def delete_groups(self, groups: Iterable[str]) -> dict[str, str]:
+        """Delete groups (none may have members); a group that does not exist counts as deleted. The groups
+        the cluster refused, with its reason."""
+        names = list(dict.fromkeys(groups))
+        if not names:
+            return {}
+        try:
+            futures = self.client.delete_consumer_groups(names, request_timeout=self.timeout)
+        except KafkaException as exc:
+            raise self._fail("cannot delete consumer groups", exc, Operation.DELETE) from None
+        refused: dict[str, str] = {}
+        for group, future in futures.items():
+            try:
+                future.result()
+            except KafkaException as exc:
+                error = exc.args[0]
+                if isinstance(error, KafkaError) and error.code() == KafkaError.GROUP_ID_NOT_FOUND:
+                    continue
+                refused[group] = str(self._fail(f"cannot delete group {group!r}", exc, Operation.DELETE, group=group))
         return refused
 
 

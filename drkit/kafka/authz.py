@@ -27,6 +27,7 @@ class Operation(StrEnum):
     DESCRIBE_CONFIGS = "DESCRIBE_CONFIGS"
     ALTER_CONFIGS = "ALTER_CONFIGS"
     IDEMPOTENT_WRITE = "IDEMPOTENT_WRITE"
+    DELETE = "DELETE"
 
 
 #: The refusals librdkafka reports, by error code: which kind of resource was refused.

@@ -48,6 +48,8 @@ class ConsumerOffsetsTail:
         conf = client_config(cluster, alias, **{"group.id": TAIL_GROUP, **TAIL_SETTINGS})
         self._consumer: Any = consumer if consumer is not None else Consumer(conf)
         self._assigned = False
+        self._parts: list[TopicPartition] = []
+        self._start_ends: dict[int, int] | None = None
 
     def _error(self, error: Any) -> Exception:
         kafka_error = error.args[0] if isinstance(error, KafkaException) else error
@@ -75,6 +77,7 @@ class ConsumerOffsetsTail:
         # OFFSET_BEGINNING (-2): the log start (compaction or retention may have removed the head).
         parts = [TopicPartition(CONSUMER_OFFSETS_TOPIC, p, -2) for p in sorted(topic.partitions)]
         self._consumer.assign(parts)
+        self._parts = parts
         self._assigned = True
 
     def read(self, timeout: float = 0.1) -> list[GroupRecord]:
@@ -100,6 +103,28 @@ class ConsumerOffsetsTail:
                 )
             out.append(decode(key, message.value(), CONSUMER_OFFSETS_TOPIC, message.partition(), message.offset()))
         return out
+
+    def caught_up(self, idle: bool = False) -> bool:
+        """Whether every partition was read up to its end as of the first call (read_committed: its last stable
+        offset): from then on, a record read is newer in log order than anything the topic held at that call.
+
+        ``idle``: the caller's last read returned nothing; a partition read from at least once then counts as
+        read to its end even if its position stays below that end (transaction markers closing the log are
+        never delivered, so the position may not pass them)."""
+        if not self._assigned:
+            self._assign()
+        try:
+            if self._start_ends is None:
+                self._start_ends = {}
+                for tp in self._parts:
+                    low, high = self._consumer.get_watermark_offsets(tp, timeout=self._timeout, cached=False)
+                    if high > low:  # an empty partition (or one compacted to nothing) has nothing to read
+                        self._start_ends[tp.partition] = high
+            wanted = [TopicPartition(CONSUMER_OFFSETS_TOPIC, p) for p in sorted(self._start_ends)]
+            positions = self._consumer.position(wanted) if wanted else []
+        except KafkaException as exc:
+            raise self._error(exc) from None
+        return all(tp.offset >= self._start_ends[tp.partition] or (idle and tp.offset >= 0) for tp in positions)
 
     def close(self) -> None:
         self._consumer.close()

@@ -28,6 +28,7 @@ from drkit.operate.apply import Confirm, finish
 from drkit.operate.context import OperateContext
 from drkit.operate.groups import group_facts
 from drkit.operate.hooks import after_apply
+from drkit.operate.live import with_live
 from drkit.operate.reach import probing, require
 from drkit.operate.rpo import measure_rpo
 from drkit.operate.targets import target_check
@@ -107,6 +108,12 @@ def _failover_plan(
     reference_ms = (request.as_of or started).timestamp() * 1000
     # Back in time, only the rows themselves tell their age; now, the translator's last confirmation too.
     last_run = ctx.runs.last_run(flow.name) if request.as_of is None else None
+    require(Command.FAILOVER, flow, reaches.result())
+    admin = ctx.clusters.admin(flow.target)
+    if request.as_of is None:  # the newest: a live checkpoint where the follower has a newer one
+        recorded = with_live(
+            admin, flow, names, recorded, lambda g: None if last_run is None else last_run.confirmed_at(g)
+        )
     checkpoints = [
         CheckpointFact(
             r.checkpoint.group,
@@ -121,8 +128,6 @@ def _failover_plan(
         )
         for r in recorded
     ]
-    require(Command.FAILOVER, flow, reaches.result())
-    admin = ctx.clusters.admin(flow.target)
     topics = sorted({c.source_topic for c in checkpoints})  # only the syncs this failover translates with
     # The groups' state and offsets on the target (a request per group) are read while the syncs are.
     facts = background.started(group_facts, admin, names)

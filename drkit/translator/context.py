@@ -8,12 +8,13 @@ contract keeps drkit.store out of it).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
 from drkit.config import DrkitConfig
+from drkit.core.group_commits import GroupRecord
 from drkit.core.ports import CheckpointLog, Clusters, SyncLog, TopicPartition, utc_now
 from drkit.core.reports import TranslationRun
 from drkit.core.status import EndsObservation
@@ -38,6 +39,33 @@ class RunLog(Protocol):
         ...
 
 
+class CommitTail(Protocol):
+    """One cluster's ``__consumer_offsets`` read from its start (drkit.kafka.consumer_offsets); raises
+    ``AccessDenied`` when the principal may not read it."""
+
+    def read(self, timeout: float = 0.1) -> list[GroupRecord]: ...
+
+    def caught_up(self, idle: bool = False) -> bool:
+        """Whether every partition was read to its end as of the first call (``idle``: the last read was empty)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class ShadowGroups(Protocol):
+    """The target's side of the live checkpoints: commits with metadata, group deletions (drkit.kafka.admin)."""
+
+    def commit_with_metadata_many(
+        self, commits: Mapping[str, Mapping[TopicPartition, tuple[int, str]]]
+    ) -> dict[str, str]:
+        """Commit each group's offsets, all requests in flight at once; the refused groups with the reason."""
+        ...
+
+    def delete_groups(self, groups: Iterable[str]) -> dict[str, str]:
+        """Delete the groups (one that does not exist counts as deleted); the refused ones with the reason."""
+        ...
+
+
 @dataclass(frozen=True)
 class TranslatorContext:
     config: DrkitConfig
@@ -48,6 +76,10 @@ class TranslatorContext:
     #: The sync indexes of a flow, by name (one per job, kept for its life).
     sync_indexes: Callable[[str], SyncIndexes]
     clock: Callable[[], datetime] = field(default=utc_now)
+    #: A cluster's ``__consumer_offsets`` tail, by alias (the follower's source side); None: no follower.
+    commit_tail: Callable[[str], CommitTail] | None = None
+    #: A cluster's shadow groups, by alias (the follower's target side).
+    shadow_groups: Callable[[str], ShadowGroups] | None = None
 
     def now_ms(self) -> int:
         return int(self.clock().timestamp() * 1000)

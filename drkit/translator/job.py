@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from drkit import metrics
 from drkit.config import FlowConfig
@@ -29,6 +30,9 @@ from drkit.errors import ClusterError
 from drkit.layout import JobKind
 from drkit.runtime.signals import stop_on_signals
 from drkit.translator.context import TranslatorContext
+
+if TYPE_CHECKING:
+    from drkit.translator.follow import CommitFollower
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +51,14 @@ class TranslatorJob:
         self.target = context.clusters.admin(flow.target)
         self.policy = flow.policy()
         self.sync_cache = context.sync_indexes(flow.name)
+        self._indexes_lock = threading.Lock()
         self._previous: dict[tuple[str, str, int], Checkpoint] | None = None
 
     def indexes(self) -> dict[tuple[str, int], SyncIndex]:
-        """The flow's syncs per partition, updated with only the rows appended since the last run."""
-        return self.sync_cache.indexes()
+        """The flow's syncs per partition, updated with only the rows appended since the last run (one
+        caller at a time: the commit follower's thread asks too)."""
+        with self._indexes_lock:
+            return self.sync_cache.indexes()
 
     def run_once(self) -> TranslationRun:
         started = time.monotonic()
@@ -134,21 +141,57 @@ class TranslatorRunner:
     def __init__(self, context: TranslatorContext, flows: list[FlowConfig]) -> None:
         self.jobs = [TranslatorJob(context, f) for f in flows]
         self.stopped = threading.Event()
+        #: Set when the continuous run ends (a signal sets ``stopped``): the followers stop with it.
+        self.follow_stopped = threading.Event()
+        #: The commit followers started by the continuous run (their ``mode``: which way each flow follows).
+        self.followers: list[CommitFollower] = []
 
     def run(self, once: bool, interval: float | None = None, max_runs: int | None = None) -> list[TranslationRun]:
         if once:
             return [job.run_once() for job in self.jobs]
         runs: list[TranslationRun] = []
-        with stop_on_signals(self.stopped):
-            n = 0
-            while not self.stopped.is_set() and (max_runs is None or n < max_runs):
-                for job in self.jobs:
-                    try:
-                        runs.append(job.run_once())
-                    except ClusterError as exc:  # keep going: the source may come back
-                        metrics.ERRORS.labels(job.flow.name, "checkpoint").inc()
-                        log.error("flow %s: %s", job.flow.name, exc)
-                n += 1
-                wait = interval if interval is not None else min(j.flow.checkpoint.interval_seconds for j in self.jobs)
-                self.stopped.wait(wait)
+        followers = self.start_followers()
+        try:
+            with stop_on_signals(self.stopped):
+                runs = self._loop(interval, max_runs)
+        finally:
+            self.follow_stopped.set()
+            for thread in followers:
+                thread.join()
         return runs[-len(self.jobs) :] if runs else []
+
+    def start_followers(self) -> list[threading.Thread]:
+        """A commit follower per flow with ``follow_commits`` (drkit.translator.follow), each in its thread."""
+        from drkit.translator.follow import CommitFollower
+
+        context = self.jobs[0].context if self.jobs else None
+        if context is None or context.commit_tail is None or context.shadow_groups is None:
+            return []
+        threads = []
+        for job in self.jobs:
+            if not job.flow.checkpoint.follow_commits:
+                metrics.CHECKPOINT_FOLLOW_MODE.labels(job.flow.name).set(0)
+                continue
+            follower = CommitFollower(job, context.commit_tail(job.flow.source), context.shadow_groups(job.flow.target))
+            self.followers.append(follower)
+            thread = threading.Thread(
+                target=follower.run, args=(self.follow_stopped,), name=f"follow-{job.flow.name}", daemon=True
+            )
+            thread.start()
+            threads.append(thread)
+        return threads
+
+    def _loop(self, interval: float | None, max_runs: int | None) -> list[TranslationRun]:
+        runs: list[TranslationRun] = []
+        n = 0
+        while not self.stopped.is_set() and (max_runs is None or n < max_runs):
+            for job in self.jobs:
+                try:
+                    runs.append(job.run_once())
+                except ClusterError as exc:  # keep going: the source may come back
+                    metrics.ERRORS.labels(job.flow.name, "checkpoint").inc()
+                    log.error("flow %s: %s", job.flow.name, exc)
+            n += 1
+            wait = interval if interval is not None else min(j.flow.checkpoint.interval_seconds for j in self.jobs)
+            self.stopped.wait(wait)
+        return runs

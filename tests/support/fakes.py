@@ -45,6 +45,8 @@ class FakeCluster:
     alias: str
     ends: dict[TopicPartition, int] = field(default_factory=dict)
     offsets: dict[str, dict[TopicPartition, int]] = field(default_factory=dict)
+    #: Commit metadata of some of ``offsets`` (a shadow group's live checkpoints: drkit.core.live_checkpoints).
+    metadata: dict[str, dict[TopicPartition, str]] = field(default_factory=dict)
     members: dict[str, tuple[Member, ...]] = field(default_factory=dict)
     timestamps: dict[TopicPartition, int] = field(default_factory=dict)
     reachable: bool = True
@@ -122,7 +124,11 @@ class FakeCluster:
 
     def committed_offsets(self, group: str) -> list[CommittedOffset]:
         self._check()
-        return [CommittedOffset(group, t, p, o) for (t, p), o in sorted(self.offsets.get(group, {}).items())]
+        meta = self.metadata.get(group, {})
+        return [
+            CommittedOffset(group, t, p, o, meta.get((t, p)))
+            for (t, p), o in sorted(self.offsets.get(group, {}).items())
+        ]
 
     def committed_offsets_many(self, groups: Iterable[str]) -> dict[str, list[CommittedOffset]]:
         return {g: self.committed_offsets(g) for g in groups}

@@ -8,6 +8,8 @@ import pytest
 from confluent_kafka.admin import AclOperation, ResourcePatternType, ResourceType
 from support.acl_table import BASE, DOC, FEATURES, Names, acls, documented_rows, table_rows
 
+from drkit.core.live_checkpoints import shadow_group
+
 ROLES = {"mirror": "m", "translator": "t", "operator": "o"}
 NAMES = Names("A", "B", "orders", "billing")
 
@@ -17,7 +19,13 @@ def test_both_tables_parse_with_known_roles_sides_and_placeholders() -> None:
     base, features = table_rows(DOC.read_text(), BASE), table_rows(DOC.read_text(), FEATURES)
     assert len(base) >= 20 and len(features) >= 10, (len(base), len(features))
     assert {r.role for r in rows} == set(ROLES)
-    assert {r.feature for r in features} == {"heartbeats", "sync_group_offsets", "exactly-once", "sync_acls"}
+    assert {r.feature for r in features} == {
+        "heartbeats",
+        "sync_group_offsets",
+        "exactly-once",
+        "sync_acls",
+        "follow_commits",
+    }
     every = acls(rows, NAMES, ROLES, frozenset(r.feature for r in features))
     assert len(every) == len(rows)
     assert not [a for a in every if "<" in a.name or ">" in a.name.replace("->", "")], "a placeholder left"
@@ -37,6 +45,19 @@ def test_the_rows_the_proof_depends_on_are_listed() -> None:
         ("t", "B", ResourceType.TOPIC, "A.orders", lit, AclOperation.READ),
         ("m", "B", ResourceType.TRANSACTIONAL_ID, "drkit-mirror.A->B.", pre, AclOperation.WRITE),
         ("o", "B", ResourceType.TRANSACTIONAL_ID, "drkit-mirror.A->B.", pre, AclOperation.WRITE),
+    ]:
+        assert expected in kinds, expected
+
+
+def test_the_follower_rows_name_the_shadow_groups_prefix() -> None:
+    granted = set(acls(documented_rows(), NAMES, ROLES, frozenset({"follow_commits"})))
+    kinds = {(a.principal, a.cluster, a.resource, a.name, a.pattern, a.operation) for a in granted}
+    lit, pre = ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
+    for expected in [
+        ("t", "A", ResourceType.TOPIC, "__consumer_offsets", lit, AclOperation.READ),
+        ("t", "B", ResourceType.GROUP, shadow_group("A->B", ""), pre, AclOperation.READ),
+        ("t", "B", ResourceType.GROUP, shadow_group("A->B", ""), pre, AclOperation.DELETE),
+        ("o", "B", ResourceType.GROUP, shadow_group("A->B", ""), pre, AclOperation.DESCRIBE),
     ]:
         assert expected in kinds, expected
 

@@ -1,0 +1,179 @@
+"""The commit follower over a fake ``__consumer_offsets`` tail and fake shadow groups: nothing written before
+the tail caught up, one coalesced write per group per interval with the translator's translation, deletions,
+a refused write retried, and the one-line fallback when reading the topic is refused."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pytest
+from support.fakes import NOW, World, two_cluster_config, world
+
+from drkit.core.group_commits import GroupRecord, RecordKind
+from drkit.core.live_checkpoints import decode_metadata, shadow_group
+from drkit.core.offsets import SyncRange
+from drkit.core.translate import Position
+from drkit.errors import AccessDenied, ClusterError
+from drkit.layout import StateLayout
+from drkit.translator.follow import CommitFollower, FollowMode
+from drkit.translator.job import TranslatorJob
+from drkit.wiring import translator_context
+
+FLOW = "A->B"
+
+
+class FakeTail:
+    def __init__(self, chunks: list[list[GroupRecord]], denied: bool = False, caught_up_after: int = 1) -> None:
+        self.chunks = chunks
+        self.denied = denied
+        self.reads = 0
+        self.caught_up_after = caught_up_after
+        self.closed = False
+
+    def read(self, timeout: float = 0.1) -> list[GroupRecord]:
+        if self.denied:
+            raise AccessDenied("cluster A: the principal may not READ topic __consumer_offsets")
+        self.reads += 1
+        return self.chunks.pop(0) if self.chunks else []
+
+    def caught_up(self, idle: bool = False) -> bool:
+        return self.reads >= self.caught_up_after
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class FakeShadows:
+    def __init__(self, refuse: Iterable[str] = ()) -> None:
+        self.commits: list[dict[str, dict[tuple[str, int], tuple[int, str]]]] = []
+        self.deleted: list[str] = []
+        self.refuse = set(refuse)
+
+    def commit_with_metadata_many(
+        self, commits: Mapping[str, Mapping[tuple[str, int], tuple[int, str]]]
+    ) -> dict[str, str]:
+        self.commits.append({g: dict(o) for g, o in commits.items()})
+        refused = {g: "cluster B: refused" for g in commits if g in self.refuse}
+        self.refuse.clear()
+        return refused
+
+    def delete_groups(self, groups: Iterable[str]) -> dict[str, str]:
+        self.deleted.extend(groups)
+        return {}
+
+
+def commit(group: str, partition: int, offset: int, ts: int, topic: str = "t") -> GroupRecord:
+    return GroupRecord(RecordKind.OFFSET_COMMIT, 1, group, topic, partition, offset, commit_timestamp=ts)
+
+
+def mirrored(tmp_path: Path) -> World:
+    extra = {"flows": [{"source": "A", "target": "B", "checkpoint": {"follow_commits": True}}]}
+    w = world(tmp_path, two_cluster_config(tmp_path, **extra))
+    w.syncs.add(FLOW, "t", "A.t", 0, SyncRange(0, 99, 1000, 1099))
+    return w
+
+
+def follower(w: World, tail: FakeTail, shadows: FakeShadows) -> CommitFollower:
+    ctx = translator_context(
+        w.config, StateLayout(w.config.state_root()), lambda: NOW, w.clusters, w.syncs, w.checkpoints
+    )
+    return CommitFollower(TranslatorJob(ctx, w.config.flows[0]), tail, shadows)
+
+
+def test_nothing_is_written_before_the_tail_caught_up_then_one_coalesced_write(tmp_path: Path) -> None:
+    w = mirrored(tmp_path)
+    tail = FakeTail([[commit("g", 0, 10, 1), commit("g", 0, 40, 2)], [commit("g", 0, 30, 3)]], caught_up_after=2)
+    shadows = FakeShadows()
+    f = follower(w, tail, shadows)
+    f.step(0)
+    assert f.flush() is None and shadows.commits == []  # an older commit than one written before may be in the fold
+    f.step(0)
+    f.flush()
+    assert len(shadows.commits) == 1
+    (offset, meta) = shadows.commits[0][shadow_group(FLOW, "g")][("A.t", 0)]
+    # The last in log order (a reset from 40 to 30), translated by the syncs: 1030.
+    assert offset == 1030
+    assert decode_metadata("g", "A.t", 0, meta) is not None
+    live = decode_metadata("g", "A.t", 0, meta)
+    assert live is not None and (live.upstream_offset, live.position, live.commit_timestamp_ms) == (
+        30,
+        Position.MIRRORED,
+        3,
+    )
+    assert f.flush() is None  # nothing new: nothing written
+
+
+def test_unselected_unchanged_and_unmirrored_commits_are_not_written(tmp_path: Path) -> None:
+    w = mirrored(tmp_path)
+    records = [commit("g", 0, 10, 1), commit("connect-x", 0, 5, 1), commit("g", 1, 5, 1)]
+    shadows = FakeShadows()
+    f = follower(w, FakeTail([records, [commit("g", 0, 10, 1)]]), shadows)
+    f.step(0)
+    f.flush()
+    assert list(shadows.commits[0]) == [shadow_group(FLOW, "g")]
+    assert set(shadows.commits[0][shadow_group(FLOW, "g")]) == {("A.t", 0)}  # partition 1: nothing mirrored
+    f.step(0)  # the same commit again (a replayed record): no change
+    assert f.flush() is None
+
+
+def test_deletions_reach_the_shadow_groups(tmp_path: Path) -> None:
+    w = mirrored(tmp_path)
+    chunks = [
+        [commit("g", 0, 10, 1), commit("h", 0, 20, 1)],
+        [GroupRecord(RecordKind.OFFSET_TOMBSTONE, 1, "g", "t", 0), GroupRecord(RecordKind.GROUP_TOMBSTONE, 2, "h")],
+    ]
+    shadows = FakeShadows()
+    f = follower(w, FakeTail(chunks), shadows)
+    f.step(0)
+    f.flush()
+    f.step(0)
+    f.flush()
+    assert shadows.deleted == [shadow_group(FLOW, "h")]
+    marker = decode_metadata("g", "A.t", 0, shadows.commits[1][shadow_group(FLOW, "g")][("A.t", 0)][1])
+    assert marker is not None and marker.deleted
+
+
+def test_a_refused_write_is_retried_with_the_newest(tmp_path: Path) -> None:
+    w = mirrored(tmp_path)
+    shadows = FakeShadows(refuse=[shadow_group(FLOW, "g")])
+    f = follower(w, FakeTail([[commit("g", 0, 10, 1)], [commit("h", 0, 5, 2)]]), shadows)
+    f.step(0)
+    f.flush()
+    f.step(0)
+    f.flush()
+    assert set(shadows.commits[1]) == {shadow_group(FLOW, "g"), shadow_group(FLOW, "h")}
+    assert shadows.commits[1][shadow_group(FLOW, "g")][("A.t", 0)][0] == 1010
+
+
+def test_a_refused_read_falls_back_with_one_warning_line(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    w = mirrored(tmp_path)
+    tail = FakeTail([], denied=True)
+    f = follower(w, tail, FakeShadows())
+    with caplog.at_level(logging.WARNING, logger="drkit.translator.follow"):
+        assert f.run(threading.Event()) is FollowMode.ADMIN_API
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(lines) == 1
+    assert "cluster A" in lines[0] and "following commits through the admin API every 2.0 s instead" in lines[0]
+    assert tail.closed
+
+
+def test_a_write_that_fails_outright_is_kept_for_the_next(tmp_path: Path) -> None:
+    w = mirrored(tmp_path)
+
+    class Down(FakeShadows):
+        def commit_with_metadata_many(
+            self, commits: Mapping[str, Mapping[tuple[str, int], tuple[int, str]]]
+        ) -> dict[str, str]:
+            raise ClusterError("cluster B: down")
+
+    down = Down()
+    f = follower(w, FakeTail([[commit("g", 0, 10, 1)]]), down)
+    f.step(0)
+    with pytest.raises(ClusterError):
+        f.flush()
+    f.shadows = shadows = FakeShadows()
+    f.flush()
+    assert shadows.commits[0][shadow_group(FLOW, "g")][("A.t", 0)][0] == 1010
