@@ -1,13 +1,14 @@
 """The source broker killed after a steady load the mirror fell behind on: the RPO drkit reports is exact.
 
-A producer writes to A at a steady rate (acks=all, every acknowledged record counted), the mirror and
-the translator run continuously and copy while it writes; the mirror is stopped under that load, the
-producer goes on for a few seconds (records the mirror never copies), stops, the translator observes A's
-end offsets, then A is SIGKILLed. ``drkit failover`` (the CLI, in a process that cannot start a JVM) must
-apply the failover without the source and report as not mirrored exactly the records A acknowledged that
-are not on B, counted one by one by this test, per partition and in total, with the observation's age and
-an estimate of what was produced after it (none was: the estimate is labelled, not checked). Every job
-runs in a thread whose error fails the test; every wait has a deadline that fails with a message.
+A producer writes to A at a steady rate (acks=all, every acknowledged record counted), the mirror and the
+translator run continuously and copy while it writes; the mirror is stopped under that load, the producer goes
+on for a few seconds' worth of records (which the mirror never copies), the translator stops while it writes,
+the producer stops, one more translation observes A's end offsets, then A is SIGKILLed. ``drkit failover``
+(the CLI, in a process that cannot start a JVM) must apply the failover without the source and report as not
+mirrored exactly the records A acknowledged that are not on B, counted one by one by this test, per partition
+and in total, with the observation's age and an estimate of what was produced after it (none was: the estimate
+is labelled, not checked). Every job runs in a thread whose error fails the test; every wait has a deadline
+that fails with a message.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ from drkit.translator.job import TranslatorRunner
 TOPIC, GROUP, PARTITIONS, RATE = "payments", "ledger", 3, 150
 #: The group's committed offset on A in every partition, before the disaster.
 PROCESSED = 10
-#: How long the producer writes after the mirror stopped: these records are never mirrored.
-UNMIRRORED_SECONDS = 3.0
+#: How long the producer writes after the mirror stopped (at RATE, counted in acknowledged records): these
+#: records are never mirrored.
+UNMIRRORED_SECONDS = 3
 
 
 @pytest.fixture(scope="module")
@@ -163,13 +165,28 @@ def test_rpo_with_the_source_killed_after_load(
     runner.stop()
     summaries = mirror.finish(180)
     assert [(s.flow, s.records > 0) for s in summaries] == [("A->B", True)], summaries
-    time.sleep(UNMIRRORED_SECONDS)  # the producer goes on: records the mirror never copies
-    producer.stop.set()
-    producer.join(60)
-    assert not producer.is_alive() and producer.failed == [], producer.failed[:5]
+    # The producer goes on: records the mirror never copies. Waited for by count, not by time, so that a
+    # loaded machine cannot leave this window empty.
+    acked = sum(producer.acked_on.values())
+    wait_until(
+        lambda: sum(producer.acked_on.values()) >= acked + RATE * UNMIRRORED_SECONDS,
+        60,
+        "records acknowledged after the mirror stopped",
+    )
+    # The translator's last observation of A's ends is made while the producer still writes, and more is
+    # acknowledged after it: the rate between it and the final observation below is that of a live source
+    # (were the translator stopped after the producer, its last two observations could be equal: rate 0).
     translating.stopped.set()
     runs = translator.finish(60)
     assert runs, "the translator never ran"
+    acked = sum(producer.acked_on.values())
+    # A second's worth: more than the few records in flight (their acknowledgements may come late).
+    wait_until(
+        lambda: sum(producer.acked_on.values()) >= acked + RATE, 60, "records acknowledged after the translator stopped"
+    )
+    producer.stop.set()
+    producer.join(60)
+    assert not producer.is_alive() and producer.failed == [], producer.failed[:5]
     service.translate("A->B", once=True)  # observes A's end offsets after the last acknowledged record
     kafka.stop("A", kill=True)
 
