@@ -58,53 +58,43 @@ def is_shadow(group: str) -> bool:
 
 @dataclass(frozen=True)
 class LiveCheckpoint:
-    """A source group's newest commit of one partition, as its shadow group holds it."""
+    """A source group's newest commit of one partition, as its shadow group holds it: the checkpoint, dated by
+    its source commit, or a marker that the offset was deleted (``deleted``: only the key of its checkpoint
+    counts)."""
 
-    group: str
-    source_topic: str
-    target_topic: str
-    partition: int
-    upstream_offset: int
-    downstream_offset: int | None
-    position: Position
+    checkpoint: Checkpoint
     commit_timestamp_ms: int
     deleted: bool = False
 
-    def recorded(self, flow: str) -> RecordedCheckpoint:
+    @property
+    def recorded(self) -> RecordedCheckpoint:
         """As a recorded checkpoint, dated by its source commit."""
-        c = Checkpoint(
-            flow,
-            self.group,
-            self.source_topic,
-            self.target_topic,
-            self.partition,
-            self.upstream_offset,
-            self.downstream_offset,
-            self.position,
-        )
-        return RecordedCheckpoint(c, self.commit_timestamp_ms)
+        return RecordedCheckpoint(self.checkpoint, self.commit_timestamp_ms)
 
 
 def encode_metadata(c: LiveCheckpoint) -> str:
     """The shadow commit's metadata: compact JSON, at most MAX_METADATA_BYTES (ValueError beyond)."""
+    k = c.checkpoint
     body: dict[str, object] = {
         "v": METADATA_VERSION,
-        "c": c.upstream_offset,
-        "t": c.source_topic,
-        "p": c.position.value,
+        "c": k.upstream_offset,
+        "t": k.source_topic,
+        "p": k.position.value,
         "ts": c.commit_timestamp_ms,
-        "d": c.downstream_offset,
+        "d": k.downstream_offset,
     }
     if c.deleted:
         body["x"] = True
     text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
     if len(text.encode("utf-8")) > MAX_METADATA_BYTES:
-        raise ValueError(f"checkpoint metadata of {c.group!r} is over {MAX_METADATA_BYTES} bytes")
+        raise ValueError(f"checkpoint metadata of {k.group!r} is over {MAX_METADATA_BYTES} bytes")
     return text
 
 
-def decode_metadata(group: str, target_topic: str, partition: int, text: str | None) -> LiveCheckpoint | None:
-    """The live checkpoint a shadow commit's metadata holds; None when it is not one drkit wrote (another
+def decode_metadata(
+    flow: str, group: str, target_topic: str, partition: int, text: str | None
+) -> LiveCheckpoint | None:
+    """The live checkpoint of ``flow`` a shadow commit's metadata holds; None when it is not one drkit wrote (another
     version, not JSON, fields missing): such a commit says nothing."""
     if not text:
         return None
@@ -122,14 +112,15 @@ def decode_metadata(group: str, target_topic: str, partition: int, text: str | N
     ints_ok = isinstance(upstream, int) and isinstance(ts, int) and (down is None or isinstance(down, int))
     if not ints_ok or not isinstance(topic, str):
         return None
-    return LiveCheckpoint(group, topic, target_topic, partition, upstream, down, position, ts, body.get("x") is True)
+    checkpoint = Checkpoint(flow, group, topic, target_topic, partition, upstream, down, position)
+    return LiveCheckpoint(checkpoint, ts, body.get("x") is True)
 
 
-def live_checkpoints(group: str, offsets: Iterable[CommittedOffset]) -> list[LiveCheckpoint]:
-    """The live checkpoints of ``group`` from its shadow group's committed offsets (``offsets``)."""
+def live_checkpoints(flow: str, group: str, offsets: Iterable[CommittedOffset]) -> list[LiveCheckpoint]:
+    """The live checkpoints of ``group`` in ``flow`` from its shadow group's committed offsets (``offsets``)."""
     out = []
     for o in offsets:
-        live = decode_metadata(group, o.topic, o.partition, o.metadata)
+        live = decode_metadata(flow, group, o.topic, o.partition, o.metadata)
         if live is not None:
             out.append(live)
     return out
@@ -220,22 +211,13 @@ def shadow_write(
             if c.downstream_offset is None:
                 continue
             ts = timestamps[c.key]
-            live = LiveCheckpoint(
-                group,
-                c.source_topic,
-                c.target_topic,
-                c.partition,
-                c.upstream_offset,
-                c.downstream_offset,
-                c.position,
-                ts,
-            )
-            out[(c.target_topic, c.partition)] = (c.downstream_offset, encode_metadata(live))
+            out[(c.target_topic, c.partition)] = (c.downstream_offset, encode_metadata(LiveCheckpoint(c, ts)))
             times.append(ts)
         for (topic, partition), value in sorted(change.partitions.items()):
             target = topic_map.get(topic)
             if value is None and target is not None:
-                gone = LiveCheckpoint(group, topic, target, partition, -1, None, Position.UNMIRRORED, -1, True)
+                marker = Checkpoint(flow, group, topic, target, partition, -1, None, Position.UNMIRRORED)
+                gone = LiveCheckpoint(marker, -1, deleted=True)
                 out[(target, partition)] = (DELETED_OFFSET, encode_metadata(gone))
         if out:
             commits[name] = out
@@ -247,7 +229,7 @@ def shadow_write(
 
 
 def newest(
-    recorded: RecordedCheckpoint | None, live: LiveCheckpoint | None, flow: str, confirmed_at_ms: int | None = None
+    recorded: RecordedCheckpoint | None, live: LiveCheckpoint | None, confirmed_at_ms: int | None = None
 ) -> RecordedCheckpoint | None:
     """The newer of the ``checkpoints`` table's row and the live checkpoint of one partition (module invariant):
     the live one only when its source commit is later than the row and the translator's confirmation of it
@@ -256,25 +238,24 @@ def newest(
     if live is None or live.deleted:
         return recorded
     if recorded is None:
-        return live.recorded(flow)
+        return live.recorded
     known = max(recorded.checkpointed_at_ms, confirmed_at_ms or 0)
-    if live.commit_timestamp_ms > known and live.upstream_offset != recorded.checkpoint.upstream_offset:
-        return live.recorded(flow)
+    if live.commit_timestamp_ms > known and live.checkpoint.upstream_offset != recorded.checkpoint.upstream_offset:
+        return live.recorded
     return recorded
 
 
 def merge_newest(
-    flow: str,
     recorded: Iterable[RecordedCheckpoint],
     live: Iterable[LiveCheckpoint],
     confirmed_at: Callable[[str], int | None],
 ) -> list[RecordedCheckpoint]:
     """Per (group, source topic, partition), :func:`newest` of the rows and the live checkpoints; ordered by key."""
     rows = {r.checkpoint.key: r for r in recorded}
-    lives = {(c.group, c.source_topic, c.partition): c for c in live}
+    lives = {c.checkpoint.key: c for c in live}
     out = []
     for key in sorted(set(rows) | set(lives)):
-        chosen = newest(rows.get(key), lives.get(key), flow, confirmed_at(key[0]))
+        chosen = newest(rows.get(key), lives.get(key), confirmed_at(key[0]))
         if chosen is not None:
             out.append(chosen)
     return out

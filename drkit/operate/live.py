@@ -29,5 +29,5 @@ def with_live(
         return recorded
     shadows = {shadow_group(flow.name, g): g for g in groups}
     offsets = admin.committed_offsets_many(shadows)
-    live = [c for name, found in offsets.items() for c in live_checkpoints(shadows[name], found)]
-    return merge_newest(flow.name, recorded, live, confirmed_at) if live else recorded
+    live = [c for name, found in offsets.items() for c in live_checkpoints(flow.name, shadows[name], found)]
+    return merge_newest(recorded, live, confirmed_at) if live else recorded

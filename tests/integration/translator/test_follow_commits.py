@@ -112,9 +112,9 @@ def test_shadow_groups_hold_each_groups_last_commit_and_failover_uses_it(
         while time.monotonic() < stopped_at + SETTLE_SECONDS:
             found = target.committed_offsets_many(shadows)
             held = {
-                (c.group, c.partition): c.upstream_offset
+                (c.checkpoint.group, c.checkpoint.partition): c.checkpoint.upstream_offset
                 for n, fs in found.items()
-                for c in live_checkpoints(shadows[n], fs)
+                for c in live_checkpoints(FLOW, shadows[n], fs)
             }
             if held == last:
                 break

@@ -71,13 +71,17 @@ def test_shadow_groups_are_never_selected_for_translation() -> None:
 
 LIVE = st.builds(
     LiveCheckpoint,
-    GROUP,
-    st.from_regex(r"[A-Za-z0-9._-]{1,249}", fullmatch=True),
-    st.just("B.t"),
-    st.integers(0, 10_000),
-    st.integers(-1, 2**63 - 1),
-    st.none() | st.integers(0, 2**63 - 1),
-    st.sampled_from(list(Position)),
+    st.builds(
+        Checkpoint,
+        st.just(FLOW),
+        GROUP,
+        st.from_regex(r"[A-Za-z0-9._-]{1,249}", fullmatch=True),
+        st.just("B.t"),
+        st.integers(0, 10_000),
+        st.integers(-1, 2**63 - 1),
+        st.none() | st.integers(0, 2**63 - 1),
+        st.sampled_from(list(Position)),
+    ),
     st.integers(-1, 2**50),
     st.booleans(),
 )
@@ -87,7 +91,8 @@ LIVE = st.builds(
 def test_metadata_round_trips_within_the_broker_limit(live: LiveCheckpoint) -> None:
     text = encode_metadata(live)
     assert len(text.encode()) <= MAX_METADATA_BYTES
-    assert decode_metadata(live.group, live.target_topic, live.partition, text) == live
+    c = live.checkpoint
+    assert decode_metadata(c.flow, c.group, c.target_topic, c.partition, text) == live
 
 
 def test_metadata_not_drkits_says_nothing() -> None:
@@ -100,8 +105,8 @@ def test_metadata_not_drkits_says_nothing() -> None:
         '{"v":1,"c":1}',
         '{"v":1,"c":"1","t":"t","p":"mirrored","ts":1,"d":null}',
     ):
-        assert decode_metadata("g", "B.t", 0, text) is None
-    assert live_checkpoints("g", [CommittedOffset("g", "B.t", 0, 5, "client metadata")]) == []
+        assert decode_metadata(FLOW, "g", "B.t", 0, text) is None
+    assert live_checkpoints(FLOW, "g", [CommittedOffset("g", "B.t", 0, 5, "client metadata")]) == []
 
 
 # -- what is kept, coalesced -------------------------------------------------------------------------------------
@@ -166,10 +171,10 @@ def test_the_write_translates_commits_and_marks_deleted_offsets() -> None:
     offsets = write.commits[shadow_group(FLOW, "g")]
     assert set(offsets) == {("A.t", 0), ("A.t", 1)}
     assert offsets[("A.t", 0)][0] == 50
-    assert decode_metadata("g", "A.t", 0, offsets[("A.t", 0)][1]) == LiveCheckpoint(
-        "g", "t", "A.t", 0, 5, 50, Position.MIRRORED, 100
+    assert decode_metadata(FLOW, "g", "A.t", 0, offsets[("A.t", 0)][1]) == LiveCheckpoint(
+        Checkpoint(FLOW, "g", "t", "A.t", 0, 5, 50, Position.MIRRORED), 100
     )
-    gone = decode_metadata("g", "A.t", 1, offsets[("A.t", 1)][1])
+    gone = decode_metadata(FLOW, "g", "A.t", 1, offsets[("A.t", 1)][1])
     assert gone is not None and gone.deleted
     assert write.commit_timestamps == {shadow_group(FLOW, "g"): (100,)}
 
@@ -182,26 +187,26 @@ def row(offset: int, at_ms: int) -> RecordedCheckpoint:
 
 
 def live(offset: int, ts: int, deleted: bool = False) -> LiveCheckpoint:
-    return LiveCheckpoint("g", "t", "A.t", 0, offset, offset * 10, Position.MIRRORED, ts, deleted)
+    return LiveCheckpoint(Checkpoint(FLOW, "g", "t", "A.t", 0, offset, offset * 10, Position.MIRRORED), ts, deleted)
 
 
 def test_the_live_checkpoint_wins_only_when_committed_after_what_delta_knows() -> None:
-    assert newest(row(10, 1_000), live(12, 1_500), FLOW) == live(12, 1_500).recorded(FLOW)
-    assert newest(row(10, 1_000), live(3, 1_500), FLOW) == live(3, 1_500).recorded(FLOW)  # a reset: newer
-    assert newest(row(12, 2_000), live(10, 1_500), FLOW) == row(12, 2_000)  # the follower lagged
-    assert newest(row(10, 1_000), live(12, 1_500), FLOW, confirmed_at_ms=1_600) == row(10, 1_000)
-    assert newest(row(10, 1_000), live(10, 1_500), FLOW) == row(10, 1_000)  # the same C: the row
-    assert newest(None, live(12, 1_500), FLOW) == live(12, 1_500).recorded(FLOW)
-    assert newest(row(10, 1_000), None, FLOW) == row(10, 1_000)
-    assert newest(None, None, FLOW) is None
+    assert newest(row(10, 1_000), live(12, 1_500)) == live(12, 1_500).recorded
+    assert newest(row(10, 1_000), live(3, 1_500)) == live(3, 1_500).recorded  # a reset: newer
+    assert newest(row(12, 2_000), live(10, 1_500)) == row(12, 2_000)  # the follower lagged
+    assert newest(row(10, 1_000), live(12, 1_500), confirmed_at_ms=1_600) == row(10, 1_000)
+    assert newest(row(10, 1_000), live(10, 1_500)) == row(10, 1_000)  # the same C: the row
+    assert newest(None, live(12, 1_500)) == live(12, 1_500).recorded
+    assert newest(row(10, 1_000), None) == row(10, 1_000)
+    assert newest(None, None) is None
 
 
 def test_a_deleted_offset_falls_back_to_the_row_never_to_a_live_offset() -> None:
-    assert newest(row(10, 1_000), live(12, 1_500, deleted=True), FLOW) == row(10, 1_000)
-    assert newest(None, live(12, 1_500, deleted=True), FLOW) is None
+    assert newest(row(10, 1_000), live(12, 1_500, deleted=True)) == row(10, 1_000)
+    assert newest(None, live(12, 1_500, deleted=True)) is None
 
 
 def test_merge_takes_the_newest_per_partition() -> None:
     other = RecordedCheckpoint(Checkpoint(FLOW, "g", "t", "A.t", 1, 7, 70, Position.MIRRORED), 1_000)
-    merged = merge_newest(FLOW, [row(10, 1_000), other], [live(12, 1_500)], lambda group: None)
-    assert merged == [live(12, 1_500).recorded(FLOW), other]
+    merged = merge_newest([row(10, 1_000), other], [live(12, 1_500)], lambda group: None)
+    assert merged == [live(12, 1_500).recorded, other]

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from support.fakes import NOW, NOW_MS, World, two_cluster_config, world
 
+from drkit.core.checkpoints import Checkpoint
 from drkit.core.live_checkpoints import LiveCheckpoint, encode_metadata, shadow_group
 from drkit.core.offsets import SyncRange
 from drkit.core.translate import Position
@@ -27,7 +28,7 @@ def followed(tmp_path: Path, follow: bool = True) -> World:
 
 def live(w: World, upstream: int, ts: int) -> None:
     name = shadow_group(FLOW, "billing")
-    c = LiveCheckpoint("billing", "orders", "A.orders", 0, upstream, upstream, Position.MIRRORED, ts)
+    c = LiveCheckpoint(Checkpoint(FLOW, "billing", "orders", "A.orders", 0, upstream, upstream, Position.MIRRORED), ts)
     w.b.offsets[name] = {("A.orders", 0): upstream}
     w.b.metadata[name] = {("A.orders", 0): encode_metadata(c)}
 

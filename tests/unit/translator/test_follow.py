@@ -96,9 +96,13 @@ def test_nothing_is_written_before_the_tail_caught_up_then_one_coalesced_write(t
     (offset, meta) = shadows.commits[0][shadow_group(FLOW, "g")][("A.t", 0)]
     # The last in log order (a reset from 40 to 30), translated by the syncs: 1030.
     assert offset == 1030
-    assert decode_metadata("g", "A.t", 0, meta) is not None
-    live = decode_metadata("g", "A.t", 0, meta)
-    assert live is not None and (live.upstream_offset, live.position, live.commit_timestamp_ms) == (
+    assert decode_metadata(FLOW, "g", "A.t", 0, meta) is not None
+    live = decode_metadata(FLOW, "g", "A.t", 0, meta)
+    assert live is not None and (
+        live.checkpoint.upstream_offset,
+        live.checkpoint.position,
+        live.commit_timestamp_ms,
+    ) == (
         30,
         Position.MIRRORED,
         3,
@@ -132,7 +136,7 @@ def test_deletions_reach_the_shadow_groups(tmp_path: Path) -> None:
     f.step(0)
     f.flush()
     assert shadows.deleted == [shadow_group(FLOW, "h")]
-    marker = decode_metadata("g", "A.t", 0, shadows.commits[1][shadow_group(FLOW, "g")][("A.t", 0)][1])
+    marker = decode_metadata(FLOW, "g", "A.t", 0, shadows.commits[1][shadow_group(FLOW, "g")][("A.t", 0)][1])
     assert marker is not None and marker.deleted
 
 
