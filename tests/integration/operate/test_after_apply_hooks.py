@@ -3,8 +3,7 @@ webhook on 127.0.0.1 gets it as a POST, and a hook that exits 3 makes the comman
 the audit trail while the offsets stay committed on the target. The webhook's token shows nowhere.
 
 No Spark: the offset-syncs and checkpoints are written to the Delta tables as the mirror and the translator
-write them, and the target topic holds the records those syncs describe (as tests/integration/operate/
-test_apply_audit.py builds them).
+write them, and the target topic holds the records those syncs describe (tests/support/synced_flow.py).
 """
 
 from __future__ import annotations
@@ -16,8 +15,7 @@ from pathlib import Path
 
 from confluent_kafka import ConsumerGroupTopicPartitions
 from confluent_kafka.admin import AdminClient
-from support.kafka_io import create_topic, produce, unique
-from support.sync_writer import sync, write_syncs
+from support.synced_flow import FLOW, synced_flow
 from support.webhook import webhook_receiver
 
 from drkit.core.checkpoints import Checkpoint
@@ -27,27 +25,14 @@ from drkit.layout import StateLayout
 from drkit.service import Drkit
 from drkit.store.checkpoints import CheckpointTable
 
-FLOW = "A->B"
 TOKEN = "tok-1a2b3c4d5e"
 
 
 def mirrored(clusters: dict[str, str], tmp_path: Path, group: str, offset: int, hook: str) -> tuple[Path, str]:
-    """A topic on A, its copy on B holding 10 records, syncs 0..9 -> 0..9, ``group`` checkpointed at
-    ``offset``, and a config whose flow has ``hook`` (TOML) as its after_failover hook."""
-    topic = unique("hook")
-    create_topic(clusters["A"], topic)
-    create_topic(clusters["B"], f"A.{topic}")
-    for bootstrap, name in ((clusters["A"], topic), (clusters["B"], f"A.{topic}")):
-        produce(bootstrap, name, [{"partition": 0, "value": f"v{i}".encode()} for i in range(10)])
-    toml = tmp_path / "drkit.toml"
-    toml.write_text(
-        f"[state]\nroot = {json.dumps(str(tmp_path / 'state'))}\n"
-        + "".join(f'[clusters.{a}]\nbootstrap_servers = "{bs}"\n' for a, bs in clusters.items())
-        + f'[[flows]]\nsource = "A"\ntarget = "B"\ntopics = {{ include = [{json.dumps(topic)}] }}\n'
-        + f"[flows.heartbeats]\ninterval_seconds = 0\n[flows.hooks.after_failover]\n{hook}\n"
-    )
+    """A synced flow (support.synced_flow) whose ``group`` is checkpointed at ``offset`` and whose
+    after_failover hook is ``hook`` (TOML)."""
+    toml, topic = synced_flow(clusters, tmp_path, "hook", f"[flows.hooks.after_failover]\n{hook}\n")
     layout = StateLayout(tmp_path / "state")
-    write_syncs(layout, [sync(FLOW, topic, 0, (0, 9), (0, 9), 0)])
     CheckpointTable(layout).append([Checkpoint(FLOW, group, topic, f"A.{topic}", 0, offset, offset, Position.MIRRORED)])
     return toml, topic
 

@@ -22,8 +22,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions
 from confluent_kafka.admin import AdminClient
-from support.kafka_io import create_topic, produce, unique
-from support.sync_writer import sync, write_syncs
+from support.synced_flow import FLOW, synced_flow
 from support.terminal import Terminal
 
 from drkit.core.audit import OperationRecord, OperationStatus
@@ -33,25 +32,10 @@ from drkit.layout import StateLayout
 from drkit.service import Drkit
 from drkit.store.checkpoints import CheckpointTable
 
-FLOW = "A->B"
-
 
 def mirrored(clusters: dict[str, str], tmp_path: Path, prefix: str) -> tuple[Path, str]:
-    """A topic on A, its copy on B holding 10 records, syncs 0..9 -> 0..9; the config file and the topic."""
-    topic = unique(prefix)
-    create_topic(clusters["A"], topic)
-    create_topic(clusters["B"], f"A.{topic}")
-    for bootstrap, name in ((clusters["A"], topic), (clusters["B"], f"A.{topic}")):
-        produce(bootstrap, name, [{"partition": 0, "value": f"v{i}".encode()} for i in range(10)])
-    toml = tmp_path / "drkit.toml"
-    toml.write_text(
-        f"[state]\nroot = {json.dumps(str(tmp_path / 'state'))}\n"
-        + "".join(f'[clusters.{a}]\nbootstrap_servers = "{bs}"\n' for a, bs in clusters.items())
-        + f'[[flows]]\nsource = "A"\ntarget = "B"\ntopics = {{ include = [{json.dumps(topic)}] }}\n'
-        + f'groups = {{ include = ["{prefix}.*"] }}\n[flows.heartbeats]\ninterval_seconds = 0\n'
-    )
-    write_syncs(StateLayout(tmp_path / "state"), [sync(FLOW, topic, 0, (0, 9), (0, 9), 0)])
-    return toml, topic
+    """A synced flow (support.synced_flow) selecting the groups named ``prefix``...; the config file and the topic."""
+    return synced_flow(clusters, tmp_path, prefix, f'groups = {{ include = ["{prefix}.*"] }}\n')
 
 
 def checkpoint(tmp_path: Path, topic: str, offsets: dict[str, int], at: datetime | None = None) -> None:
