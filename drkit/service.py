@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from drkit.core.drill import DrillPhase, DrillRecord, DrillReport
     from drkit.core.outcome import OperationResult
     from drkit.core.plan import Plan
+    from drkit.core.probe import ProbeReport
     from drkit.core.reports import MaintenanceReport, MirrorSummary, TranslationRun
     from drkit.core.status import StatusReport
     from drkit.mirror.context import MirrorContext
@@ -371,6 +372,22 @@ class Drkit:
         runner = DrillRunner(self, spec, on_phase)  # refuses a drill that cannot work, before anything
         report = runner.run()
         DrillLog(self.layout).append(report)
+        return report
+
+    def drill_probe(
+        self, flow: str, group: str, max_records: int = 10_000, wait_seconds: float = 30.0, max_reread: int = 0
+    ) -> ProbeReport:
+        """A non-destructive drill of ``group`` (drkit.drill.probe): its failover planned now, given to a drill
+        group on the target, read there as the group would, every record verified against the source; the
+        report is kept in ``drills``. Nothing is committed to the group, nothing written to a topic."""
+        from drkit.core.probe import ProbeBudget
+        from drkit.drill.probe import Probe, ProbeRequest
+        from drkit.store.drills import DrillLog
+
+        layout = self._writable_state()
+        request = ProbeRequest(self.config.flow(flow), group, max_records, wait_seconds, ProbeBudget(max_reread))
+        report = Probe(self, request).run()
+        DrillLog(layout).append(report)
         return report
 
     def drill_repeat(

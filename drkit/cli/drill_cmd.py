@@ -1,4 +1,5 @@
-"""``drkit drill run SPEC`` and ``drkit drill history``: rehearse a disaster, measured, kept in Delta."""
+"""``drkit drill run SPEC``, ``drkit drill probe`` and ``drkit drill history``: rehearse a disaster, or a failover
+with no outage, measured, kept in Delta."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from drkit.core.schedule import parse_every
 
 if TYPE_CHECKING:  # annotations only: the command that renders them imports them
     from drkit.core.drill import DrillPhase, DrillReport
+    from drkit.core.probe import ProbeReport
     from drkit.errors import DrkitError
     from drkit.service import Drkit
 
@@ -93,6 +95,100 @@ def run(
         emit(report.as_dict(), output, _render_report)
         raise typer.Exit(report.verdict.exit_code)
     repeat(drkit, once, seconds, metrics_port, lambda report: emit(report.as_dict(), output, _render_report))
+
+
+def _render_probe(d: dict[str, Any]) -> Iterable[RenderableType]:
+    r, t = d["records"], d["timings_ms"]
+    counts = {
+        "to verify": r["expected"],
+        "verified": r["verified"],
+        "missed": r["missed"],
+        "re-read": r["reread"],
+        "mismatched": r["mismatched"],
+        "not mirrored (RPO)": r["not_mirrored"],
+    }
+    title = f"probe of {d['group']} in {d['flow']}: {d['verdict'].upper()}"
+    yield table(title, list(counts), [list(counts.values())])
+    times = {
+        "plan": t["plan_ms"],
+        "commit": t["commit_ms"],
+        "first record": t["first_record_ms"],
+        "all verified": t["verified_ms"],
+        "RTO": t["rto_ms"],
+        "RPO": d["rpo"]["ms"],
+    }
+    yield table("steps (ms)", list(times), [[_cell(v) for v in times.values()]])
+    rows = [
+        [
+            p["source_topic"],
+            p["partition"],
+            p["committed"],
+            p["resume"],
+            p["expected"],
+            p["verified"],
+            p["missed"],
+            p["reread"],
+            p["mismatched"],
+            p["not_mirrored"],
+        ]
+        for p in d["partitions"]
+    ]
+    columns = [
+        "topic",
+        "partition",
+        "committed",
+        "resumes at",
+        "to verify",
+        "verified",
+        "missed",
+        "re-read",
+        "mismatched",
+        "not mirrored",
+    ]
+    yield table("partitions", columns, rows)
+    if d["reasons"]:
+        yield table("why it failed", ["reason", "detail"], [[x["reason"], x["detail"]] for x in d["reasons"]])
+    for w in d["warnings"]:
+        stderr.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
+
+
+@app.command("probe")
+def probe(
+    ctx: typer.Context,
+    flow: str = typer.Option(..., "--flow", help="The replication flow, e.g. A->B."),
+    group: str = typer.Option(..., "--group", "-g", help="The consumer group whose failover is rehearsed."),
+    config: Path = ConfigOption,
+    max_records: int = typer.Option(
+        10_000, "--max-records", min=1, help="Per partition, at most this many of the group's next records verified."
+    ),
+    wait_seconds: float = typer.Option(
+        30.0, "--wait-seconds", min=0.1, help="How long the drill group waits for the records it should read."
+    ),
+    max_reread: int = typer.Option(
+        0,
+        "--max-reread",
+        min=0,
+        help="Re-read records allowed (a live group re-reads what it committed since its last checkpoint).",
+    ),
+    output: Output = OutputOption,
+    every: str | None = EveryOption,
+    metrics_port: int | None = MetricsPortOption,
+) -> None:
+    """Rehearse the failover of one group with no outage: plan it now, give the offsets to a drill group on the
+    target, read there as the group would and verify every record against the source. Writes no record and
+    commits nothing for the group; exit 0 if it passed, 30 if it failed."""
+    seconds = _every(every, metrics_port)
+    drkit = facade(ctx, config)
+
+    def once() -> ProbeReport:
+        with Progress(f"probe of {group}: planning, reading the target...", output):
+            return drkit.drill_probe(flow, group, max_records, wait_seconds, max_reread)
+
+    if seconds is None:
+        report = once()
+        emit(report.as_dict(), output, _render_probe)
+        raise typer.Exit(report.verdict.exit_code)
+    repeat(drkit, once, seconds, metrics_port, lambda report: emit(report.as_dict(), output, _render_probe))
 
 
 def _every(every: str | None, metrics_port: int | None) -> float | None:

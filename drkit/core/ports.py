@@ -94,6 +94,11 @@ class ClusterAdmin(Protocol):
         the cluster refused, with its reason (the others are committed)."""
         ...
 
+    def delete_groups(self, groups: Iterable[str]) -> dict[str, str]:
+        """Delete groups without members (one that does not exist counts as deleted); the groups the cluster
+        refused, with its reason."""
+        ...
+
 
 class Clusters(Protocol):
     """Hands out the admin of a configured cluster; ``probe`` gives a short timeout (the source side)."""

@@ -1,4 +1,4 @@
-"""The ``drills`` Delta table: one row per drill run (no JVM needed to list them)."""
+"""The ``drills`` Delta table: one row per drill run, destructive or a probe (no JVM needed to list them)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from drkit.core.drill import DrillRecord, DrillReport
+from drkit.core.probe import PROBE_DISASTER, ProbeReport
 from drkit.layout import StateLayout
 from drkit.store import delta
 from drkit.store.delta import TableSpec
@@ -27,7 +28,32 @@ def _ms(at: datetime) -> int:
     return int(at.timestamp() * 1000)
 
 
-def _to_row(report: DrillReport) -> dict[str, Any]:
+def _probe_row(report: ProbeReport) -> dict[str, Any]:
+    """A probe's row: its window records as ``acked``, the missed as ``lost``, the re-read as ``redelivered``."""
+    return {
+        "id": report.id,
+        "name": f"{PROBE_DISASTER} {report.group}",
+        "flow": report.flow,
+        "disaster": PROBE_DISASTER,
+        "verdict": report.verdict.value,
+        "reasons": [f"{r.value}: {d}" for r, d in report.reasons],
+        "acked": report.total("expected"),
+        "lost": report.total("missed"),
+        "redelivered": report.total("reread"),
+        "rpo_records": report.total("not_mirrored"),
+        "rpo_ms": report.rpo_ms,
+        "rto_ms": report.timings.rto_ms,
+        "report": json.dumps(report.as_dict(), default=str),
+        "spec": json.dumps({"group": report.group}),
+        "drkit_version": report.drkit_version,
+        "started_at": datetime.fromtimestamp(report.started_ms / 1000, UTC),
+        "finished_at": datetime.fromtimestamp(report.finished_ms / 1000, UTC),
+    }
+
+
+def _to_row(report: DrillReport | ProbeReport) -> dict[str, Any]:
+    if isinstance(report, ProbeReport):
+        return _probe_row(report)
     t, oldest = report.timeline, report.accounting.oldest_unmirrored_ms
     return {
         "id": report.id,
@@ -71,7 +97,7 @@ def _from_row(r: dict[str, Any]) -> DrillRecord:
     )
 
 
-class DrillLog(delta.RowLog[DrillReport, DrillRecord]):
+class DrillLog(delta.RowLog[DrillReport | ProbeReport, DrillRecord]):
     """``drills``: the drills run with this state root; a record is listed without the spec it ran."""
 
     def __init__(self, layout: StateLayout) -> None:

@@ -155,6 +155,17 @@ class FakeCluster:
                 out[g] = GroupState(g, "Stable" if members else "Empty", members)
         return out
 
+    def delete_groups(self, groups: Iterable[str]) -> dict[str, str]:
+        self._check()
+        refused = {}
+        for g in groups:
+            if self.members.get(g):
+                refused[g] = f"cluster {self.alias}: cannot delete group {g!r}: it has members"
+            else:
+                self.offsets.pop(g, None)
+                self.metadata.pop(g, None)
+        return refused
+
     def commit_offsets(self, group: str, offsets: Mapping[TopicPartition, int]) -> None:
         self._check()
         if self.members.get(group):

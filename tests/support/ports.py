@@ -71,6 +71,8 @@ STANDBY = _block("STANDBY", "mirror/test_standby.py", 700, 4)
 SECURE = _block("SECURE", "secure/conftest.py", 600)
 #: The clusters of the target-faults test, which kills and freezes its target broker.
 TARGET_FAULTS = _block("TARGET_FAULTS", "mirror/test_target_faults.py", 800)
+#: The metrics port of the probe drill test's mirror process.
+PROBE = _block("PROBE", "drill/test_probe_drill.py", 850, 1)
 #: The local Spark standalone cluster: master at +0 (web UI +1), workers at +10 and +20 (web UI one
 #: above each); Spark moves a worker up to 16 ports on when its own is taken (spark.port.maxRetries).
 SPARK = _block("SPARK", "spark/conftest.py", 900, 50)
@@ -89,5 +91,6 @@ PLAN: tuple[PortBlock, ...] = (
     STANDBY,
     SECURE,
     TARGET_FAULTS,
+    PROBE,
     SPARK,
 )

@@ -1,5 +1,5 @@
 """The drill schedule's Kubernetes example (examples/k8s/drkit-drill-schedule.yaml) is valid against the Kubernetes
-API schemas (offline, kubernetes-validate), runs a drill spec drkit loads, never two drills at once, and the
+API schemas (offline, kubernetes-validate), runs the non-destructive probe drill, never two drills at once, and the
 repeating Deployment serves its metrics on the port it declares with an ``--every`` drkit accepts."""
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import yaml
 
 from drkit.cli.app import main
 from drkit.core.schedule import parse_every
-from drkit.drill.spec import load_spec
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "k8s" / "drkit-drill-schedule.yaml"
@@ -25,16 +24,13 @@ def documents() -> dict[str, dict[str, Any]]:
 
 def test_every_document_is_valid_against_the_kubernetes_schemas() -> None:
     docs = documents()
-    assert set(docs) == {"ConfigMap/drkit-drills", "CronJob/drkit-drill", "Deployment/drkit-drill-every"}
+    assert set(docs) == {"CronJob/drkit-drill", "Deployment/drkit-drill-every"}
     for doc in docs.values():
         kubernetes_validate.validate(doc, KUBERNETES_VERSION, strict=True)
 
 
-def test_the_spec_loads_and_the_commands_are_drkit_s(tmp_path: Path) -> None:
+def test_the_commands_are_drkit_s_probe() -> None:
     docs = documents()
-    spec = tmp_path / "drill.toml"
-    spec.write_text(docs["ConfigMap/drkit-drills"]["data"]["drill.toml"])
-    assert load_spec(spec).drill.name == "daily"
     cron = docs["CronJob/drkit-drill"]["spec"]
     assert cron["concurrencyPolicy"] == "Forbid" and cron["jobTemplate"]["spec"]["backoffLimit"] == 0
     [job] = cron["jobTemplate"]["spec"]["template"]["spec"]["containers"]
@@ -42,7 +38,7 @@ def test_the_spec_loads_and_the_commands_are_drkit_s(tmp_path: Path) -> None:
     assert deployment["replicas"] == 1 and deployment["strategy"]["type"] == "Recreate"
     [every] = deployment["template"]["spec"]["containers"]
     args = every["args"]
-    assert job["args"] == args[: len(job["args"])] and args[:2] == ["drill", "run"]
+    assert job["args"] == args[: len(job["args"])] and args[:2] == ["drill", "probe"]
     assert parse_every(args[args.index("--every") + 1]) == 86400
     assert every["ports"] == [{"name": "metrics", "containerPort": int(args[args.index("--metrics-port") + 1])}]
     # The command line parses: drkit's own parser, stopped at --help before anything runs.

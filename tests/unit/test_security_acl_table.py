@@ -9,6 +9,7 @@ from confluent_kafka.admin import AclOperation, ResourcePatternType, ResourceTyp
 from support.acl_table import BASE, DOC, FEATURES, Names, acls, documented_rows, table_rows
 
 from drkit.core.live_checkpoints import shadow_group
+from drkit.core.probe import DRILL_GROUP_PREFIX, drill_group
 
 ROLES = {"mirror": "m", "translator": "t", "operator": "o"}
 NAMES = Names("A", "B", "orders", "billing")
@@ -25,6 +26,7 @@ def test_both_tables_parse_with_known_roles_sides_and_placeholders() -> None:
         "exactly-once",
         "sync_acls",
         "follow_commits",
+        "probe",
     }
     every = acls(rows, NAMES, ROLES, frozenset(r.feature for r in features))
     assert len(every) == len(rows)
@@ -95,3 +97,12 @@ def test_a_broken_row_fails_to_parse(broken: str) -> None:
     end = text.index("\n", start)
     with pytest.raises((AssertionError, KeyError)):
         table_rows(text[:start] + broken + text[end:], BASE)
+
+
+def test_the_probe_rows_cover_its_drill_groups() -> None:
+    granted = set(acls(documented_rows(), NAMES, ROLES, frozenset({"probe"})))
+    kinds = {(a.principal, a.cluster, a.resource, a.name, a.pattern, a.operation) for a in granted}
+    [prefix] = {a.name for a in granted if a.resource == ResourceType.GROUP and a.name.startswith(DRILL_GROUP_PREFIX)}
+    assert drill_group("A->B", "billing", "x").startswith(prefix)
+    for operation in (AclOperation.READ, AclOperation.DESCRIBE, AclOperation.DELETE):
+        assert ("o", "B", ResourceType.GROUP, prefix, ResourcePatternType.PREFIXED, operation) in kinds
