@@ -7,13 +7,15 @@ committed offsets and the ends on the source; plan the group's failover with the
 or the wait ended; read the source's records; account for every record (drkit.core.probe).
 
 What it never does: commit to the group itself, on either cluster; write a record to any topic; leave a drill
-group behind (this run's is deleted in a ``finally``; an interrupted run's, by the next probe of the group).
+group behind (this run's is deleted when it ends, whatever happened; an interrupted run's, by the next probe of
+the group).
 Bad input (no mirror holding the lease, a group without checkpoints, a target refusing the drill group's
 commit) is one line and changes nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -36,7 +38,7 @@ from drkit.core.probe import (
     partition_done,
 )
 from drkit.core.refusals import RefusalReason
-from drkit.errors import ClusterError, RefusedError
+from drkit.errors import ClusterError, DrkitError, RefusedError
 from drkit.kafka import probe_reads
 
 if TYPE_CHECKING:
@@ -159,8 +161,13 @@ class Probe:
                 cap,
             )
             read_ms = _ms(began)
-        finally:
-            self._delete(target, [name])
+        except BaseException:
+            # The first error is the one to show (a commit the target refused: its ACL); the drill group goes
+            # if it can, and a refusal to delete it too does not hide that error.
+            with contextlib.suppress(DrkitError):
+                self._delete(target, [name])
+            raise
+        self._delete(target, [name])
         progress = ctx.syncs.progress(flow.name)
         ranges: dict[Key, tuple[int, int]] = {}
         for m, c, w in probed:

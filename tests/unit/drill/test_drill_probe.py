@@ -17,7 +17,7 @@ from drkit.core.offsets import SyncRange
 from drkit.core.plan import Plan
 from drkit.core.probe import ProbeBudget, ReadRecord, SourceRecord, drill_group_prefix
 from drkit.drill.probe import Probe, ProbeRequest
-from drkit.errors import RefusedError
+from drkit.errors import AccessDenied, RefusedError
 from drkit.operate.context import OperateContext
 from drkit.operate.failover import FailoverRequest, plan_failover
 
@@ -112,3 +112,22 @@ def test_a_group_without_checkpoints_is_refused_before_anything(tmp_path: Path) 
     with pytest.raises(RefusedError, match="group 'nobody' has no checkpoints in flow A->B"):
         Probe(Facade(w), request, source_reads, target_reads([], [])).run()
     assert w.b.commits == []
+
+
+def test_a_target_refusing_the_drill_group_s_commit_is_its_one_line_and_leaves_nothing(tmp_path: Path) -> None:
+    w = mirrored(tmp_path)
+
+    def refuse(group: str, offsets: Mapping[Key, int]) -> None:
+        w.b.offsets[group] = dict(offsets)  # as if a part were kept before the refusal
+        raise AccessDenied(f"cluster B: the principal may not commit group {group!r} (READ on GROUP)")
+
+    def no_delete(groups: Any) -> dict[str, str]:
+        for g in groups:
+            w.b.offsets.pop(g, None)
+        return {g: "cluster B: cannot delete group" for g in groups}
+
+    w.b.commit_offsets = refuse  # type: ignore[method-assign]
+    w.b.delete_groups = no_delete  # type: ignore[method-assign]
+    with pytest.raises(AccessDenied, match="READ on GROUP"):
+        probe(w, []).run()
+    assert not [g for g in w.b.offsets if g.startswith(drill_group_prefix(FLOW, "billing"))]
