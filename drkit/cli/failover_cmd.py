@@ -93,11 +93,32 @@ def _render(result: OperationResult) -> Iterable[RenderableType]:
         yield f"[red]refused ({r.reason}):[/] {r.detail}"
     for stale in result.stale:
         yield f"[yellow]warning:[/] {stale}: intent over {LEASE_SECONDS / 60:.0f} minutes old and no outcome"
+    yield from _render_fencing(result)
     yield from _render_outcome(result)
     if result.hook is not None:  # after the offsets: a failed hook never undid them
         yield f"[{'green' if result.hook.ok else 'red'}]{escape(result.hook.line())}[/]"
     completes = f"; completes operation {result.completes}" if result.completes else ""
     yield f"[bold]{_VERDICTS[result.status]}[/] (operation {result.operation_id}{completes})"
+
+
+def _render_fencing(result: OperationResult) -> Iterable[RenderableType]:
+    fencing = result.fencing
+    if fencing is None:
+        return
+    done = result.status is OperationStatus.APPLIED
+    rows = [
+        [c.cluster, c.side.value, change, a.name, a.principal, f"{a.permission.value} {a.operation}"]
+        for c in fencing.changes
+        for change, acls in (("add", c.add), ("delete", c.delete))
+        for a in acls
+    ]
+    if rows:
+        title = "fencing: ACLs changed" if done else "fencing: ACLs to change"
+        yield table(title, ["cluster", "side", "change", "topic", "principal", "binding"], rows)
+    else:
+        yield "fencing: no ACL to change"
+    for w in fencing.warnings:
+        yield f"[yellow]warning:[/] {escape(w)}"
 
 
 def _render_outcome(result: OperationResult) -> Iterable[RenderableType]:

@@ -25,6 +25,7 @@ from pydantic import Field, field_validator
 
 from drkit.config.base import ConfigModel
 from drkit.config.clusters import ClusterConfig
+from drkit.config.fencing import FencingConfig
 from drkit.config.flow_settings import CheckpointSettings, HeartbeatSettings, MirrorSettings, TopologySettings
 from drkit.config.hooks import FlowHooks
 from drkit.config.regex import Pattern
@@ -58,6 +59,7 @@ class FlowConfig(ConfigModel):
     topology: TopologySettings = Field(default_factory=TopologySettings)
     heartbeats: HeartbeatSettings = Field(default_factory=HeartbeatSettings)
     hooks: FlowHooks = Field(default_factory=FlowHooks)
+    fencing: FencingConfig = Field(default_factory=FencingConfig)
 
     @field_validator("separator")
     @classmethod

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from drkit.core.audit import HOOK_KEY, OperationStatus
+from drkit.core.fencing import FENCING_KEY, FencingPlan
 from drkit.core.hooks import HookOutcome
 from drkit.core.plan import Plan
 from drkit.core.status import RpoReport
@@ -116,6 +117,7 @@ class OperationResult:
     stale: tuple[str, ...] = ()  # intents on the same groups past their lease, never ended: reported
     signal: int | None = None  # interrupted: the number of the signal that stopped the apply
     hook: HookOutcome | None = None  # applied, with an after-apply hook configured: how it ended
+    fencing: FencingPlan | None = None  # [flows.fencing]: the ACL changes planned (an apply made them)
 
     def as_dict(self) -> dict[str, Any]:
         out = {
@@ -129,4 +131,6 @@ class OperationResult:
             out |= self.outcome.as_dict() | {"completes": self.completes, "stale_intents": list(self.stale)}
         if self.hook is not None:
             out[HOOK_KEY] = self.hook.as_dict()
+        if self.fencing is not None:
+            out[FENCING_KEY] = self.fencing.as_dict()
         return out

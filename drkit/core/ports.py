@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
+from drkit.core.acls import TopicAcl
 from drkit.core.audit import OperationRecord
 from drkit.core.checkpoints import Checkpoint, CommittedOffset, RecordedCheckpoint
 from drkit.core.groups import GroupState
@@ -92,6 +93,16 @@ class ClusterAdmin(Protocol):
     def commit_offsets_many(self, commits: Mapping[str, Mapping[TopicPartition, int]]) -> dict[str, str]:
         """Commit the offsets of many groups, requested concurrently (each group all or nothing); the groups
         the cluster refused, with its reason (the others are committed)."""
+        ...
+
+    def topic_acls(self) -> list[TopicAcl]:
+        """Every LITERAL or PREFIXED binding on a topic (ClusterError when the cluster has no authorizer)."""
+        ...
+
+    def add_acls(self, acls: Iterable[TopicAcl]) -> None: ...
+
+    def delete_acls(self, acls: Iterable[TopicAcl]) -> None:
+        """Delete exactly these bindings."""
         ...
 
     def delete_groups(self, groups: Iterable[str]) -> dict[str, str]:

@@ -19,18 +19,23 @@ from confluent_kafka.admin import (
 from drkit.core.acls import AclCopy, PatternType, Permission, TopicAcl
 from drkit.errors import ClusterError
 
+#: What to do about a cluster without an authorizer, by the feature that needs ACLs.
+SYNC_ACLS_HINT = "turn [flows.topology] sync_acls off, or enable an authorizer on it"
+FENCING_HINT = "fencing needs one (authorizer.class.name); remove [flows.fencing] or enable an authorizer on it"
 
-def _fail(alias: str, what: str, exc: KafkaException) -> ClusterError:
+
+class NoAuthorizer(ClusterError):
+    """The cluster has no authorizer: it has no ACLs to read or change."""
+
+
+def _fail(alias: str, what: str, exc: KafkaException, hint: str = SYNC_ACLS_HINT) -> ClusterError:
     error = exc.args[0]
     if error.code() == KafkaError.SECURITY_DISABLED:
-        return ClusterError(
-            f"cluster {alias} has no authorizer, so its ACLs cannot be {what}: turn [flows.topology] sync_acls "
-            "off, or enable an authorizer on it"
-        )
+        return NoAuthorizer(f"cluster {alias} has no authorizer, so its ACLs cannot be {what}: {hint}")
     return ClusterError(f"cluster {alias}: ACLs cannot be {what}: {error}")
 
 
-def topic_acls(admin: AdminClient, alias: str, timeout: float = 15.0) -> list[TopicAcl]:
+def topic_acls(admin: AdminClient, alias: str, timeout: float = 15.0, hint: str = SYNC_ACLS_HINT) -> list[TopicAcl]:
     """Every LITERAL or PREFIXED ACL binding on a topic resource."""
     # None matches any name, principal and host (confluent-kafka's type hints say str).
     wanted = AclBindingFilter(
@@ -45,7 +50,7 @@ def topic_acls(admin: AdminClient, alias: str, timeout: float = 15.0) -> list[To
     try:
         bindings = admin.describe_acls(wanted, request_timeout=timeout).result(timeout)
     except KafkaException as exc:
-        raise _fail(alias, "described", exc) from None
+        raise _fail(alias, "described", exc, hint) from None
     out: list[TopicAcl] = []
     for b in bindings:
         pattern = b.resource_pattern_type.name
@@ -81,3 +86,68 @@ def create_acls(admin: AdminClient, alias: str, copies: Iterable[AclCopy], timeo
     except KafkaException as exc:
         raise _fail(alias, "created", exc) from None
     return len(bindings)
+
+
+def _binding(acl: TopicAcl) -> AclBinding:
+    return AclBinding(
+        ResourceType.TOPIC,
+        acl.name,
+        ResourcePatternType[acl.pattern.value],
+        acl.principal,
+        acl.host,
+        AclOperation[acl.operation],
+        AclPermissionType[acl.permission.value],
+    )
+
+
+def add_acls(admin: AdminClient, alias: str, acls: Iterable[TopicAcl], timeout: float = 30.0) -> None:
+    """Create the bindings (fencing: drkit.core.fencing)."""
+    bindings = [_binding(a) for a in acls]
+    if not bindings:
+        return
+    try:
+        for future in admin.create_acls(bindings, request_timeout=timeout).values():
+            future.result(timeout)
+    except KafkaException as exc:
+        raise _fail(alias, "created", exc, FENCING_HINT) from None
+
+
+def delete_acls(admin: AdminClient, alias: str, acls: Iterable[TopicAcl], timeout: float = 30.0) -> None:
+    """Delete exactly these bindings: each filter matches one binding and nothing else."""
+    filters = [
+        AclBindingFilter(
+            b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation, b.permission_type
+        )
+        for b in (_binding(a) for a in acls)
+    ]
+    if not filters:
+        return
+    try:
+        for future in admin.delete_acls(filters, request_timeout=timeout).values():
+            future.result(timeout)
+    except KafkaException as exc:
+        raise _fail(alias, "deleted", exc, FENCING_HINT) from None
+
+
+#: A topic name no topic can have ('/' is not allowed in one): a binding filter on it matches nothing.
+_NO_TOPIC = "_drkit/authorizer-probe"
+
+
+def require_authorizer(admin: AdminClient, alias: str, timeout: float = 15.0, hint: str = FENCING_HINT) -> None:
+    """Raise NoAuthorizer when the cluster has none. DescribeAcls cannot tell (a KRaft broker without an
+    authorizer answers it with no bindings); DeleteAcls of a filter that matches nothing can: refused with
+    SECURITY_DISABLED without an authorizer, an empty answer with one. Nothing is ever deleted."""
+    nothing = AclBindingFilter(
+        ResourceType.TOPIC,
+        _NO_TOPIC,
+        ResourcePatternType.LITERAL,
+        None,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]
+        AclOperation.ANY,
+        AclPermissionType.ANY,
+    )
+    try:
+        for future in admin.delete_acls([nothing], request_timeout=timeout).values():
+            future.result(timeout)
+    except KafkaException as exc:
+        raise _fail(alias, "read or changed", exc, hint) from None

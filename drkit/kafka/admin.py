@@ -17,6 +17,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaExcep
 from confluent_kafka.admin import AdminClient
 
 from drkit.config import ClusterConfig, DrkitConfig
+from drkit.core.acls import TopicAcl
 from drkit.core.checkpoints import CommittedOffset
 from drkit.core.groups import GroupState, Member
 from drkit.core.heartbeat import HeartbeatCopy, created_ms_of
@@ -24,7 +25,7 @@ from drkit.core.mirror_lease import LEASE_TOPIC, LeaseEntry
 from drkit.core.origin import TargetTail
 from drkit.core.reach import Reach
 from drkit.errors import AccessDenied, ClusterError
-from drkit.kafka import clients, topics
+from drkit.kafka import acls, clients, topics
 from drkit.kafka.authz import Operation, denied
 from drkit.kafka.tail import TAIL_CONSUMER_SETTINGS, TAIL_GROUP, read_tail
 
@@ -394,6 +395,17 @@ class KafkaAdmin:
                     refused[group] = str(self._partition_error(group, tp, Operation.READ))
                     break
         return refused
+
+    def topic_acls(self) -> list[TopicAcl]:
+        # Only fencing asks: a cluster without an authorizer is said so here, before anything is changed.
+        acls.require_authorizer(self.client, self.alias, self.timeout)
+        return acls.topic_acls(self.client, self.alias, self.timeout, acls.FENCING_HINT)
+
+    def add_acls(self, bindings: Iterable[TopicAcl]) -> None:
+        acls.add_acls(self.client, self.alias, bindings, self.timeout)
+
+    def delete_acls(self, bindings: Iterable[TopicAcl]) -> None:
+        acls.delete_acls(self.client, self.alias, bindings, self.timeout)
 
     def delete_groups(self, groups: Iterable[str]) -> dict[str, str]:
         """Delete groups (none may have members); a group that does not exist counts as deleted. The groups

@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 
 from drkit._version import __version__
 from drkit.core.audit import HOOK_KEY, OperationRecord, OperationStatus, fold, last_apply, to_complete
+from drkit.core.fencing import FENCING_KEY, FencingPlan
 from drkit.core.hooks import should_run
 from drkit.core.lease import decide_lease, open_intents
 from drkit.core.outcome import OperationResult, decide_apply, decide_status, drifted
@@ -28,12 +29,15 @@ from drkit.core.ports import ClusterAdmin, TopicPartition
 from drkit.core.status import RpoReport
 from drkit.errors import DrkitError, RefusedError, StoreError
 from drkit.operate.context import OperateContext
+from drkit.operate.fencing import apply_fencing
 from drkit.operate.groups import real_offsets
 from drkit.operate.hooks import AfterApply
 from drkit.runtime.signals import stop_on_signals
 
 log = logging.getLogger(__name__)
 
+#: The key of the fencing plan shown by every run's audit row (what the apply's ``fencing`` key made).
+FENCING_PLAN_KEY = "fencing_plan"
 #: Asked with the plan before an apply; False declines (nothing changes).
 Confirm = Callable[[Plan], bool]
 
@@ -57,20 +61,23 @@ def finish(
     rpo: RpoReport | None,
     fence: tuple[str, ...] = (),
     after: AfterApply | None = None,
+    fencing: FencingPlan | None = None,
 ) -> OperationResult:
     """Apply when asked and allowed, and record the run in the audit trail whatever happens. ``fence``: the
     transactional ids of an exactly-once mirror writing to the destination, fenced before the commits.
     ``after``: the flow's after-apply hook, run once the outcome is recorded and only when it is applied
-    (drkit.core.hooks); its outcome is recorded too, and whatever it is, the offsets stay committed."""
+    (drkit.core.hooks); its outcome is recorded too, and whatever it is, the offsets stay committed. ``fencing``:
+    the ACL changes of ``[flows.fencing]`` (drkit.operate.fencing), shown by every run and made by an apply
+    before its commits."""
     confirmed = None
     if plan.ok and apply and confirm is not None:
         confirmed = confirm(plan)
     status = decide_status(plan, apply, confirmed)
-    audit = _Audit(ctx, uuid.uuid4().hex, plan, names, as_of, not apply, started, rpo)
+    audit = _Audit(ctx, uuid.uuid4().hex, plan, names, as_of, not apply, started, rpo, fencing)
     if status is not OperationStatus.APPLIED:
         audit.write({"status": status.value, "error": None, "verified": {}})
-        return OperationResult(plan, status, audit.id, rpo)
-    result = _apply(ctx, plan, admin, audit, fence)
+        return OperationResult(plan, status, audit.id, rpo, fencing=fencing)
+    result = replace(_apply(ctx, plan, admin, audit, fence, fencing), fencing=fencing)
     if after is None or not should_run(result.status, audit.dry_run):
         return result
     hook = after(result)
@@ -90,6 +97,7 @@ class _Audit:
     dry_run: bool
     started: datetime
     rpo: RpoReport | None
+    fencing: FencingPlan | None = None
     written: list[dict[str, Any]] = field(default_factory=list)  # the results written, oldest first
 
     def write(self, result: dict[str, Any], intent: bool = False) -> None:
@@ -103,7 +111,9 @@ class _Audit:
                 self.as_of,
                 self.dry_run,
                 self.plan.as_dict(),
-                result | {"rpo": {} if self.rpo is None else self.rpo.as_dict()},
+                result
+                | {"rpo": {} if self.rpo is None else self.rpo.as_dict()}
+                | ({} if self.fencing is None else {FENCING_PLAN_KEY: self.fencing.as_dict()}),
                 _user(),
                 socket.gethostname(),
                 __version__,
@@ -114,14 +124,21 @@ class _Audit:
 
 
 def _apply(
-    ctx: OperateContext, plan: Plan, admin: ClusterAdmin, audit: _Audit, fence: tuple[str, ...] = ()
+    ctx: OperateContext,
+    plan: Plan,
+    admin: ClusterAdmin,
+    audit: _Audit,
+    fence: tuple[str, ...] = (),
+    fencing: FencingPlan | None = None,
 ) -> OperationResult:
     """Record the intent, take the groups' lease, commit what differs in batches, read back, record the outcome.
 
     ``fence``: an exactly-once mirror's transactional ids, fenced first. A mirror that died with a transaction
     open holds its target partitions' last stable offset, so the groups (read_committed) would wait for the
     broker's transaction timeout; fencing aborts it now, and stops that mirror if it still runs. Best effort:
-    a refusal is recorded and logged, and the groups are moved anyway.
+    a refusal is recorded and logged, and the groups are moved anyway. ``fencing``: the ACL changes, made next
+    (before any commit, so no producer adds records the plan did not count), each recorded as it is made; one
+    that fails fails the apply before anything is committed.
 
     From the intent on, SIGINT and SIGTERM only ask the apply to stop between batches: the outcome
     row is always written, naming what was committed and what was not (a rerun completes it).
@@ -160,6 +177,12 @@ def _apply(
                 )
             if fence:
                 base |= _fence(admin, plan, fence)
+            if fencing is not None and fencing.changes:
+
+                def made(entry: dict[str, Any]) -> None:
+                    base[FENCING_KEY] = entry
+
+                apply_fencing(ctx, fencing, made)
             errors: dict[str, str] = {}
             todo = _changes(plan)
             groups = sorted(todo)

@@ -22,6 +22,7 @@ from drkit.core.translate import SyncIndex
 from drkit.errors import RefusedError
 from drkit.operate.apply import Confirm, finish
 from drkit.operate.context import OperateContext
+from drkit.operate.fencing import failback_fencing
 from drkit.operate.groups import group_facts
 from drkit.operate.hooks import after_apply
 from drkit.operate.reach import probing, require
@@ -96,7 +97,10 @@ def failback(ctx: OperateContext, request: FailbackRequest, confirm: Confirm | N
         copied_back,
     )
     after = after_apply(ctx.config, flow, Action.FAILBACK)
-    return finish(ctx, plan, names, None, request.apply, confirm, admin_origin, started, None, after=after)
+    fencing = failback_fencing(ctx, flow)
+    return finish(
+        ctx, plan, names, None, request.apply, confirm, admin_origin, started, None, after=after, fencing=fencing
+    )
 
 
 def _copied_back(

@@ -26,6 +26,7 @@ from drkit.core.translate import SyncIndex
 from drkit.errors import RefusedError
 from drkit.operate.apply import Confirm, finish
 from drkit.operate.context import OperateContext
+from drkit.operate.fencing import failover_fencing
 from drkit.operate.groups import group_facts
 from drkit.operate.hooks import after_apply
 from drkit.operate.live import with_live
@@ -65,7 +66,9 @@ def failover(ctx: OperateContext, request: FailoverRequest, confirm: Confirm | N
     as_of = request.as_of.isoformat() if request.as_of else None
     fence = mirror_transactional_ids(flow)
     after = after_apply(ctx.config, flow, Action.FAILOVER)
-    return finish(ctx, plan, names, as_of, request.apply, confirm, admin, started, rpo, fence, after)
+    # Only the latest failover moves the producers: one --as-of a past time is a look back, and fences nothing.
+    fencing = failover_fencing(ctx, flow, reaches.result()) if request.as_of is None else None
+    return finish(ctx, plan, names, as_of, request.apply, confirm, admin, started, rpo, fence, after, fencing)
 
 
 def mirror_transactional_ids(flow: FlowConfig) -> tuple[str, ...]:

@@ -19,6 +19,7 @@ from typing import Any
 import confluent_kafka
 
 from drkit.config import DrkitConfig, parse_config
+from drkit.core.acls import TopicAcl
 from drkit.core.audit import OperationRecord, fold
 from drkit.core.checkpoints import Checkpoint, CommittedOffset, RecordedCheckpoint
 from drkit.core.groups import GroupState, Member
@@ -70,6 +71,8 @@ class FakeCluster:
     #: interrupt an apply mid-way, or to let another apply in).
     batches: list[list[str]] = field(default_factory=list)
     after_commit: Callable[[str], None] | None = None
+    #: Topic ACL bindings (None: the cluster has no authorizer).
+    acls: set[TopicAcl] | None = None
 
     #: Questions asked of this cluster (every method counts, answered or not).
     asked: int = 0
@@ -154,6 +157,22 @@ class FakeCluster:
             if members or g in self.offsets:
                 out[g] = GroupState(g, "Stable" if members else "Empty", members)
         return out
+
+    def topic_acls(self) -> list[TopicAcl]:
+        self._check()
+        if self.acls is None:
+            raise ClusterError(f"cluster {self.alias} has no authorizer, so its ACLs cannot be described: fake")
+        return sorted(self.acls)
+
+    def add_acls(self, acls: Iterable[TopicAcl]) -> None:
+        self._check()
+        assert self.acls is not None
+        self.acls |= set(acls)
+
+    def delete_acls(self, acls: Iterable[TopicAcl]) -> None:
+        self._check()
+        assert self.acls is not None
+        self.acls -= set(acls)
 
     def delete_groups(self, groups: Iterable[str]) -> dict[str, str]:
         self._check()

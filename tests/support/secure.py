@@ -22,8 +22,19 @@ from support.acl_table import Acl
 
 #: The jobs' principals, the same names on both clusters (different credentials: a password on A, a
 #: certificate on B). ``intruder`` has no ACL anywhere. The ``lp-`` ones are test_least_privilege's alone:
-#: the ACLs it grants and revokes are never another test's.
-PRINCIPALS = ("mirror", "translator", "operator", "intruder", "lp-mirror", "lp-translator", "lp-operator")
+#: the ACLs it grants and revokes are never another test's; ``app-producer`` and ``other-app`` are
+#: test_fencing's (an application fenced at failover, and one that is not).
+PRINCIPALS = (
+    "mirror",
+    "translator",
+    "operator",
+    "intruder",
+    "lp-mirror",
+    "lp-translator",
+    "lp-operator",
+    "app-producer",
+    "other-app",
+)
 
 
 #: A filter matching every ACL.
