@@ -27,6 +27,7 @@ def test_both_tables_parse_with_known_roles_sides_and_placeholders() -> None:
         "sync_acls",
         "follow_commits",
         "probe",
+        "fencing",
     }
     every = acls(rows, NAMES, ROLES, frozenset(r.feature for r in features))
     assert len(every) == len(rows)
