@@ -23,7 +23,8 @@ from support.acl_table import Acl
 #: The jobs' principals, the same names on both clusters (different credentials: a password on A, a
 #: certificate on B). ``intruder`` has no ACL anywhere. The ``lp-`` ones are test_least_privilege's alone:
 #: the ACLs it grants and revokes are never another test's; ``app-producer`` and ``other-app`` are
-#: test_fencing's (an application fenced at failover, and one that is not).
+#: test_fencing_acls's (an application fenced at failover, and one that is not); ``probe-operator`` is
+#: test_probe_secure's (the operator's rows and the probe's, nothing more).
 PRINCIPALS = (
     "mirror",
     "translator",
@@ -34,6 +35,7 @@ PRINCIPALS = (
     "lp-operator",
     "app-producer",
     "other-app",
+    "probe-operator",
 )
 
 
