@@ -105,6 +105,11 @@ class SecureClusters:
                 assert time.monotonic() < deadline, f"cluster {alias}: ACLs not {'granted' if present else 'revoked'}"
                 time.sleep(0.1)
 
+    def bindings(self, alias: str) -> set[tuple[object, ...]]:
+        """Every ACL binding on cluster ``alias``, as comparable tuples (listed before and after a change)."""
+        admin = AdminClient({"bootstrap.servers": self.bootstrap[alias], **self.client(alias)})
+        return {_fields(b) for b in admin.describe_acls(AclBindingFilter(*_ANY), request_timeout=30).result()}
+
     def cluster_properties(self, principal: str) -> dict[str, dict[str, object]]:
         """drkit's ``[clusters]`` table for a job that runs as ``principal`` on both clusters."""
         return {

@@ -18,11 +18,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import (
-    AclBindingFilter,
     AclOperation,
-    AclPermissionType,
-    AdminClient,
-    ResourcePatternType,
     ResourceType,
 )
 from support.acl_table import Acl
@@ -44,26 +40,6 @@ def flow_toml(topic: str) -> str:
         f'[[flows]]\nsource = "A"\ntarget = "B"\ntopics = {{ include = ["{topic}"] }}\n'
         f'[flows.heartbeats]\ninterval_seconds = 0\n[flows.fencing]\nproducers = ["User:{FENCED}"]\n'
     )
-
-
-def every_acl(secure: SecureClusters, alias: str) -> set[tuple[Any, ...]]:
-    """Every binding on the cluster, as comparable tuples."""
-    admin = AdminClient({"bootstrap.servers": secure.bootstrap[alias], **secure.client(alias)})
-    # None matches any name, principal and host (confluent-kafka's type hints say str).
-    anything: tuple[Any, ...] = (
-        ResourceType.ANY,
-        None,
-        ResourcePatternType.ANY,
-        None,
-        None,
-        AclOperation.ANY,
-        AclPermissionType.ANY,
-    )
-    wanted = AclBindingFilter(*anything)
-    return {
-        (b.restype, b.name, b.resource_pattern_type, b.principal, b.host, b.operation, b.permission_type)
-        for b in admin.describe_acls(wanted, request_timeout=30).result()
-    }
 
 
 def write(secure: SecureClusters, principal: str, topic: str) -> str | None:
@@ -119,7 +95,7 @@ def test_failover_fences_the_producer_on_the_source_and_failback_restores_the_ac
     ]
     secure.grant(grants)
     config = secure.write_config(tmp_path / "admin.toml", "admin", tmp_path / "state", flow_toml(topic))
-    before = every_acl(secure, "A")
+    before = secure.bindings("A")
     assert write(secure, FENCED, topic) is None and write(secure, OTHER, elsewhere) is None
 
     # A dry run shows the denial and changes nothing.
@@ -130,21 +106,21 @@ def test_failover_fences_the_producer_on_the_source_and_failback_restores_the_ac
         "A",
         [(topic, f"User:{FENCED}")],
     )
-    assert every_acl(secure, "A") == before
+    assert secure.bindings("A") == before
 
     over = cli(config, "failover", "--flow", FLOW, "--group", GROUP, "--apply", "--yes")
     assert over.returncode == 0, over.stdout + over.stderr
     until("the fenced producer refused on A", lambda: write(secure, FENCED, topic) is not None)
     assert write(secure, FENCED, topic) == "TOPIC_AUTHORIZATION_FAILED"
     assert write(secure, OTHER, elsewhere) is None  # an application drkit was not told of still writes
-    fenced = every_acl(secure, "A")
+    fenced = secure.bindings("A")
     assert len(fenced - before) == 1 and before <= fenced
     history = cli(config, "history", "--flow", FLOW)
     assert history.returncode == 0 and topic in history.stdout
 
     back = cli(config, "failback", "--flow", FLOW, "--group", GROUP, "--apply", "--yes")
     assert back.returncode == 0, back.stdout + back.stderr
-    assert every_acl(secure, "A") == before  # exactly the bindings there were before the failover
+    assert secure.bindings("A") == before  # exactly the bindings there were before the failover
     until("the producer writes on A again", lambda: write(secure, FENCED, topic) is None)
     secure.revoke(grants)
 
