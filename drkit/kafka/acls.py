@@ -65,27 +65,7 @@ def topic_acls(admin: AdminClient, alias: str, timeout: float = 15.0, hint: str 
 
 def create_acls(admin: AdminClient, alias: str, copies: Iterable[AclCopy], timeout: float = 30.0) -> int:
     """Create the target bindings; the number created."""
-    bindings = [
-        AclBinding(
-            ResourceType.TOPIC,
-            c.target.name,
-            ResourcePatternType[c.target.pattern.value],
-            c.target.principal,
-            c.target.host,
-            AclOperation[c.target.operation],
-            AclPermissionType[c.target.permission.value],
-        )
-        for c in copies
-    ]
-    if not bindings:
-        return 0
-    try:
-        futures = admin.create_acls(bindings, request_timeout=timeout)
-        for future in futures.values():
-            future.result(timeout)
-    except KafkaException as exc:
-        raise _fail(alias, "created", exc) from None
-    return len(bindings)
+    return _create(admin, alias, [c.target for c in copies], timeout, SYNC_ACLS_HINT)
 
 
 def _binding(acl: TopicAcl) -> AclBinding:
@@ -102,14 +82,20 @@ def _binding(acl: TopicAcl) -> AclBinding:
 
 def add_acls(admin: AdminClient, alias: str, acls: Iterable[TopicAcl], timeout: float = 30.0) -> None:
     """Create the bindings (fencing: drkit.core.fencing)."""
+    _create(admin, alias, acls, timeout, FENCING_HINT)
+
+
+def _create(admin: AdminClient, alias: str, acls: Iterable[TopicAcl], timeout: float, hint: str) -> int:
+    """Create the bindings; the number created (``hint``: what to do when the cluster has no authorizer)."""
     bindings = [_binding(a) for a in acls]
     if not bindings:
-        return
+        return 0
     try:
         for future in admin.create_acls(bindings, request_timeout=timeout).values():
             future.result(timeout)
     except KafkaException as exc:
-        raise _fail(alias, "created", exc, FENCING_HINT) from None
+        raise _fail(alias, "created", exc, hint) from None
+    return len(bindings)
 
 
 def delete_acls(admin: AdminClient, alias: str, acls: Iterable[TopicAcl], timeout: float = 30.0) -> None:
