@@ -19,9 +19,8 @@ from drkit.config import ClusterConfig
 from drkit.core.origin import origin_of
 from drkit.core.probe import ReadRecord, SourceRecord, record_digest
 from drkit.errors import ClusterError
-from drkit.kafka.authz import Operation, denied
 from drkit.kafka.clients import client_config
-from drkit.kafka.tail import TAIL_GROUP
+from drkit.kafka.tail import TAIL_GROUP, header_list, refusal
 
 #: How long one poll waits: short, so that the time of the first record is measured to tens of milliseconds.
 POLL_SECONDS = 0.05
@@ -37,17 +36,15 @@ Key = tuple[str, int]
 
 
 def _headers(message: Any) -> list[tuple[str, bytes | str | None]]:
-    headers = message.headers()
-    return list(headers) if isinstance(headers, list) else []
+    return header_list(message.headers())
 
 
 def _fail(alias: str, error: Any, what: str, topic: str | None = None, group: str | None = None) -> Exception:
-    err = error.args[0] if isinstance(error, KafkaException) else error
-    if group is not None and isinstance(err, KafkaError) and err.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
-        refused = denied(alias, err, Operation.READ, group=group)
-    else:
-        refused = denied(alias, err, Operation.READ, topic)
-    return refused or ClusterError(f"cluster {alias}: {what}: {err}")
+    return refusal(alias, error, topic, group) or ClusterError(f"cluster {alias}: {what}: {_error_of(error)}")
+
+
+def _error_of(error: Any) -> Any:
+    return error.args[0] if isinstance(error, KafkaException) else error
 
 
 def read_source(

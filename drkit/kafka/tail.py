@@ -77,7 +77,7 @@ def read_tail(
                         stop = min(stop, max(start, message.offset() or start))
                         reached = max(reached, stop)
                         continue
-                    refused = _refused(alias, error, topic, group)
+                    refused = refusal(alias, error, topic, group)
                     raise refused or ClusterError(f"cluster {alias}: cannot read {topic}/{partition}: {error}")
                 offset = message.offset()
                 if offset is None:
@@ -85,15 +85,15 @@ def read_tail(
                 if offset >= stop:
                     reached = stop
                     break
-                records.append(TailRecord(offset, origin_of(_header_list(message.headers()), origin_alias)))
+                records.append(TailRecord(offset, origin_of(header_list(message.headers()), origin_alias)))
                 reached = offset + 1
     except KafkaException as exc:
-        refused = _refused(alias, exc, topic, group)
+        refused = refusal(alias, exc, topic, group)
         raise refused or ClusterError(f"cluster {alias}: cannot read {topic}/{partition}: {exc.args[0]}") from None
     return TargetTail(start, stop, tuple(records))
 
 
-def _refused(alias: str, error: Any, topic: str, group: str | None) -> AccessDenied | None:
+def refusal(alias: str, error: Any, topic: str | None, group: str | None) -> AccessDenied | None:
     """A refusal met by a reader that never joins its group: on the group, it is the coordinator's lookup
     (DESCRIBE on the group); otherwise the fetch (READ on the topic)."""
     err = error.args[0] if isinstance(error, KafkaException) else error
@@ -102,7 +102,7 @@ def _refused(alias: str, error: Any, topic: str, group: str | None) -> AccessDen
     return denied(alias, error, Operation.READ, topic)
 
 
-def _header_list(headers: object) -> list[tuple[str, bytes | str | None]]:
+def header_list(headers: object) -> list[tuple[str, bytes | str | None]]:
     """confluent-kafka gives a record's headers as a list of pairs (or None); never a dict when read."""
     return list(headers) if isinstance(headers, list) else []
 
@@ -149,7 +149,7 @@ def read_copies(
                 offset = message.offset()
                 if offset is None:
                     continue
-                origin = origin_of(_header_list(message.headers()), origin_alias)
+                origin = origin_of(header_list(message.headers()), origin_alias)
                 out[key].append((origin, offset))
                 if origin is not None and origin >= pending[key]:
                     del pending[key]
