@@ -122,7 +122,17 @@ def test_a_worker_killed_mid_copy_loses_nothing_and_syncs_stay_exact(
                 for i in range(start, start + 20_000)
             ],
         )
-    path = cluster_config(topic, mirror={"max_offsets_per_trigger": PER_BATCH, "delivery": delivery})
+    # The first job waits for both workers' executors: on a loaded machine one may register seconds after the
+    # other, and a batch the first runs alone is never hit by the kill of the other's worker (the exactly-once
+    # case then sees no retried attempt: a CI run did).
+    path = cluster_config(
+        topic,
+        mirror={"max_offsets_per_trigger": PER_BATCH, "delivery": delivery},
+        spark_conf={
+            "spark.scheduler.minRegisteredResourcesRatio": "1.0",
+            "spark.scheduler.maxRegisteredResourcesWaitingTime": "300s",
+        },
+    )
     env = {k: v for k, v in os.environ.items() if k not in ("DRKIT_LOG", "DRKIT_SPARK_LOG_LEVEL")}
     command = [sys.executable, "-m", "drkit.cli.app", "--verbose", "mirror", "-c", str(path), "--once", "-o", "json"]
     logs = path.parent
