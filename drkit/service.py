@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
     from drkit.core.drill import DrillPhase, DrillRecord, DrillReport
+    from drkit.core.fencing import FenceReport
     from drkit.core.outcome import OperationResult
     from drkit.core.plan import Plan
     from drkit.core.probe import ProbeReport
@@ -164,6 +165,15 @@ class Drkit:
         if self._context is None:
             self._writable_state()
         return failback(self.context, request, confirm)
+
+    def fence(self, flow: str, apply: bool = False) -> FenceReport:
+        """Put ``flow``'s ``[flows.fencing]`` ACLs where its producers' side calls for (the copies read-only
+        before a failover, the source fenced after one); dry run unless ``apply``. Idempotent."""
+        from drkit.operate.fence import fence_flow
+
+        if self._context is None:  # the audit trail is written, dry runs included
+            self._writable_state()
+        return fence_flow(self.context, self.config.flow(flow), apply)
 
     def status(self, flow: str | None = None) -> StatusReport:
         """Lag, sync and checkpoint freshness per flow, with a verdict."""

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import typer
 
-from drkit.cli import checkpoint_cmd, drill_cmd, failover_cmd, maintain_cmd, mirror_cmd, status_cmd, topics_cmd
+from drkit.cli import (
+    checkpoint_cmd,
+    drill_cmd,
+    failover_cmd,
+    fence_cmd,
+    maintain_cmd,
+    mirror_cmd,
+    status_cmd,
+    topics_cmd,
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -14,6 +23,7 @@ def register(app: typer.Typer) -> None:
     app.command("failover")(failover_cmd.failover)
     app.command("failback")(failover_cmd.failback)
     app.command("history")(failover_cmd.history)
+    app.command("fence")(fence_cmd.fence)
     app.command("status")(status_cmd.status)
     app.command("offsets")(status_cmd.offsets)
     app.command("maintain")(maintain_cmd.maintain)

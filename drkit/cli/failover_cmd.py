@@ -17,6 +17,7 @@ from rich.console import RenderableType
 from rich.markup import escape
 
 from drkit.cli.console import Output, Progress, emit, stderr, table
+from drkit.cli.fence_cmd import render_fencing
 from drkit.cli.options import ConfigOption, Invocation, OutputOption, facade, parse_time
 from drkit.core.audit import HOOK_KEY, OperationRecord, OperationStatus
 from drkit.core.lease import LEASE_SECONDS
@@ -102,23 +103,8 @@ def _render(result: OperationResult) -> Iterable[RenderableType]:
 
 
 def _render_fencing(result: OperationResult) -> Iterable[RenderableType]:
-    fencing = result.fencing
-    if fencing is None:
-        return
-    done = result.status is OperationStatus.APPLIED
-    rows = [
-        [c.cluster, c.side.value, change, a.name, a.principal, f"{a.permission.value} {a.operation}"]
-        for c in fencing.changes
-        for change, acls in (("add", c.add), ("delete", c.delete))
-        for a in acls
-    ]
-    if rows:
-        title = "fencing: ACLs changed" if done else "fencing: ACLs to change"
-        yield table(title, ["cluster", "side", "change", "topic", "principal", "binding"], rows)
-    else:
-        yield "fencing: no ACL to change"
-    for w in fencing.warnings:
-        yield f"[yellow]warning:[/] {escape(w)}"
+    if result.fencing is not None:
+        yield from render_fencing(result.fencing, result.status is OperationStatus.APPLIED)
 
 
 def _render_outcome(result: OperationResult) -> Iterable[RenderableType]:

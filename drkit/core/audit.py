@@ -24,6 +24,7 @@ HOOK_KEY = "hook"
 class Action(StrEnum):
     FAILOVER = "failover"
     FAILBACK = "failback"
+    FENCE = "fence"  # drkit fence: ACLs only (drkit.core.fencing), no group moved
 
 
 class OperationStatus(StrEnum):

@@ -6,8 +6,13 @@ principal named in ``producers``; an applied failback lifts it. With ``read_only
 target are kept the same way until a failover: a failback adds DENY WRITE on the copies for those principals,
 a failover lifts what drkit added. DENY, because Kafka's authorizers let a DENY win over any ALLOW:
 the producers' own ALLOW bindings stay as they are. Only named principals, never ``User:*``: a DENY for every
-principal would stop drkit's own mirror too. (The copies' first read-only state is not drkit's to set: until the
-first failback it is the operator's, with the same bindings; docs/security.md.)
+principal would stop drkit's own mirror too.
+
+Between failovers, ``drkit fence`` puts the flow's ACLs where its producers' side calls for
+(:func:`producers_on`, from the trail): before any failover, or after a failback, the copies fenced
+(``read_only_copies``: their first read-only state, and the copies the mirror created since) and drkit's
+denials on the source lifted; after a failover, the source fenced (one that did not answer then) and drkit's
+denials on the copies lifted. It is the plan a failback or a failover would make, so it is idempotent.
 
 Invariants:
 
@@ -27,6 +32,7 @@ from enum import StrEnum
 from typing import Any
 
 from drkit.core.acls import PatternType, Permission, TopicAcl
+from drkit.core.audit import Action, OperationRecord, OperationStatus
 
 #: The operation fencing denies.
 FENCED_OPERATION = "WRITE"
@@ -109,6 +115,8 @@ def plan_fencing(
     producers: Sequence[str],
     fence_arriving_too: bool,
     leaving_side: FenceSide,
+    *,
+    flow: str,
 ) -> FencingPlan:
     """The producers leave ``leaving`` (fenced there) for ``arriving`` (what drkit fenced there is lifted, when
     the copies are kept read-only: ``fence_arriving_too``). A failover leaves the source; a failback, the target."""
@@ -118,7 +126,7 @@ def plan_fencing(
     if leaving.present is None:
         warnings.append(
             f"{leaving.alias} not fenced: it does not answer; once it is back a producer still pointed at it could "
-            "write there: deny them WRITE on it by hand (kafka-acls --deny-principal)"
+            f"write there: run drkit fence --flow '{flow}' --apply then"
         )
     elif producers and (leaving_side is FenceSide.SOURCE or fence_arriving_too):
         changes.append(fence(leaving.alias, leaving_side, leaving_topics, producers, leaving.present))
@@ -126,9 +134,49 @@ def plan_fencing(
         changes.append(lift(arriving.alias, arriving_side, arriving.added, arriving.present))
     elif arriving.present is None and arriving.added:
         warnings.append(
-            f"{arriving.alias} not unfenced: it does not answer; drkit's denials there stay until lifted by hand"
+            f"{arriving.alias} not unfenced: it does not answer; drkit's denials there stay until it is back and "
+            f"drkit fence --flow '{flow}' --apply lifts them"
         )
     return FencingPlan(tuple(c for c in changes if c.add or c.delete), tuple(warnings))
+
+
+#: The statuses of a failover or failback that may have moved groups (an interrupted apply stops between
+#: batches of commits): the producers move with them (its hook runs only once applied; drkit.core.hooks).
+_MOVED = frozenset(s.value for s in (OperationStatus.APPLIED, OperationStatus.PARTIAL, OperationStatus.INTERRUPTED))
+
+
+def producers_on(records: Iterable[OperationRecord], flow: str) -> FenceSide:
+    """The side ``flow``'s producers belong on now, by its newest failover or failback that moved groups
+    (``records`` newest first, folded): the target after a failover, else the source (before any, or after a
+    failback). A dry run, a refusal, and an apply that failed (nothing reads back as planned) moved nothing:
+    they are looked past."""
+    for r in records:
+        if r.flow == flow and not r.dry_run and r.action is not Action.FENCE and r.status in _MOVED:
+            return FenceSide.TARGET if r.action is Action.FAILOVER else FenceSide.SOURCE
+    return FenceSide.SOURCE
+
+
+@dataclass(frozen=True)
+class FenceReport:
+    """``drkit fence``: where the flow's producers belong (``producers_on``), the ACL changes that puts in
+    place, and how the run ended (dry run, applied, failed: ``error`` names what failed)."""
+
+    flow: str
+    producers_on: FenceSide
+    plan: FencingPlan
+    status: OperationStatus
+    operation_id: str
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "flow": self.flow,
+            "producers_on": self.producers_on.value,
+            "status": self.status.value,
+            "operation_id": self.operation_id,
+            "error": self.error,
+            FENCING_KEY: self.plan.as_dict(),
+        }
 
 
 def added_by_drkit(results: Iterable[Mapping[str, Any]], alias: str) -> frozenset[TopicAcl]:

@@ -82,6 +82,8 @@ class Command(StrEnum):
     OFFSETS = "offsets"
     FAILOVER = "failover"
     FAILBACK = "failback"
+    #: drkit fence: ACLs on both clusters (drkit.core.fencing).
+    FENCE = "fence"
     #: The mirror at start (a running mirror waits out a cluster instead: drkit.core.outage).
     MIRROR = "mirror"
 
@@ -95,6 +97,9 @@ def blocking(command: Command, source: Reach, target: Reach) -> tuple[Reach, ...
     * failover: the target, where it commits; never the source (failover is for when it is gone: its
       RPO then comes from the last observation).
     * failback: both: the group's offsets are read on the target and committed on the source.
+    * fence: both: drkit's denials are planned against each cluster's ACLs as they are (one that did not
+      answer may hold a denial to lift), and a failover's fence that found the source gone is made once it is
+      back.
     * mirror (at start): both: nothing can be planned without the source or written without the target,
       and Spark's own clients would wait minutes before saying so.
     """

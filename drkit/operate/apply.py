@@ -42,7 +42,8 @@ FENCING_PLAN_KEY = "fencing_plan"
 Confirm = Callable[[Plan], bool]
 
 
-def _user() -> str:
+def operator_user() -> str:
+    """Who runs the command, as the audit trail names them."""
     try:
         return getpass.getuser()
     except (KeyError, OSError):
@@ -114,7 +115,7 @@ class _Audit:
                 result
                 | {"rpo": {} if self.rpo is None else self.rpo.as_dict()}
                 | ({} if self.fencing is None else {FENCING_PLAN_KEY: self.fencing.as_dict()}),
-                _user(),
+                operator_user(),
                 socket.gethostname(),
                 __version__,
                 self.started,

@@ -46,7 +46,13 @@ def failover_fencing(ctx: OperateContext, flow: FlowConfig, reaches: Mapping[str
     if not flow.fencing.read_only_copies:
         arriving = ClusterAcls(flow.target, frozenset(), arriving.added)
     return plan_fencing(
-        leaving, topics, arriving, flow.fencing.producers, flow.fencing.read_only_copies, FenceSide.SOURCE
+        leaving,
+        topics,
+        arriving,
+        flow.fencing.producers,
+        flow.fencing.read_only_copies,
+        FenceSide.SOURCE,
+        flow=flow.name,
     )
 
 
@@ -62,7 +68,13 @@ def failback_fencing(ctx: OperateContext, flow: FlowConfig) -> FencingPlan | Non
         leaving = ClusterAcls(flow.target, frozenset(), leaving.added)
     arriving = _acls(ctx, flow.source, True, trail)
     return plan_fencing(
-        leaving, copies, arriving, flow.fencing.producers, flow.fencing.read_only_copies, FenceSide.TARGET
+        leaving,
+        copies,
+        arriving,
+        flow.fencing.producers,
+        flow.fencing.read_only_copies,
+        FenceSide.TARGET,
+        flow=flow.name,
     )
 
 

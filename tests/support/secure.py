@@ -24,7 +24,8 @@ from support.acl_table import Acl
 #: certificate on B). ``intruder`` has no ACL anywhere. The ``lp-`` ones are test_least_privilege's alone:
 #: the ACLs it grants and revokes are never another test's; ``app-producer`` and ``other-app`` are
 #: test_fencing_acls's (an application fenced at failover, and one that is not); ``probe-operator`` is
-#: test_probe_secure's (the operator's rows and the probe's, nothing more).
+#: test_probe_secure's (the operator's rows and the probe's, nothing more); ``fence-operator``, test_fencing_acls's
+#: (the operator's rows and fencing's).
 PRINCIPALS = (
     "mirror",
     "translator",
@@ -36,6 +37,7 @@ PRINCIPALS = (
     "app-producer",
     "other-app",
     "probe-operator",
+    "fence-operator",
 )
 
 
