@@ -76,7 +76,9 @@ class TranslatorRunFiles:
         self.files.observe_source_ends(kind, flow, observation)
 
     def record_run(self, run: TranslationRun, confirmed: tuple[str, ...]) -> None:
-        record = TranslatorRun(run.finished_at_ms, run.seconds, run.groups, run.checkpoints, run.appended, confirmed)
+        record = TranslatorRun(
+            run.finished_at_ms, run.seconds, run.groups, run.checkpoints, run.appended, confirmed, run.read_at_ms
+        )
         self.files.write_last_run(run.flow, record)
 
 

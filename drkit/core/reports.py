@@ -55,6 +55,9 @@ class TranslationRun:
     findings: tuple[Finding, ...]
     seconds: float
     finished_at_ms: int
+    #: When the run began reading the groups' committed offsets: its checkpoints hold what was committed by
+    #: then (a commit after it may be missing), so they are dated by it, never by the later write.
+    read_at_ms: int
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -65,6 +68,7 @@ class TranslationRun:
             "synced_groups": list(self.synced_groups),
             "seconds": round(self.seconds, 3),
             "finished_at_ms": self.finished_at_ms,
+            "read_at_ms": self.read_at_ms,
             "findings": [
                 {"kind": f.kind.value, "group": f.group, "topic": f.topic, "partition": f.partition, "detail": f.detail}
                 for f in self.findings

@@ -114,7 +114,11 @@ def flow_status(ctx: OperateContext, flow: FlowConfig, reaches: Future[dict[str,
     recorded = recorded_read.result()
     divergences, beat, lease = on_target.result(), beat_read.result(), lease_read.result()
     now = ctx.now_ms()  # after every read: ages and lags are never younger than the truth
-    confirmed = {} if last_run is None else {g: last_run.finished_at_ms for g in last_run.confirmed_groups}
+    confirmed: dict[str, int] = {}
+    for g in () if last_run is None else last_run.confirmed_groups:
+        at = None if last_run is None else last_run.confirmed_at(g)
+        if at is not None:
+            confirmed[g] = at
     ages = group_ages(recorded, now, confirmed)
     diverged = {(d.source_topic, d.partition) for d in divergences or ()}
     lags = partition_lags(progress, ends, oldest, now, diverged)

@@ -28,11 +28,17 @@ class TranslatorRun:
     groups: int
     checkpoints: int
     appended: int
-    #: Groups whose committed offsets this run read: their checkpoints were current at ``finished_at_ms``.
+    #: Groups whose committed offsets this run read: their checkpoints were current when it read them.
     confirmed_groups: tuple[str, ...] = ()
+    #: When the run began reading the committed offsets (None in a run file written before drkit kept it).
+    read_at_ms: int | None = None
 
     def confirmed_at(self, group: str) -> int | None:
-        return self.finished_at_ms if group in self.confirmed_groups else None
+        """When ``group``'s checkpoints were last known current: the read's start, not the run's end (a commit
+        made while the run wrote is not in them)."""
+        if group not in self.confirmed_groups:
+            return None
+        return self.finished_at_ms if self.read_at_ms is None else self.read_at_ms
 
 
 def _write(path: StatePath, data: dict[str, Any]) -> None:

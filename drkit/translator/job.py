@@ -63,6 +63,9 @@ class TranslatorJob:
     def run_once(self) -> TranslationRun:
         started = time.monotonic()
         selected = self.groups.select(self.source.list_groups())
+        # Before the read: a commit after this instant may be missing from what is read, so the checkpoints and
+        # the confirmation are dated by it (a shadow group's newer commit then wins: drkit.core.live_checkpoints).
+        read_at = self.context.clock()
         committed = self.source.committed_offsets_many(selected)
         topics = {c.topic for offsets in committed.values() for c in offsets}
         topic_map = {t: self.policy.target_topic(self.flow.source, t) for t in self.topics.select(topics)}
@@ -78,7 +81,7 @@ class TranslatorJob:
         if self._previous is None:
             self._previous = {r.checkpoint.key: r.checkpoint for r in self.store.latest(self.flow.name)}
         plan = plan_checkpoints(self.flow.name, committed, topic_map, indexes, self._previous, bounds, target_starts)
-        appended = self.store.append(plan.changed, self.context.clock())  # the run's time, as its run file
+        appended = self.store.append(plan.changed, read_at)
         self._previous.update({c.key: c for c in plan.changed})
         synced = self.sync_target_groups(plan) if self.flow.checkpoint.sync_group_offsets else []
         run = TranslationRun(
@@ -90,6 +93,7 @@ class TranslatorJob:
             tuple(plan.findings),
             time.monotonic() - started,
             self.context.now_ms(),
+            int(read_at.timestamp() * 1000),
         )
         metrics.CHECKPOINT_RUNS.labels(self.flow.name).inc()
         metrics.CHECKPOINT_SECONDS.labels(self.flow.name).observe(run.seconds)

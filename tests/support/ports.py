@@ -73,6 +73,8 @@ SECURE = _block("SECURE", "secure/conftest.py", 600)
 TARGET_FAULTS = _block("TARGET_FAULTS", "mirror/test_target_faults.py", 800)
 #: The metrics port of the probe drill test's mirror process.
 PROBE = _block("PROBE", "drill/test_probe_drill.py", 850, 1)
+#: The clusters of the follower's source-kill test (A is SIGKILLed).
+FOLLOW_KILLED = _block("FOLLOW_KILLED", "translator/test_follow_source_killed.py", 860)
 #: The local Spark standalone cluster: master at +0 (web UI +1), workers at +10 and +20 (web UI one
 #: above each); Spark moves a worker up to 16 ports on when its own is taken (spark.port.maxRetries).
 SPARK = _block("SPARK", "spark/conftest.py", 900, 50)
@@ -92,5 +94,6 @@ PLAN: tuple[PortBlock, ...] = (
     SECURE,
     TARGET_FAULTS,
     PROBE,
+    FOLLOW_KILLED,
     SPARK,
 )

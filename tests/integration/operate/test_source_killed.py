@@ -16,16 +16,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
 from support.kafka_io import Rec, commit, committed_on, create_topic, read_all
+from support.load import Job, SteadyProducer
 from support.ports import SOURCE_KILLED
 from support.processes import no_java_env
 from support.waiting import wait_until
@@ -54,75 +53,6 @@ def kill_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lo
         kafka.down()
 
 
-class SteadyProducer(threading.Thread):
-    """Produces RATE records/s round-robin over the partitions; counts every acknowledged value and every
-    delivery that failed (a failed one may still be on A: the test requires none)."""
-
-    def __init__(self, bootstrap: str) -> None:
-        super().__init__(daemon=True)
-        self.producer = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "acks": "all",
-                "enable.idempotence": True,
-                "linger.ms": 5,
-                "message.timeout.ms": 30000,
-                "log_level": 0,
-            }
-        )
-        self.acked: Counter[bytes] = Counter()
-        self.acked_on: Counter[int] = Counter()  # per partition
-        self.failed: list[str] = []
-        self.stop = threading.Event()
-
-    def _delivered(self, err: Any, msg: Any) -> None:
-        if err is None:
-            self.acked[msg.value()] += 1
-            self.acked_on[msg.partition()] += 1
-        else:
-            self.failed.append(str(err))
-
-    def run(self) -> None:
-        n, started = 0, time.monotonic()
-        while not self.stop.is_set():
-            due = int((time.monotonic() - started) * RATE)
-            while n < due:
-                try:
-                    self.producer.produce(
-                        TOPIC, value=f"v{n}".encode(), partition=n % PARTITIONS, on_delivery=self._delivered
-                    )
-                except BufferError:
-                    break
-                n += 1
-            self.producer.poll(0.01)
-        left = self.producer.flush(30)
-        if left:
-            self.failed.append(f"{left} records still unacknowledged after the final flush")
-
-
-class Job(threading.Thread):
-    """A drkit job in a thread: its error is kept and raised by ``finish``, never swallowed."""
-
-    def __init__(self, name: str, body: Callable[[], object]) -> None:
-        super().__init__(name=name, daemon=True)
-        self.body = body
-        self.result: object = None
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self.result = self.body()
-        except BaseException as exc:
-            self.error = exc
-
-    def finish(self, seconds: float) -> Any:
-        self.join(seconds)
-        assert not self.is_alive(), f"{self.name} still running {seconds:.0f}s after it was asked to stop"
-        if self.error is not None:
-            raise AssertionError(f"{self.name} failed: {self.error}") from self.error
-        return self.result
-
-
 def per_partition(records: list[Rec]) -> Counter[int]:
     return Counter(r.partition for r in records)
 
@@ -141,7 +71,7 @@ def test_rpo_with_the_source_killed_after_load(
     config = load_config(toml)
     service = Drkit(config, spark)
     create_topic(clusters["A"], TOPIC, PARTITIONS)
-    producer = SteadyProducer(clusters["A"])
+    producer = SteadyProducer(clusters["A"], TOPIC, PARTITIONS, RATE)
     producer.start()
     wait_until(lambda: sum(producer.acked_on.values()) >= 2 * RATE, 60, "the producer's first records acknowledged")
     commit(clusters["A"], GROUP, {(TOPIC, p): PROCESSED for p in range(PARTITIONS)})

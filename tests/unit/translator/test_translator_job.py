@@ -8,16 +8,19 @@ and Delta tables is proven by tests/integration/translator.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 from support.fakes import NOW, NOW_MS, World, two_cluster_config, world
 
 from drkit.core.groups import Member
+from drkit.core.live_checkpoints import LiveCheckpoint, newest
 from drkit.core.offsets import SyncRange
 from drkit.core.translate import Position
 from drkit.layout import JobKind, StateLayout
-from drkit.store.runs import RunFiles
+from drkit.store.runs import RunFiles, TranslatorRun
 from drkit.translator.context import TranslatorContext
 from drkit.translator.job import TranslatorJob, TranslatorRunner
 from drkit.wiring import translator_context
@@ -114,3 +117,34 @@ def test_once_raises_the_source_error(tmp_path: Path) -> None:
     w.a.reachable = False
     with pytest.raises(ClusterError, match="cluster A is unreachable"):
         TranslatorRunner(context(w), [w.config.flows[0]]).run(once=True)
+
+
+def test_checkpoints_and_their_confirmation_are_dated_by_the_read_not_the_write(tmp_path: Path) -> None:
+    # Each look at the clock is a second later: the run reads the offsets, then writes, then records itself.
+    ticks = iter(range(100))
+
+    def clock() -> datetime:
+        return NOW + timedelta(seconds=next(ticks))
+
+    w = mirrored(tmp_path)
+    ctx = translator_context(w.config, StateLayout(w.config.state_root()), clock, w.clusters, w.syncs, w.checkpoints)
+    run = TranslatorJob(ctx, w.config.flows[0]).run_once()
+    read_at = NOW_MS  # the first look: before the offsets were read
+    assert run.read_at_ms == read_at < run.finished_at_ms
+    assert {r.checkpointed_at_ms for r in w.checkpoints.latest(FLOW)} == {read_at}
+    last = run_files(w).last_run(FLOW)
+    assert last is not None and last.confirmed_at("g") == read_at and last.confirmed_at("other") is None
+    # A commit the follower saw a moment after the read is newer than both: failover takes it.
+    [row] = [r for r in w.checkpoints.latest(FLOW) if r.checkpoint.partition == 0]
+    later = replace(row.checkpoint, upstream_offset=41, downstream_offset=1041)
+    assert (
+        newest(row, LiveCheckpoint(later, read_at + 1), last.confirmed_at("g"))
+        == LiveCheckpoint(later, read_at + 1).recorded
+    )
+
+
+def test_a_run_file_written_before_the_read_time_was_kept_confirms_at_its_end(tmp_path: Path) -> None:
+    w = mirrored(tmp_path)
+    run_files(w).write_last_run(FLOW, TranslatorRun(NOW_MS, 0.2, 1, 2, 0, ("g",)))
+    last = run_files(w).last_run(FLOW)
+    assert last is not None and last.confirmed_at("g") == NOW_MS
