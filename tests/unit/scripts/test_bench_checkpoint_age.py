@@ -1,0 +1,52 @@
+"""The checkpoint-age benchmark's pure parts (scripts/bench/checkpoint_age.py): a commit is visible from the
+first checkpoint at or past its offset (a later commit's covers it), never counted twice, and a commit no
+checkpoint covered is reported apart; MirrorMaker 2's checkpoint records decoded from Kafka's Struct encoding."""
+
+from __future__ import annotations
+
+import struct
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from scripts.bench.checkpoint_age import Visibility, decode_mm2_checkpoint  # noqa: E402
+
+
+def test_a_checkpoint_covers_every_commit_at_or_below_it_once() -> None:
+    v = Visibility()
+    for offset, at in ((1, 10.0), (2, 11.0), (3, 12.0)):
+        v.committed(("g", 0), offset, at)
+    v.observed(("g", 0), 0, 10.5)  # older than every commit: covers none
+    v.observed(("g", 0), 2, 12.5)  # covers 1 (2.5 s) and 2 (1.5 s)
+    v.observed(("g", 0), 2, 13.0)  # the same checkpoint again: nothing new
+    v.observed(("g", 1), 9, 13.0)  # a partition nothing was committed to
+    assert sorted(v.latencies) == [1.5, 2.5] and v.uncovered() == 1
+    s = v.summary()
+    assert (s["commits_covered"], s["commits_never_covered"], s["visibility_ms_max"]) == (2, 1, 2500.0)
+    v.observed(("g", 0), 7, 12.2)
+    assert v.uncovered() == 0 and round(v.latencies[-1], 3) == 0.2
+    v.committed(("g", 0), 8, 14.0)  # its acknowledgement came back after a checkpoint past it was read
+    v.observed(("g", 0), 9, 13.5)
+    assert v.latencies[-1] == 0.0
+
+
+def mm2_record(group: str, topic: str, partition: int, upstream: int, downstream: int) -> tuple[bytes, bytes]:
+    def string(s: str) -> bytes:
+        return struct.pack(">h", len(s)) + s.encode()
+
+    key = string(group) + string(topic) + struct.pack(">i", partition)
+    value = struct.pack(">hqq", 0, upstream, downstream) + string("")
+    return key, value
+
+
+def test_mm2_checkpoints_are_decoded_and_anything_else_is_none() -> None:
+    assert decode_mm2_checkpoint(*mm2_record("bench-g00001", "orders", 3, 1234, 1200)) == (
+        "bench-g00001",
+        "orders",
+        3,
+        1234,
+    )
+    assert decode_mm2_checkpoint(b"\x00", b"") is None
