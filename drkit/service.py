@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from drkit.core.probe import ProbeReport
     from drkit.core.reports import MaintenanceReport, MirrorSummary, TranslationRun
     from drkit.core.status import StatusReport
+    from drkit.core.verify import VerifyReport
     from drkit.mirror.context import MirrorContext
     from drkit.results import (
         CheckpointHistory,
@@ -165,6 +166,22 @@ class Drkit:
         if self._context is None:
             self._writable_state()
         return failback(self.context, request, confirm)
+
+    def verify(
+        self,
+        flow: str,
+        topic: str,
+        partitions: tuple[int, ...] = (),
+        from_offset: int | None = None,
+        max_records: int = 10_000,
+    ) -> VerifyReport:
+        """Prove ``topic``'s offset-syncs record by record over a range of source offsets (per partition, from
+        ``from_offset`` or the last ``max_records``): each record's copy where the syncs place it, with its
+        content; the exact ranges that differ. Reads only."""
+        from drkit.operate.verify import VerifyRequest, verify_topic
+
+        request = VerifyRequest(self.config.flow(flow), topic, partitions, from_offset, max_records)
+        return verify_topic(self.context, request)
 
     def fence(self, flow: str, apply: bool = False) -> FenceReport:
         """Put ``flow``'s ``[flows.fencing]`` ACLs where its producers' side calls for (the copies read-only

@@ -13,6 +13,7 @@ from drkit.cli import (
     mirror_cmd,
     status_cmd,
     topics_cmd,
+    verify_cmd,
 )
 
 
@@ -24,6 +25,7 @@ def register(app: typer.Typer) -> None:
     app.command("failback")(failover_cmd.failback)
     app.command("history")(failover_cmd.history)
     app.command("fence")(fence_cmd.fence)
+    app.command("verify")(verify_cmd.verify)
     app.command("status")(status_cmd.status)
     app.command("offsets")(status_cmd.offsets)
     app.command("maintain")(maintain_cmd.maintain)

@@ -69,9 +69,13 @@ def record_digest(
 
 @dataclass(frozen=True)
 class SourceRecord:
+    """A record read at ``offset``: its content (:func:`record_digest`), its timestamp, and the source offset its
+    ``drkit.origin`` header names (None: not asked for, or none)."""
+
     offset: int
     digest: str
     timestamp_ms: int
+    origin: int | None = None
 
 
 @dataclass(frozen=True)
@@ -128,7 +132,8 @@ class PartitionProbe:
     oldest_not_mirrored_ms: int | None = None  # the source timestamp of the first not-mirrored record
 
 
-def _ranges(offsets: Iterable[int]) -> tuple[tuple[int, int], ...]:
+def offset_ranges(offsets: Iterable[int]) -> tuple[tuple[int, int], ...]:
+    """``offsets`` as inclusive ranges of consecutive offsets, in order."""
     out: list[tuple[int, int]] = []
     for o in sorted(offsets):
         if out and out[-1][1] == o - 1:
@@ -189,8 +194,8 @@ def judge_partition(e: PartitionEvidence) -> PartitionProbe:
         mismatched,
         len(not_mirrored),
         beyond,
-        _ranges(missed),
-        _ranges(not_mirrored),
+        offset_ranges(missed),
+        offset_ranges(not_mirrored),
         None if first is None else by_offset[first].timestamp_ms,
     )
 

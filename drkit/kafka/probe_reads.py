@@ -48,10 +48,15 @@ def _error_of(error: Any) -> Any:
 
 
 def read_source(
-    cluster: ClusterConfig, alias: str, ranges: Mapping[Key, tuple[int, int]], timeout: float
+    cluster: ClusterConfig,
+    alias: str,
+    ranges: Mapping[Key, tuple[int, int]],
+    timeout: float,
+    origin_alias: str | None = None,
 ) -> dict[Key, list[SourceRecord]]:
-    """The records of each (topic, partition) in ``[start, end)`` with their content and timestamp (a range
-    whose records are gone, by retention or compaction, yields what is there)."""
+    """The records of each (topic, partition) in ``[start, end)`` with their content and timestamp, and with
+    ``origin_alias`` the source offset their origin header names (a range whose records are gone, by
+    retention or compaction, yields what is there)."""
     out: dict[Key, list[SourceRecord]] = {key: [] for key in ranges}
     pending = {key: end for key, (start, end) in ranges.items() if end > start}
     if not pending:
@@ -78,8 +83,11 @@ def read_source(
                 if offset >= pending[key]:
                     pending.pop(key)
                     continue
-                digest = record_digest(m.key(), m.value(), _headers(m))
-                out[key].append(SourceRecord(offset, digest, m.timestamp()[1]))
+                headers = _headers(m)
+                origin = None if origin_alias is None else origin_of(headers, origin_alias)
+                out[key].append(
+                    SourceRecord(offset, record_digest(m.key(), m.value(), headers), m.timestamp()[1], origin)
+                )
                 if offset + 1 >= pending[key]:
                     pending.pop(key)
     except KafkaException as exc:

@@ -7,7 +7,7 @@
     .venv/bin/python -m scripts.bench.copy_processes --help   the copy alone, one process against two
     .venv/bin/python -m scripts.bench.cluster --help          the mirror on a Spark standalone cluster
     .venv/bin/python -m scripts.bench.translate --help        offset translation over a day of offset-syncs
-    .venv/bin/python -m scripts.bench.checkpoint_age --help   how soon a commit is known on the DR side: follower, interval, MM2
+    .venv/bin/python -m scripts.bench.checkpoint_age --help   how soon a group commit is known on the DR side (vs MM2)
     .venv/bin/python -m scripts.bench.operator --help         the operator commands as CLI processes
     .venv/bin/python -m scripts.bench.ab --help               two checkouts alternating: operator and mirror
 
