@@ -39,6 +39,7 @@ drkit_status_target_reachable{flow}                  gauge  1: the target answer
 drkit_status_target_diverged_partitions{flow}        gauge  target partitions holding fewer records than their syncs say
 drkit_status_lag_records{flow}                       gauge  records not mirrored yet (NaN: unknown)
 drkit_status_checkpoint_age_seconds{flow,group}      gauge  age of the group's oldest partition checkpoint
+drkit_status_group_reread_records{flow,group}        gauge  records a failover now re-reads (NaN: unknown)
 drkit_status_translator_run_age_seconds{flow}        gauge  since the translator's last run (NaN: never ran)
 drkit_status_heartbeat_age_seconds{flow}             gauge  newest heartbeat's age on the target (NaN: none)
 drkit_status_heartbeat_latency_seconds{flow}         gauge  newest heartbeat's trip (NaN: none)
@@ -179,6 +180,12 @@ STATUS_CHECKPOINT_AGE = Gauge(
     "Age of the group's oldest partition checkpoint, as failover's freshness check sees it",
     ["flow", "group"],
 )
+STATUS_GROUP_REREAD = Gauge(
+    "drkit_status_group_reread_records",
+    "Records the group committed on the source past the checkpoint a failover now would use: read again on the "
+    "target (NaN: unknown, the source did not answer)",
+    ["flow", "group"],
+)
 STATUS_TRANSLATOR_RUN_AGE = Gauge(
     "drkit_status_translator_run_age_seconds", "Seconds since the translator's last run (NaN: it never ran)", ["flow"]
 )
@@ -246,6 +253,7 @@ def record_status(report: StatusReport, operations: Iterable[OperationRecord], n
     from drkit.core.status import Verdict
 
     ages: dict[tuple[str, ...], float] = {}
+    rereads: dict[tuple[str, ...], float] = {}
     for f in report.flows:
         for v in Verdict:
             STATUS_VERDICT.labels(f.flow, v.value).set(1.0 if f.verdict is v else 0.0)
@@ -260,7 +268,9 @@ def record_status(report: StatusReport, operations: Iterable[OperationRecord], n
         STATUS_JOB_RUNNING.labels(f.flow, "mirror").set(1.0 if f.mirror_running else 0.0)
         STATUS_JOB_RUNNING.labels(f.flow, "checkpoint").set(1.0 if f.checkpoint_running else 0.0)
         ages.update({(f.flow, g.group): g.checkpoint_age_seconds for g in f.groups})
+        rereads.update({(f.flow, g.group): _known(g.reread_records) for g in f.groups})
     _replace(STATUS_CHECKPOINT_AGE, "checkpoint_age", ages)
+    _replace(STATUS_GROUP_REREAD, "group_reread", rereads)
     newest: dict[tuple[str, ...], float] = {}
     for op in operations:
         at = (op.finished_at or op.started_at).timestamp()

@@ -79,7 +79,19 @@ def _render_status(report: StatusReport) -> Iterable[RenderableType]:
         )
         yield _lease_line(f.flow, f.mirror_lease)
         if f.groups:
-            yield table("checkpoints", ["group", "age s"], [[g.group, g.checkpoint_age_seconds] for g in f.groups])
+            rows = [
+                [
+                    g.group,
+                    g.checkpoint_age_seconds,
+                    "unknown" if g.reread_records is None else g.reread_records,
+                ]
+                for g in f.groups
+            ]
+            yield table(
+                "checkpoints (a failover now)",
+                ["group", "age s", "re-read records"],
+                rows,
+            )
         for line in f.unreachable:
             yield f"[bold red]{f.flow}: {escape(line)}[/]"
         if f.target_problem:

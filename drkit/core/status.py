@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from drkit.core.checkpoints import RecordedCheckpoint, retranslate
+from drkit.core.checkpoints import CommittedOffset, RecordedCheckpoint, retranslate
 from drkit.core.consistency import TargetDivergence
 from drkit.core.heartbeat import HEARTBEAT_TOPIC
 from drkit.core.mirror_lease import LeaseReport
@@ -161,8 +161,34 @@ def group_ages(
 
 @dataclass(frozen=True)
 class GroupAge:
+    """One group's readiness: how old its checkpoint is, and what a failover now would make it read again."""
+
     group: str
     checkpoint_age_seconds: float
+    #: Records the group committed on the source past the checkpoints a failover now would use (the newer of
+    #: the Delta row and the follower's live one, per partition): it would read them again on the target.
+    #: None: the source did not answer, so how many is unknown (never 0). Whether each partition translates
+    #: is the failover's dry run's (or ``drkit offsets``') to tell.
+    reread_records: int | None = None
+
+
+def group_rereads(
+    recorded: Iterable[RecordedCheckpoint], committed: Mapping[str, Iterable[CommittedOffset]] | None
+) -> dict[str, int | None]:
+    """Per group, the records committed past its checkpoints: ``recorded`` the checkpoints a failover now would
+    use, ``committed`` the groups' offsets on the source now (None: the source did not answer: unknown). A
+    partition without a committed offset now adds nothing; one committed below its checkpoint (a reset) too."""
+    now: dict[tuple[str, str, int], int] = {}
+    for group, offsets in (committed or {}).items():
+        now.update({(group, o.topic, o.partition): o.offset for o in offsets if o.offset >= 0})
+    out: dict[str, int | None] = {}
+    for r in recorded:
+        c = r.checkpoint
+        if committed is None:
+            out[c.group] = None
+            continue
+        out[c.group] = (out.get(c.group) or 0) + max(0, now.get(c.key, c.upstream_offset) - c.upstream_offset)
+    return out
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from concurrent.futures import Future
 from datetime import datetime
 
 from drkit.config import FlowConfig
+from drkit.core.checkpoints import CommittedOffset, RecordedCheckpoint
 from drkit.core.consistency import TargetDivergence, divergence_message
 from drkit.core.heartbeat import HEARTBEAT_TOPIC, HeartbeatReading, heartbeat_key, reading
 from drkit.core.mirror_lease import LeaseReport, LeaseView, fold, lease_report
@@ -25,6 +26,7 @@ from drkit.core.status import (
     flow_verdict,
     group_ages,
     group_offset_rows,
+    group_rereads,
     overall_verdict,
     partition_lags,
 )
@@ -33,6 +35,8 @@ from drkit.errors import ClusterError, DrkitError
 from drkit.layout import JobKind
 from drkit.operate.context import OperateContext
 from drkit.operate.lag import oldest_unmirrored, source_ends
+from drkit.operate.live import with_live
+from drkit.operate.ports import LastRun
 from drkit.operate.reach import probing, require
 from drkit.operate.targets import target_check
 from drkit.runtime import background
@@ -82,6 +86,32 @@ def _nothing() -> None:
     return None
 
 
+def _group_offsets(
+    ctx: OperateContext,
+    flow: FlowConfig,
+    recorded_read: Future[list[RecordedCheckpoint]],
+    last_run: LastRun | None,
+    source_up: bool,
+    target_up: bool,
+) -> tuple[list[RecordedCheckpoint], dict[str, list[CommittedOffset]] | None]:
+    """The checkpoints a failover now would use (with the follower's live ones where the target answers) and
+    the groups' committed offsets on the source now (None: unknown, the source did not answer or refused)."""
+    recorded = recorded_read.result()
+    groups = sorted({r.checkpoint.group for r in recorded})
+    if target_up and groups:
+        with contextlib.suppress(DrkitError):  # no live checkpoint read: the rows alone, as without the follower
+            admin = ctx.clusters.admin(flow.target, probe=True)
+            recorded = with_live(
+                admin, flow, groups, recorded, lambda g: None if last_run is None else last_run.confirmed_at(g)
+            )
+    if not source_up or not groups:
+        return recorded, None if not source_up else {}
+    try:
+        return recorded, ctx.clusters.admin(flow.source, probe=True).committed_offsets_many(groups)
+    except DrkitError:
+        return recorded, None
+
+
 def flow_status(ctx: OperateContext, flow: FlowConfig, reaches: Future[dict[str, Reach]] | None = None) -> FlowStatus:
     """One flow's status. ``reaches``: the probe of its clusters (started here when not given); a cluster
     that did not answer is asked nothing more, so its side is told at once, without a timeout per question."""
@@ -109,6 +139,7 @@ def flow_status(ctx: OperateContext, flow: FlowConfig, reaches: Future[dict[str,
     beat_read = background.started(_heartbeat, ctx, flow, target_up)
     lease_read = background.started(_lease, ctx, flow) if target_up else background.started(_nothing)
     on_target = background.started(_divergences, ctx, flow, progress) if target_up else background.started(_nothing)
+    groups_read = background.started(_group_offsets, ctx, flow, recorded_read, last_run, source_up, target_up)
     ends = on_source.result()
     oldest = oldest_unmirrored(source, progress, ends)
     recorded = recorded_read.result()
@@ -120,6 +151,8 @@ def flow_status(ctx: OperateContext, flow: FlowConfig, reaches: Future[dict[str,
         if at is not None:
             confirmed[g] = at
     ages = group_ages(recorded, now, confirmed)
+    newest, committed = groups_read.result()
+    rereads = group_rereads(newest, committed)
     diverged = {(d.source_topic, d.partition) for d in divergences or ()}
     lags = partition_lags(progress, ends, oldest, now, diverged)
     last_run_age = None if last_run is None else round((now - last_run.finished_at_ms) / 1000, 1)
@@ -145,7 +178,7 @@ def flow_status(ctx: OperateContext, flow: FlowConfig, reaches: Future[dict[str,
         else sum(p.lag_records or 0 for p in lags if p.topic != HEARTBEAT_TOPIC),
         checkpoint_last_run_age_seconds=last_run_age,
         checkpoint_last_run_seconds=None if last_run is None else round(last_run.seconds, 3),
-        groups=tuple(GroupAge(g, a) for g, a in sorted(ages.items())),
+        groups=tuple(GroupAge(g, a, rereads.get(g)) for g, a in sorted(ages.items())),
         partitions=lags,
         target_reachable=divergences is not None,
         target_divergences=divergences or (),

@@ -58,6 +58,12 @@ def test_status_offsets_and_metrics(
     assert flows_status[0]["lag_records"] == 0
     assert {(p["partition"], p["mirrored_up_to"]) for p in flows_status[0]["partitions"]} == {(0, 50), (1, 50)}
     assert [g["group"] for g in flows_status[0]["groups"]] == [group]
+    assert flows_status[0]["groups"][0]["reread_records"] == 0  # checkpointed where it is
+
+    # The group commits past its checkpoint: a failover now would re-read exactly that.
+    commit(clusters["A"], group, {(topic, 0): 26, (topic, 1): 50})
+    flows_status, _ = status(service, None)
+    assert flows_status[0]["groups"][0]["reread_records"] == 6
 
     produce(clusters["A"], topic, [{"partition": 1, "value": b"new"} for _ in range(7)])
     flows_status, verdict = status(service, None)
@@ -66,7 +72,7 @@ def test_status_offsets_and_metrics(
     assert lagging["lag_records"] == 7 and lagging["lag_seconds"] is not None and lagging["lag_seconds"] >= 0
 
     rows = {r["partition"]: r for r in group_offsets(service, "A->B", group)}
-    assert rows[0]["source_committed"] == 20 and rows[0]["translated_now"] == 20
+    assert rows[0]["source_committed"] == 26 and rows[0]["translated_now"] == 20
     assert rows[1]["translated_now"] == 50 and rows[1]["target_group_offset"] is None
 
     body = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
@@ -79,7 +85,9 @@ def test_status_offsets_and_metrics(
     dead = make_config(
         flows, clusters={"A": {"bootstrap_servers": "127.0.0.1:1"}, "B": {"bootstrap_servers": clusters["B"]}}
     )
-    assert status(Drkit(dead, spark), None)[1] == "source unreachable"
+    dead_status, dead_verdict = status(Drkit(dead, spark), None)
+    assert dead_verdict == "source unreachable"
+    assert dead_status[0]["groups"][0]["reread_records"] is None  # unknown, never 0
 
     # The CLI's exit code tells monitors the verdict (20: lagging).
     toml = tmp_path / "status.toml"

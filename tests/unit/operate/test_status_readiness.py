@@ -1,0 +1,78 @@
+"""Readiness per group in status and its gauges, on fakes: the records a failover now would re-read (the group's
+commits on the source past the checkpoint failover would use, the follower's live one included), the
+"unknown", never 0, when the source does not answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prometheus_client import REGISTRY
+from support.fakes import NOW_MS, World, two_cluster_config, world
+
+from drkit import metrics
+from drkit.core.checkpoints import Checkpoint, CommittedOffset, RecordedCheckpoint
+from drkit.core.live_checkpoints import LiveCheckpoint, encode_metadata, shadow_group
+from drkit.core.offsets import SyncRange
+from drkit.core.status import GroupAge, group_rereads
+from drkit.core.translate import Position
+from drkit.operate.status import status
+
+FLOW = "A->B"
+
+
+def fresh(tmp_path: Path, follow: bool = False) -> World:
+    flow = {"source": "A", "target": "B", "checkpoint": {"follow_commits": follow}}
+    w = world(tmp_path, two_cluster_config(tmp_path, flows=[flow]))
+    w.syncs.add(FLOW, "orders", "A.orders", 0, SyncRange(0, 99, 0, 99))
+    w.a.ends.update({("orders", 0): 100, ("orders", 1): 10})
+    w.checkpoints.add(FLOW, "billing", "orders", "A.orders", 0, 40, at_ms=NOW_MS - 3_000)
+    w.checkpoints.add(FLOW, "ledger", "orders", "A.orders", 0, 70, at_ms=NOW_MS - 3_000)
+    w.a.offsets["billing"] = {("orders", 0): 55}  # 15 committed since its checkpoint
+    w.a.offsets["ledger"] = {("orders", 0): 70}
+    return w
+
+
+def groups(w: World) -> dict[str, GroupAge]:
+    [flow] = status(w.context, w.config.flows).flows
+    return {g.group: g for g in flow.groups}
+
+
+def test_a_failover_now_would_re_read_what_a_group_committed_since_its_checkpoint(tmp_path: Path) -> None:
+    w = fresh(tmp_path)
+    g = groups(w)
+    assert (g["billing"].reread_records, g["ledger"].reread_records) == (15, 0)
+    metrics.record_status(status(w.context, w.config.flows), [], NOW_MS / 1000)
+    sample = REGISTRY.get_sample_value
+    assert sample("drkit_status_group_reread_records", {"flow": FLOW, "group": "billing"}) == 15
+    assert sample("drkit_status_group_reread_records", {"flow": FLOW, "group": "ledger"}) == 0
+
+
+def test_the_followers_newer_checkpoint_is_the_one_a_failover_would_use(tmp_path: Path) -> None:
+    w = fresh(tmp_path, follow=True)
+    live = LiveCheckpoint(Checkpoint(FLOW, "billing", "orders", "A.orders", 0, 55, 55, Position.MIRRORED), NOW_MS)
+    w.b.metadata[shadow_group(FLOW, "billing")] = {("A.orders", 0): encode_metadata(live)}
+    w.b.offsets[shadow_group(FLOW, "billing")] = {("A.orders", 0): 55}
+    assert groups(w)["billing"].reread_records == 0
+
+
+def test_with_the_source_gone_how_many_is_unknown_never_zero(tmp_path: Path) -> None:
+    w = fresh(tmp_path)
+    w.a.reachable = False
+    assert groups(w)["billing"].reread_records is None
+    [flow] = status(w.context, w.config.flows).flows
+    assert flow.as_dict()["groups"][0]["reread_records"] is None
+    metrics.record_status(status(w.context, w.config.flows), [], NOW_MS / 1000)
+    value = REGISTRY.get_sample_value("drkit_status_group_reread_records", {"flow": FLOW, "group": "billing"})
+    assert value is not None and value != value  # NaN
+
+
+def test_a_reset_below_the_checkpoint_and_a_partition_not_committed_add_nothing() -> None:
+    def row(partition: int, upstream: int) -> RecordedCheckpoint:
+        return RecordedCheckpoint(
+            Checkpoint(FLOW, "g", "orders", "A.orders", partition, upstream, upstream, Position.MIRRORED), 0
+        )
+
+    committed = {"g": [CommittedOffset("g", "orders", 0, 3), CommittedOffset("g", "orders", 2, 12)]}
+    rows = [row(0, 5), row(1, 5), row(2, 10)]
+    assert group_rereads(rows, committed) == {"g": 2}
+    assert group_rereads(rows, None) == {"g": None}
