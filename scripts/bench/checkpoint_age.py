@@ -256,7 +256,8 @@ def mm2_reader(bootstrap: str, groups: set[str]) -> Callable[[], Iterable[tuple[
             if message.error() is not None or key is None or value is None:
                 continue
             decoded = decode_mm2_checkpoint(key, value)
-            if decoded is not None and decoded[0] in groups and decoded[1] == TOPIC:
+            # Keyed by the copy's name on C (MirrorMaker 2 checkpoints the target topic), ``A.orders``.
+            if decoded is not None and decoded[0] in groups and decoded[1] == f"A.{TOPIC}":
                 yield decoded[0], decoded[2], decoded[3]
 
     return read

@@ -43,6 +43,10 @@ def mm2_record(group: str, topic: str, partition: int, upstream: int, downstream
 
 
 def test_mm2_checkpoints_are_decoded_and_anything_else_is_none() -> None:
+    # As MirrorMaker 2 4.x writes them (one record read from its checkpoints topic): the key names the copy.
+    key = b"\x00\x0cbench-g00000\x00\x08A.orders\x00\x00\x00\x00"
+    value = b"\x00\x00" + b"\x00" * 7 + b"K" + b"\x00" * 7 + b"\x01\x00\x00"
+    assert decode_mm2_checkpoint(key, value) == ("bench-g00000", "A.orders", 0, 75)
     assert decode_mm2_checkpoint(*mm2_record("bench-g00001", "orders", 3, 1234, 1200)) == (
         "bench-g00001",
         "orders",
