@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from scripts.bench.lib.clusters import create_topic, local_kafka
-from scripts.bench.lib.copiers import MM2_LOG4J, spawn
+from scripts.bench.lib.copiers import MM2_LOG4J, MM2_SINGLE_BROKER, spawn
 from scripts.bench.lib.drkit_config import flow_config
 from scripts.bench.lib.machine import REPO, git_facts, load1, versions
 from scripts.bench.lib.output import logger, print_json
@@ -293,13 +293,7 @@ def start_mm2(workdir: Path, source: str, target: str) -> Any:
                 f"A->C.topics = {TOPIC}",
                 "A->C.groups = bench-g.*",
                 "C->A.enabled = false",
-                "replication.factor = 1",
-                "checkpoints.topic.replication.factor = 1",
-                "heartbeats.topic.replication.factor = 1",
-                "offset-syncs.topic.replication.factor = 1",
-                "offset.storage.replication.factor = 1",
-                "status.storage.replication.factor = 1",
-                "config.storage.replication.factor = 1",
+                *MM2_SINGLE_BROKER,
                 "sync.topic.acls.enabled = false",
                 "",
             ]

@@ -35,6 +35,18 @@ Configuration:
 """
 
 
+#: MirrorMaker 2's internal topics on single-broker clusters: replication factor 1 (every benchmark's MM2).
+MM2_SINGLE_BROKER = [
+    "replication.factor = 1",
+    "checkpoints.topic.replication.factor = 1",
+    "heartbeats.topic.replication.factor = 1",
+    "offset-syncs.topic.replication.factor = 1",
+    "offset.storage.replication.factor = 1",
+    "status.storage.replication.factor = 1",
+    "config.storage.replication.factor = 1",
+]
+
+
 @dataclass
 class Running:
     name: str
@@ -123,13 +135,7 @@ def start_mm2(workdir: Path, source: str, target: str, topic: str, compression: 
                 "A->B.groups = bench-nothing",
                 "B->A.enabled = false",
                 "tasks.max = 2",
-                "replication.factor = 1",
-                "checkpoints.topic.replication.factor = 1",
-                "heartbeats.topic.replication.factor = 1",
-                "offset-syncs.topic.replication.factor = 1",
-                "offset.storage.replication.factor = 1",
-                "status.storage.replication.factor = 1",
-                "config.storage.replication.factor = 1",
+                *MM2_SINGLE_BROKER,
                 "sync.topic.configs.enabled = false",
                 "sync.topic.acls.enabled = false",
                 "emit.checkpoints.enabled = true",

@@ -9,12 +9,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-from support.fakes import World, two_cluster_config, world
+from support.fakes import World
+from support.fenced_world import fenced_world
 
 from drkit.core.acls import TopicAcl
 from drkit.core.audit import Action, OperationStatus
 from drkit.core.fencing import FENCING_KEY, FenceSide, denial
-from drkit.core.offsets import SyncRange
 from drkit.errors import ClusterError, ConfigError
 from drkit.operate.failback import FailbackRequest, failback
 from drkit.operate.failover import FailoverRequest, failover
@@ -25,13 +25,7 @@ COPY_DENIED, SOURCE_DENIED = denial("A.orders", "User:app"), denial("orders", "U
 
 
 def fenced(tmp_path: Path, read_only: bool = True, producers: tuple[str, ...] = ("User:app",)) -> World:
-    flow = {"source": "A", "target": "B", "fencing": {"producers": list(producers), "read_only_copies": read_only}}
-    w = world(tmp_path, two_cluster_config(tmp_path, flows=[flow]))
-    w.syncs.add(FLOW, "orders", "A.orders", 0, SyncRange(0, 99, 0, 99))
-    w.a.ends[("orders", 0)] = 100
-    w.checkpoints.add(FLOW, "billing", "orders", "A.orders", 0, 40)
-    w.a.acls, w.b.acls = set(), set()
-    return w
+    return fenced_world(tmp_path, read_only, producers)
 
 
 def fence(w: World, apply: bool = True) -> tuple[FenceSide, OperationStatus, list[TopicAcl], list[TopicAcl]]:

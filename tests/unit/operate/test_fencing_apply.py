@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.fakes import World, two_cluster_config, world
+from support.fakes import World
+from support.fenced_world import fenced_world
 
 from drkit.core.audit import OperationStatus
 from drkit.core.fencing import FENCING_KEY, denial
-from drkit.core.offsets import SyncRange
 from drkit.errors import ClusterError
 from drkit.operate.failback import FailbackRequest, failback
 from drkit.operate.failover import FailoverRequest, failover
@@ -19,14 +19,8 @@ from drkit.operate.failover import FailoverRequest, failover
 FLOW = "A->B"
 
 
-def fenced(tmp_path: Path, read_only: bool = False) -> World:
-    flow = {"source": "A", "target": "B", "fencing": {"producers": ["User:app"], "read_only_copies": read_only}}
-    w = world(tmp_path, two_cluster_config(tmp_path, flows=[flow]))
-    w.syncs.add(FLOW, "orders", "A.orders", 0, SyncRange(0, 99, 0, 99))
-    w.a.ends[("orders", 0)] = 100
-    w.checkpoints.add(FLOW, "billing", "orders", "A.orders", 0, 40)
-    w.a.acls, w.b.acls = set(), set()
-    return w
+def fenced(tmp_path: Path, read_only: bool = False, producers: tuple[str, ...] = ("User:app",)) -> World:
+    return fenced_world(tmp_path, read_only, producers)
 
 
 def over(w: World, apply: bool = True) -> OperationStatus:
