@@ -23,6 +23,7 @@ from drkit.cli.console import Output, error, json_stdout, note
 from drkit.cli.logs import LogSetup
 from drkit.cli.options import FacadeFactory, Invocation
 from drkit.errors import DrkitError
+from drkit.cli.exit import end_process
 
 app = typer.Typer(
     name="drkit",
@@ -155,6 +156,8 @@ def main(argv: list[str] | None = None, facade_factory: FacadeFactory | None = N
             signal.signal(signal.SIGTERM, previous)
         if invocation.logs is not None:
             invocation.logs.close(keep_handlers=argv is None)  # a process of its own exits next
+    if argv is None:
+        end_process(code)  # never through the interpreter's teardown (drkit.cli.exit says why)
     sys.exit(code)
 
 

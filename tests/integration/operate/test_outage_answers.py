@@ -78,8 +78,11 @@ def cli(config: Path, *argv: str) -> tuple[int, Any]:
         capture_output=True,
         text=True,
         timeout=180,
-        env=no_java_env(),
+        env={**no_java_env(), "PYTHONFAULTHANDLER": "1"},  # a crash prints every thread's stack
     )
+    # A process killed by a signal after its answer (a SIGSEGV in the interpreter's teardown, once) is a failure
+    # of its own, whatever it printed.
+    assert proc.returncode >= 0, f"drkit {argv[0]} died of signal {-proc.returncode}: {proc.stderr[-3000:]}"
     return proc.returncode, json.loads(proc.stdout)
 
 
