@@ -20,10 +20,10 @@ import typer
 from drkit._version import __version__
 from drkit.cli import config_cmd
 from drkit.cli.console import Output, error, json_stdout, note
+from drkit.cli.exit import end_process
 from drkit.cli.logs import LogSetup
 from drkit.cli.options import FacadeFactory, Invocation
 from drkit.errors import DrkitError
-from drkit.cli.exit import end_process
 
 app = typer.Typer(
     name="drkit",
