@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from drkit.core.outcome import OperationResult
     from drkit.core.plan import Plan
     from drkit.core.probe import ProbeReport
+    from drkit.core.recovery import RecoveryReport
     from drkit.core.reports import MaintenanceReport, MirrorSummary, TranslationRun
     from drkit.core.status import StatusReport
     from drkit.core.verify import VerifyReport
@@ -191,6 +192,14 @@ class Drkit:
         if self._context is None:  # the audit trail is written, dry runs included
             self._writable_state()
         return fence_flow(self.context, self.config.flow(flow), apply)
+
+    def recovery(self, flow: str) -> RecoveryReport:
+        """The records ``flow``'s failover left on its source (per partition, the offsets the mirror had not
+        copied), and how many of them the target holds now (the mirror copies them once the source answers).
+        Reads only."""
+        from drkit.operate.recovery import recovery
+
+        return recovery(self.context, self.config.flow(flow))
 
     def status(self, flow: str | None = None) -> StatusReport:
         """Lag, sync and checkpoint freshness per flow, with a verdict."""

@@ -108,7 +108,7 @@ def _usage_line(exc: Exception) -> str:
 
 
 #: The operator commands: answers during an incident, read through delta-rs and Kafka's admin API only.
-OPERATOR_COMMANDS = frozenset({"status", "offsets", "failover", "failback", "history", "topics"})
+OPERATOR_COMMANDS = frozenset({"status", "offsets", "failover", "failback", "history", "topics", "recover"})
 
 
 #: Packages an operator command's process goes without (see ``_without_dataframes``).

@@ -11,6 +11,7 @@ from drkit.cli import (
     fence_cmd,
     maintain_cmd,
     mirror_cmd,
+    recover_cmd,
     status_cmd,
     topics_cmd,
     verify_cmd,
@@ -26,6 +27,7 @@ def register(app: typer.Typer) -> None:
     app.command("history")(failover_cmd.history)
     app.command("fence")(fence_cmd.fence)
     app.command("verify")(verify_cmd.verify)
+    app.command("recover")(recover_cmd.recover)
     app.command("status")(status_cmd.status)
     app.command("offsets")(status_cmd.offsets)
     app.command("maintain")(maintain_cmd.maintain)

@@ -50,6 +50,10 @@ _UNFINISHED = frozenset(
 )
 
 
+#: The statuses of an apply that may have moved groups (see ``OperationRecord.moved_groups``).
+_MOVED = frozenset(s.value for s in (OperationStatus.APPLIED, OperationStatus.PARTIAL, OperationStatus.INTERRUPTED))
+
+
 @dataclass(frozen=True)
 class OperationRecord:
     id: str
@@ -77,6 +81,13 @@ class OperationRecord:
     @property
     def intent(self) -> bool:
         return self.status == OperationStatus.APPLYING.value
+
+    @property
+    def moved_groups(self) -> bool:
+        """A failover or failback that may have moved groups: applied, partial, or interrupted (an interrupted
+        apply stops between batches of commits). A dry run, a refusal, a declined or failed apply (nothing reads
+        back as planned) and a ``fence`` moved nothing."""
+        return not self.dry_run and self.action is not Action.FENCE and self.status in _MOVED
 
     @property
     def stage(self) -> int:

@@ -140,18 +140,14 @@ def plan_fencing(
     return FencingPlan(tuple(c for c in changes if c.add or c.delete), tuple(warnings))
 
 
-#: The statuses of a failover or failback that may have moved groups (an interrupted apply stops between
-#: batches of commits): the producers move with them (its hook runs only once applied; drkit.core.hooks).
-_MOVED = frozenset(s.value for s in (OperationStatus.APPLIED, OperationStatus.PARTIAL, OperationStatus.INTERRUPTED))
-
-
 def producers_on(records: Iterable[OperationRecord], flow: str) -> FenceSide:
     """The side ``flow``'s producers belong on now, by its newest failover or failback that moved groups
     (``records`` newest first, folded): the target after a failover, else the source (before any, or after a
     failback). A dry run, a refusal, and an apply that failed (nothing reads back as planned) moved nothing:
     they are looked past."""
     for r in records:
-        if r.flow == flow and not r.dry_run and r.action is not Action.FENCE and r.status in _MOVED:
+        # The producers move with the groups (a hook runs only once applied; drkit.core.hooks).
+        if r.flow == flow and r.moved_groups:
             return FenceSide.TARGET if r.action is Action.FAILOVER else FenceSide.SOURCE
     return FenceSide.SOURCE
 

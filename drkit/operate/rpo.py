@@ -45,11 +45,11 @@ def measure_rpo(ctx: OperateContext, flow: FlowConfig, reaches: Future[dict[str,
     latest = observations[0] if observations else None
     previous = next((o for o in observations if latest is not None and o.at_ms < latest.at_ms), None)
     target = reaches.result().get(flow.target)
-    copied = _copied_past_syncs(ctx, flow, progress) if target is not None and target.reachable else {}
+    copied = copied_past_syncs(ctx, flow, progress) if target is not None and target.reachable else {}
     return rpo_report(progress, live, latest, previous, ctx.now_ms(), copied)
 
 
-def _copied_past_syncs(
+def copied_past_syncs(
     ctx: OperateContext, flow: FlowConfig, progress: Mapping[TopicPartition, SyncProgress]
 ) -> dict[TopicPartition, int]:
     """Per source partition whose target holds records past the synced end, one past the greatest source
