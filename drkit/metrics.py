@@ -38,6 +38,7 @@ drkit_status_source_reachable{flow}                  gauge  1: the source answer
 drkit_status_target_reachable{flow}                  gauge  1: the target answered the last status, 0: not
 drkit_status_target_diverged_partitions{flow}        gauge  target partitions holding fewer records than their syncs say
 drkit_status_lag_records{flow}                       gauge  records not mirrored yet (NaN: unknown)
+drkit_status_left_behind_offsets{flow}               gauge  offsets the open failover left on the source, not on the target (NaN: unknown)
 drkit_status_checkpoint_age_seconds{flow,group}      gauge  age of the group's oldest partition checkpoint
 drkit_status_group_reread_records{flow,group}        gauge  records a failover now re-reads (NaN: unknown)
 drkit_status_translator_run_age_seconds{flow}        gauge  since the translator's last run (NaN: never ran)
@@ -175,6 +176,12 @@ STATUS_LAG_RECORDS = Gauge(
     "Records on the source not mirrored yet (NaN: unknown, e.g. the source is gone)",
     ["flow"],
 )
+STATUS_LEFT_BEHIND = Gauge(
+    "drkit_status_left_behind_offsets",
+    "Offsets the flow's open failover left on its source that the target does not hold yet, by the offset-syncs "
+    "(0: none, or no failover since the last failback; NaN: unknown, the source did not answer)",
+    ["flow"],
+)
 STATUS_CHECKPOINT_AGE = Gauge(
     "drkit_status_checkpoint_age_seconds",
     "Age of the group's oldest partition checkpoint, as failover's freshness check sees it",
@@ -262,6 +269,7 @@ def record_status(report: StatusReport, operations: Iterable[OperationRecord], n
         # An unreachable target's divergence is unknown, not 0.
         STATUS_DIVERGED.labels(f.flow).set(len(f.target_divergences) if f.target_reachable else math.nan)
         STATUS_LAG_RECORDS.labels(f.flow).set(_known(f.lag_records))
+        STATUS_LEFT_BEHIND.labels(f.flow).set(_known(f.left_behind_offsets))
         STATUS_TRANSLATOR_RUN_AGE.labels(f.flow).set(_known(f.checkpoint_last_run_age_seconds))
         STATUS_HEARTBEAT_AGE.labels(f.flow).set(_known(f.heartbeat_age_seconds))
         STATUS_HEARTBEAT_LATENCY.labels(f.flow).set(_known(f.heartbeat_latency_seconds))

@@ -57,6 +57,15 @@ def _lease_line(flow: str, lease: LeaseReport | None) -> str:
     return f"mirrors of {flow}: {active}; standing by: {standbys or 'none'}"
 
 
+def _left_behind_line(flow: str, verdict: str, offsets: int | None) -> str:
+    """What the flow's failover left on its source (drkit.core.recovery), when some of it is not on the target."""
+    count = "an unknown number of" if offsets is None else str(offsets)
+    return (
+        f"[bold yellow]{flow}: {count} offsets the failover left on the source are not on the target ({verdict}): "
+        f"drkit recover --flow '{flow}'[/]"
+    )
+
+
 def _render_status(report: StatusReport) -> Iterable[RenderableType]:
     for f in report.flows:
         yield table(
@@ -78,6 +87,8 @@ def _render_status(report: StatusReport) -> Iterable[RenderableType]:
             ],
         )
         yield _lease_line(f.flow, f.mirror_lease)
+        if f.left_behind not in ("no_failover", "recovered"):
+            yield _left_behind_line(f.flow, f.left_behind, f.left_behind_offsets)
         if f.groups:
             rows = [
                 [

@@ -220,6 +220,11 @@ class FlowStatus:
     #: Which process mirrors the flow and which stand by, from the target's lease topic (drkit.core.mirror_lease);
     #: None: unknown (the target did not answer, or no mirror with a lease ever ran for it).
     mirror_lease: LeaseReport | None = None
+    #: The records the flow's open failover left on its source (drkit.core.recovery): its verdict, and the
+    #: offsets not on the target yet (by the offset-syncs only: never fewer than ``drkit recover`` says; None:
+    #: not known).
+    left_behind: str = "no_failover"
+    left_behind_offsets: int | None = 0
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)

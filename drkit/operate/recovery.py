@@ -9,7 +9,7 @@ answers (runbooks/failover.md, "Records left behind"): this report follows the g
 from __future__ import annotations
 
 from drkit.config import FlowConfig
-from drkit.core.audit import fold
+from drkit.core.audit import OperationRecord, fold
 from drkit.core.recovery import RecoveryReport, gap_failover, recovery_report
 from drkit.operate.context import OperateContext
 from drkit.operate.lag import source_ends
@@ -23,7 +23,7 @@ AUDIT_ROWS = 3_000
 def recovery(ctx: OperateContext, flow: FlowConfig) -> RecoveryReport:
     """The gap of ``flow``'s open failover (drkit.core.recovery.gap_failover) and what of it is on the target."""
     reaches = probing(ctx, (flow.source, flow.target))
-    failover = gap_failover(fold(ctx.operations.list(flow.name, AUDIT_ROWS)), flow.name)
+    failover = open_failover(ctx, flow)
     progress = ctx.syncs.progress(flow.name)
     reach = reaches.result()
     ends = (
@@ -33,3 +33,8 @@ def recovery(ctx: OperateContext, flow: FlowConfig) -> RecoveryReport:
     )
     copied = copied_past_syncs(ctx, flow, progress) if failover is not None and reach[flow.target].reachable else {}
     return recovery_report(flow.name, failover, progress, copied, ends)
+
+
+def open_failover(ctx: OperateContext, flow: FlowConfig) -> OperationRecord | None:
+    """The failover whose records left behind are open (drkit.core.recovery.gap_failover), from the audit trail."""
+    return gap_failover(fold(ctx.operations.list(flow.name, AUDIT_ROWS)), flow.name)

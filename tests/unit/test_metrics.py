@@ -55,6 +55,7 @@ def test_a_healthy_flow(w: World) -> None:
     assert value("drkit_status_target_reachable", flow=FLOW) == 1.0
     assert value("drkit_status_target_diverged_partitions", flow=FLOW) == 0.0
     assert value("drkit_status_lag_records", flow=FLOW) == 0.0
+    assert value("drkit_status_left_behind_offsets", flow=FLOW) == 0.0  # no failover: nothing left behind
     assert value("drkit_status_checkpoint_age_seconds", flow=FLOW, group="billing") == 7.0
     assert value("drkit_status_translator_run_age_seconds", flow=FLOW) == 2.0
     assert value("drkit_status_job_running", flow=FLOW, job="mirror") == 0.0
@@ -150,3 +151,19 @@ def test_the_jobs_take_their_own_metrics_port(
         main([*args, "-c", example, "-o", "json"])
     capsys.readouterr()
     assert (exit_info.value.code or 0, seen["metrics_port"]) == (0, 9999)
+
+
+def test_what_a_failover_left_on_the_source_until_the_target_holds_it(w: World) -> None:
+    from drkit.operate.failover import FailoverRequest, failover
+
+    w.a.reachable = False  # the source lost with 30 records not mirrored: the failover cannot know them
+    w.a.ends[("orders", 0)] = 130
+    failover(w.context, FailoverRequest(w.config.flow(FLOW), ["billing"], apply=True), lambda plan: True)
+    export(w)
+    assert math.isnan(value("drkit_status_left_behind_offsets", flow=FLOW) or 0.0)  # unknown, never 0
+    w.a.reachable = True
+    export(w)
+    assert value("drkit_status_left_behind_offsets", flow=FLOW) == 30.0
+    w.syncs.add(FLOW, "orders", "A.orders", 0, SyncRange(100, 129, 100, 129))  # the mirror copied them
+    export(w)
+    assert value("drkit_status_left_behind_offsets", flow=FLOW) == 0.0

@@ -5,9 +5,12 @@
 2. `drkit failover --apply --yes` (the CLI, in a subprocess) moves the group to B with A gone: a
    consumer on B reads exactly the mirrored records the group had not processed, and the reported
    RPO equals the records really not mirrored. A second --apply gives the same offsets.
-3. Producers write to B; the group processes some on B; A comes back; the reverse flow B->A
-   catches up; `drkit failback` moves the group to A: it reads exactly what it had not processed,
-   both records from A (including the ones never mirrored) and records produced on B.
+3. Producers write to B; the group processes some on B; A comes back; `drkit recover` names the records
+   the failover left on A (unknown while A was gone, exactly the unmirrored ones once it answers); the
+   mirror A->B, run again, copies each of them once to B, and `drkit recover` says so; the reverse flow
+   B->A catches up; `drkit failback` moves the group to A: it reads exactly what it had not processed,
+   both records from A (including the ones never mirrored before the failover) and records produced on B;
+   after it, nothing is left behind.
 """
 
 from __future__ import annotations
@@ -157,6 +160,10 @@ def test_disaster_failover_then_failback(dr: tuple[LocalKafka, dict[str, str]], 
         ("failover", False, "applied"),
     ]
 
+    # The records A took that the mirror never copied, as drkit recover tells them: unknown while A is gone.
+    code, gap = cli(toml, "recover", "--flow", "A->B")
+    assert (code, gap["verdict"], gap["unrecovered"]) == (33, "unknown", None), gap
+
     # -- 3. life on B, A comes back, failback -----------------------------------------------------
     create_topic(clusters["B"], TOPIC, PARTITIONS)
     produce(
@@ -175,11 +182,26 @@ def test_disaster_failover_then_failback(dr: tuple[LocalKafka, dict[str, str]], 
     processed_on_b = {(f"A.{TOPIC}", 0): 150, (f"A.{TOPIC}", 1): 200, (TOPIC, 0): 10, (TOPIC, 1): 0}
     commit(clusters["B"], GROUP, processed_on_b)
     kafka.start("A")
+    # A answers: the gap is exactly the records read from A above past what B held, per partition.
+    code, gap = cli(toml, "recover", "--flow", "A->B")
+    assert (code, gap["verdict"], gap["end_from"], gap["unrecovered"]) == (32, "pending", "on_return", 30), gap
+    assert {r["partition"]: r["remaining"] for r in gap["partitions"]} == {
+        p: [mirrored_end[p], mirrored_end[p] + unmirrored[p]] for p in range(PARTITIONS)
+    }
+    a_copy_on_b = read_all(clusters["B"], f"A.{TOPIC}")
+    # The flow's mirror, run again, copies them (after whatever B's copy holds): each once, by its content.
+    service.mirror("A->B", once=True)
+    code, gap = cli(toml, "recover", "--flow", "A->B")
+    assert (code, gap["verdict"], gap["unrecovered"]) == (0, "recovered", 0), gap
+    recovered = read_all(clusters["B"], f"A.{TOPIC}")
+    assert Counter(r.content() for r in recovered) == Counter(r.content() for r in source_before)
+    assert {(r.partition, r.origin("A")) for r in recovered if r.offset >= 200} == {
+        (r.partition, r.offset) for r in source_before if r.offset >= 200
+    }
     service.mirror("B->A", once=True)  # copies B's orders to A as B.orders, never A.orders back
     code, back = cli(toml, "failback", "--flow", "A->B", "--group", GROUP, "--apply", "--yes")
     assert code == 0 and back["status"] == "applied", back
     b_records = read_all(clusters["B"], TOPIC)
-    a_copy_on_b = read_all(clusters["B"], f"A.{TOPIC}")
 
     # What the group had not processed: on B's copy of A's topic from its B offsets, plus A's
     # records the mirror never copied; and B's own records from its B offsets.
@@ -191,6 +213,9 @@ def test_disaster_failover_then_failback(dr: tuple[LocalKafka, dict[str, str]], 
     assert contents(got_a) == contents(sorted(expected_a, key=lambda r: (r.partition, r.timestamp)))
     assert contents(got_b) == contents(expected_b)
     assert len(got_a) == (200 - 150) + (200 - 200) + 30 and len(got_b) == 60 - 10
+    # Failed back: the records are where the group is; nothing is left behind any more.
+    code, gap = cli(toml, "recover", "--flow", "A->B")
+    assert (code, gap["verdict"]) == (0, "no_failover"), gap
     print(
         f"failover: {len(got)} records resumed on B, RPO {out['rpo']['unmirrored_offsets']} records; "
         f"failback: {len(got_a)} + {len(got_b)} records resumed on A"

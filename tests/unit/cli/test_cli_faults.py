@@ -155,6 +155,7 @@ FAULTS = [corrupt_last, delete_middle, delete_first, delete_log, delete_data_fil
 COMMANDS = [
     # (args, the damaged table): each command reads that table before anything else
     (["history"], "operations"),
+    (["recover", "--flow", "A->B"], "operations"),
     (["offsets", "-g", "g", "--flow", "A->B"], "checkpoints"),
     (["maintain"], "checkpoints"),  # the second table maintain works on: offset_syncs must stay untouched
     (["maintain"], "offset_syncs"),

@@ -109,3 +109,29 @@ def test_the_command_shows_the_offsets_to_copy_and_exits_by_the_verdict(
     code, out = run_cli(w, capsys, "--flow", "A->C")  # no such flow: one line, nothing written
     assert code == 2 and len(out.strip().splitlines()) == 1 and "A->C" in out
     assert len(w.operations.records) == rows
+
+
+def test_status_tells_what_is_left_behind_by_the_syncs_alone(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from drkit.operate.status import flow_status
+
+    w = mirrored(tmp_path, source_end=120)
+    flow = w.config.flow(FLOW)
+    assert (flow_status(w.context, flow).left_behind, flow_status(w.context, flow).left_behind_offsets) == (
+        "no_failover",
+        0,
+    )
+    over(w)
+    w.b.ends[("A.orders", 0)] = 110
+    w.b.records[("A.orders", 0)] = [TailRecord(d, d) for d in range(100, 110)]  # ahead of their syncs
+    status = flow_status(w.context, flow)
+    assert (status.left_behind, status.left_behind_offsets) == ("pending", 20)  # never fewer than recover says
+    assert recovery(w.context, flow).unrecovered == 10
+    with pytest.raises(SystemExit):
+        main(["status"], facade_factory=lambda path: Drkit(w.config, context=w.context))
+    out, _ = capsys.readouterr()
+    assert "20 offsets the failover left on the source are not on the target (pending)" in " ".join(out.split())
+    w.a.reachable = False
+    status = flow_status(w.context, flow)
+    assert (status.left_behind, status.left_behind_offsets) == ("pending", 20)  # the failover knew A's end
