@@ -38,7 +38,7 @@ drkit_status_source_reachable{flow}                  gauge  1: the source answer
 drkit_status_target_reachable{flow}                  gauge  1: the target answered the last status, 0: not
 drkit_status_target_diverged_partitions{flow}        gauge  target partitions holding fewer records than their syncs say
 drkit_status_lag_records{flow}                       gauge  records not mirrored yet (NaN: unknown)
-drkit_status_left_behind_offsets{flow}               gauge  offsets the open failover left on the source, not on the target (NaN: unknown)
+drkit_status_left_behind_offsets{flow}               gauge  offsets a failover left on the source (NaN: unknown)
 drkit_status_checkpoint_age_seconds{flow,group}      gauge  age of the group's oldest partition checkpoint
 drkit_status_group_reread_records{flow,group}        gauge  records a failover now re-reads (NaN: unknown)
 drkit_status_translator_run_age_seconds{flow}        gauge  since the translator's last run (NaN: never ran)

@@ -193,13 +193,15 @@ class Drkit:
             self._writable_state()
         return fence_flow(self.context, self.config.flow(flow), apply)
 
-    def recovery(self, flow: str) -> RecoveryReport:
+    def recovery(self, flow: str, dismiss: bool = False) -> RecoveryReport:
         """The records ``flow``'s failover left on its source (per partition, the offsets the mirror had not
         copied), and how many of them the target holds now (the mirror copies them once the source answers).
-        Reads only."""
+        Reads only, unless ``dismiss``: what is still missing is given up (one audit row)."""
         from drkit.operate.recovery import recovery
 
-        return recovery(self.context, self.config.flow(flow))
+        if dismiss and self._context is None:  # the audit trail is written
+            self._writable_state()
+        return recovery(self.context, self.config.flow(flow), dismiss)
 
     def status(self, flow: str | None = None) -> StatusReport:
         """Lag, sync and checkpoint freshness per flow, with a verdict."""

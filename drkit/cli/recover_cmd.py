@@ -1,6 +1,6 @@
 """``drkit recover``: the records a flow's failover left on its source, per partition, and how many of them the
-target holds now; exit 0 when none are left behind, 32 while some are not on the target, 33 when that is not
-known (the source does not answer). Reads only."""
+target holds now; exit 0 when none are left behind (or they were dismissed), 32 while some are not on the
+target, 33 when that is not known (the source does not answer). Reads only, unless ``--dismiss``."""
 
 from __future__ import annotations
 
@@ -21,15 +21,20 @@ if TYPE_CHECKING:
 def recover(
     ctx: typer.Context,
     flow: str = typer.Option(..., "--flow", help="The replication flow that failed over, e.g. A->B."),
+    dismiss: bool = typer.Option(
+        False,
+        "--dismiss",
+        help="Give up the records still not on the target (audited; status stops counting them). Changes no cluster.",
+    ),
     config: Path = ConfigOption,
     output: Output = OutputOption,
 ) -> None:
     """Show the records the flow's failover left on its source (the offsets the mirror had not copied), per
     partition, and what of them is on the target now: run the flow's mirror once the source answers, and this
-    follows them across. Reads only."""
+    follows them across. Reads only, unless --dismiss."""
     drkit = facade(ctx, config)
     with Progress(f"recover {flow}: reading the audit trail and both clusters...", output):
-        report = drkit.recovery(flow)
+        report = drkit.recovery(flow, dismiss)
     emit(report, output, render_recovery)
     raise typer.Exit(report.exit_code)
 
@@ -73,6 +78,9 @@ def render_recovery(r: RecoveryReport) -> Iterable[RenderableType]:
             f"[bold red]{r.unrecovered} offsets not on the target yet[/]: run the flow's mirror (drkit mirror --flow "
             f"'{r.flow}') while the source answers; run this again to follow them"
         )
+    elif r.verdict is RecoveryVerdict.DISMISSED:
+        missing = sum(p.unrecovered or 0 for p in r.partitions)
+        yield f"[bold]dismissed[/] by {r.dismissed_by} at {r.dismissed_at}: {missing} offsets not on the target now"
     else:
         yield "[bold]recovered[/]: every record left behind is on the target"
     if r.produced_since:

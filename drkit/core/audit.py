@@ -25,6 +25,7 @@ class Action(StrEnum):
     FAILOVER = "failover"
     FAILBACK = "failback"
     FENCE = "fence"  # drkit fence: ACLs only (drkit.core.fencing), no group moved
+    DISMISS = "dismiss"  # drkit recover --dismiss: the records a failover left behind given up (drkit.core.recovery)
 
 
 class OperationStatus(StrEnum):
@@ -86,8 +87,9 @@ class OperationRecord:
     def moved_groups(self) -> bool:
         """A failover or failback that may have moved groups: applied, partial, or interrupted (an interrupted
         apply stops between batches of commits). A dry run, a refusal, a declined or failed apply (nothing reads
-        back as planned) and a ``fence`` moved nothing."""
-        return not self.dry_run and self.action is not Action.FENCE and self.status in _MOVED
+        back as planned), a ``fence`` and a ``dismiss`` moved nothing."""
+        moves = self.action in (Action.FAILOVER, Action.FAILBACK)
+        return moves and not self.dry_run and self.status in _MOVED
 
     @property
     def stage(self) -> int:

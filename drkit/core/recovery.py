@@ -16,7 +16,8 @@ the target since). A record counts as recovered once the target holds its copy: 
 syncs' next upstream offset, or below the one past the greatest origin header on the target past the
 synced end (drkit.core.origin.copied_through). The gap of a flow is that of the first failover that moved
 groups after its last failback: the moment the producers moved. After a failback there is none: the
-records are where the producers and consumers are.
+records are where the producers and consumers are. An operator may give the gap up (``drkit recover
+--dismiss``: an audit row, ``Action.DISMISS``): it is then ``DISMISSED``, still shown, no longer counted.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class RecoveryVerdict(StrEnum):
     UNKNOWN = "unknown"  # the source does not answer: the gap's end is not known
     PENDING = "pending"  # records of the gap are not on the target yet
     RECOVERED = "recovered"  # every record of the gap is on the target
+    DISMISSED = "dismissed"  # an operator gave up what was not on the target (drkit recover --dismiss)
 
 
 @dataclass(frozen=True)
@@ -105,11 +107,14 @@ class RecoveryReport:
     failover_id: str | None = None
     failover_at: str | None = None
     partitions: tuple[GapPartition, ...] = ()
+    #: DISMISSED: who gave the gap up, and when (``user@host``, ISO time).
+    dismissed_by: str | None = None
+    dismissed_at: str | None = None
 
     @property
     def unrecovered(self) -> int | None:
         """Offsets of the gap not on the target yet; None when that is not known (never a guessed 0)."""
-        if self.verdict in (RecoveryVerdict.NO_FAILOVER, RecoveryVerdict.RECOVERED):
+        if self.verdict in (RecoveryVerdict.NO_FAILOVER, RecoveryVerdict.RECOVERED, RecoveryVerdict.DISMISSED):
             return 0
         if self.verdict is not RecoveryVerdict.PENDING:
             return None
@@ -136,40 +141,60 @@ class RecoveryReport:
             "source_reachable": self.source_reachable,
             "failover_id": self.failover_id,
             "failover_at": self.failover_at,
+            "dismissed_by": self.dismissed_by,
+            "dismissed_at": self.dismissed_at,
             "unrecovered": self.unrecovered,
             "produced_since": self.produced_since,
             "partitions": [p.as_dict() for p in self.partitions],
         }
 
 
-def gap_failover(records: Iterable[OperationRecord], flow: str) -> OperationRecord | None:
+@dataclass(frozen=True)
+class OpenGap:
+    """The failover whose gap is open (:func:`open_gap`), and the dismissal that gave it up, if any."""
+
+    failover: OperationRecord
+    dismissal: OperationRecord | None = None
+
+
+def open_gap(records: Iterable[OperationRecord], flow: str) -> OpenGap | None:
     """The failover whose gap is open: the first that moved groups after ``flow``'s last failback that did
-    (``records`` newest first, folded); None when the newest such move is a failback, or there is none."""
+    (``records`` newest first, folded); None when the newest such move is a failback, or there is none. With
+    the newest dismissal made after that failover."""
     found: OperationRecord | None = None
+    dismissals: list[OperationRecord] = []
     for r in records:
-        if r.flow != flow or not r.moved_groups:
+        if r.flow != flow:
+            continue
+        if r.action is Action.DISMISS and not r.dry_run:
+            dismissals.append(r)
+        if not r.moved_groups:
             continue
         if r.action is Action.FAILBACK:
             break
         found = r  # older failovers replace newer ones: the first after the failback is kept
-    return found
+    if found is None:
+        return None
+    after = [d for d in dismissals if d.started_at >= found.started_at]
+    return OpenGap(found, after[0] if after else None)
 
 
 def recovery_report(
     flow: str,
-    failover: OperationRecord | None,
+    gap: OpenGap | None,
     progress: Mapping[TopicPartition, SyncProgress],
     copied: Mapping[TopicPartition, int],
     source_ends: Mapping[TopicPartition, int] | None,
 ) -> RecoveryReport:
-    """The gap ``failover`` left (:func:`gap_failover`) and what of it the target holds now.
+    """The gap ``gap``'s failover left (:func:`open_gap`) and what of it the target holds now.
 
     ``progress``: the offset-syncs now; ``copied``: per partition, one past the greatest source offset
     copied past the synced end (origin headers); ``source_ends``: the source's end offsets now, None
     when it does not answer."""
     reachable = source_ends is not None
-    if failover is None:
+    if gap is None:
         return RecoveryReport(flow, RecoveryVerdict.NO_FAILOVER, None, reachable)
+    failover = gap.failover
     at = failover.started_at.isoformat()
     rpo = failover.result.get("rpo") or {}
     recorded = rpo.get("partitions")
@@ -192,6 +217,13 @@ def recovery_report(
         sync = progress.get(key)
         through = max(sync.next_upstream if sync is not None else 0, copied.get(key, 0))
         partitions.append(GapPartition(key[0], key[1], start, end, through, since))
+    dismissal = gap.dismissal
+    if dismissal is not None:
+        by, when = f"{dismissal.user}@{dismissal.host}", dismissal.started_at.isoformat()
+        dismissed = RecoveryReport(
+            flow, RecoveryVerdict.DISMISSED, end_from, reachable, failover.id, at, tuple(partitions), by, when
+        )
+        return dismissed
     if any(p.end is None for p in partitions):
         verdict = RecoveryVerdict.UNKNOWN
     elif any(p.remaining is not None for p in partitions):

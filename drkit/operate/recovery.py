@@ -1,16 +1,23 @@
 """``drkit recover``: the records a flow's failover left on its source, and how many the target holds now.
 
-Reads only: the audit trail (which failover, and its RPO per partition), the offset-syncs, the source's end
-offsets when it answers, the target's copies past the synced end (origin headers) when it answers;
-drkit.core.recovery decides. The records are copied by the flow's mirror, run again once the source
-answers (runbooks/failover.md, "Records left behind"): this report follows the gap closing.
+Reads the audit trail (which failover, and its RPO per partition), the offset-syncs, the source's end offsets
+when it answers, the target's copies past the synced end (origin headers) when it answers; drkit.core.recovery
+decides. The records are copied by the flow's mirror, run again once the source answers (runbooks/failover.md,
+section 7): this report follows the gap closing. ``--dismiss`` gives up what is still missing: one audit row,
+nothing changed on any cluster.
 """
 
 from __future__ import annotations
 
+import socket
+import uuid
+
+from drkit._version import __version__
 from drkit.config import FlowConfig
-from drkit.core.audit import OperationRecord, fold
-from drkit.core.recovery import RecoveryReport, gap_failover, recovery_report
+from drkit.core.audit import Action, OperationRecord, OperationStatus, fold
+from drkit.core.recovery import OpenGap, RecoveryReport, RecoveryVerdict, open_gap, recovery_report
+from drkit.errors import RefusedError
+from drkit.operate.apply import operator_user
 from drkit.operate.context import OperateContext
 from drkit.operate.lag import source_ends
 from drkit.operate.reach import probing
@@ -20,10 +27,12 @@ from drkit.operate.rpo import copied_past_syncs
 AUDIT_ROWS = 3_000
 
 
-def recovery(ctx: OperateContext, flow: FlowConfig) -> RecoveryReport:
-    """The gap of ``flow``'s open failover (drkit.core.recovery.gap_failover) and what of it is on the target."""
+def recovery(ctx: OperateContext, flow: FlowConfig, dismiss: bool = False) -> RecoveryReport:
+    """The gap of ``flow``'s open failover (drkit.core.recovery.open_gap) and what of it is on the target; with
+    ``dismiss``, that gap given up (refused, nothing written, when nothing is left behind or it is not known)."""
+    started = ctx.clock()
     reaches = probing(ctx, (flow.source, flow.target))
-    failover = open_failover(ctx, flow)
+    gap = open_failover(ctx, flow)
     progress = ctx.syncs.progress(flow.name)
     reach = reaches.result()
     ends = (
@@ -31,10 +40,48 @@ def recovery(ctx: OperateContext, flow: FlowConfig) -> RecoveryReport:
         if reach[flow.source].reachable
         else None
     )
-    copied = copied_past_syncs(ctx, flow, progress) if failover is not None and reach[flow.target].reachable else {}
-    return recovery_report(flow.name, failover, progress, copied, ends)
+    copied = copied_past_syncs(ctx, flow, progress) if gap is not None and reach[flow.target].reachable else {}
+    report = recovery_report(flow.name, gap, progress, copied, ends)
+    if not dismiss:
+        return report
+    if gap is None or report.verdict is not RecoveryVerdict.PENDING:
+        raise RefusedError(
+            f"recover {flow.name}: nothing to dismiss: {_why_not(report)}; nothing was written"
+            if report.verdict is not RecoveryVerdict.UNKNOWN
+            else f"recover {flow.name}: how much was left behind is not known ({flow.source} does not answer): "
+            "dismiss it once the source answers (or the records are known lost); nothing was written"
+        )
+    dismissal = OperationRecord(
+        uuid.uuid4().hex,
+        Action.DISMISS,
+        flow.name,
+        (),
+        None,
+        False,
+        {"failover_id": gap.failover.id, "partitions": [p.as_dict() for p in report.partitions]},
+        {"status": OperationStatus.APPLIED.value, "error": None, "unrecovered": report.unrecovered},
+        operator_user(),
+        socket.gethostname(),
+        __version__,
+        started,
+        ctx.clock(),
+    )
+    ctx.operations.append(dismissal)
+    return recovery_report(flow.name, OpenGap(gap.failover, dismissal), progress, copied, ends)
 
 
-def open_failover(ctx: OperateContext, flow: FlowConfig) -> OperationRecord | None:
-    """The failover whose records left behind are open (drkit.core.recovery.gap_failover), from the audit trail."""
-    return gap_failover(fold(ctx.operations.list(flow.name, AUDIT_ROWS)), flow.name)
+def open_failover(ctx: OperateContext, flow: FlowConfig) -> OpenGap | None:
+    """The failover whose records left behind are open (drkit.core.recovery.open_gap), from the audit trail."""
+    return open_gap(fold(ctx.operations.list(flow.name, AUDIT_ROWS)), flow.name)
+
+
+def _why_not(report: RecoveryReport) -> str:
+    if report.verdict is RecoveryVerdict.NO_FAILOVER:
+        return "no failover since the last failback"
+    if report.verdict is RecoveryVerdict.DISMISSED:
+        return (
+            f"the gap of failover {report.failover_id} was dismissed by {report.dismissed_by} at {report.dismissed_at}"
+        )
+    if report.verdict is RecoveryVerdict.NO_RECORD:
+        return f"failover {report.failover_id} recorded no RPO"
+    return "every record left behind is on the target"

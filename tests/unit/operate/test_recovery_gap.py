@@ -135,3 +135,41 @@ def test_status_tells_what_is_left_behind_by_the_syncs_alone(
     w.a.reachable = False
     status = flow_status(w.context, flow)
     assert (status.left_behind, status.left_behind_offsets) == ("pending", 20)  # the failover knew A's end
+
+
+def test_a_dismissal_is_one_audit_row_that_status_then_stops_counting(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from drkit.core.audit import Action
+    from drkit.operate.status import flow_status
+
+    w = mirrored(tmp_path, source_end=120)
+    flow = w.config.flow(FLOW)
+    # Nothing to dismiss before a failover: one line, exit 3, nothing written.
+    code, out = run_cli(w, capsys, "--dismiss")
+    assert code == 3 and "nothing to dismiss: no failover since the last failback" in out
+    assert len(out.strip().splitlines()) == 1 and w.operations.records == []
+    w.a.reachable = False
+    over(w)
+    rows = len(w.operations.records)
+    code, out = run_cli(w, capsys, "--dismiss")  # not known while A is gone: refused
+    assert code == 3 and "not known" in out and len(w.operations.records) == rows
+    w.a.reachable = True
+    code, out = run_cli(w, capsys, "--dismiss", "-o", "json")
+    got = json.loads(out)
+    assert (code, got["verdict"], got["unrecovered"]) == (0, "dismissed", 0)
+    assert got["partitions"][0]["unrecovered"] == 20 and got["dismissed_by"]
+    [row] = [r for r in w.operations.records if r.action is Action.DISMISS]
+    assert row.result["unrecovered"] == 20 and row.plan["partitions"][0]["remaining"] == [100, 120]
+    assert row.groups == () and not row.dry_run
+    status = flow_status(w.context, flow)
+    assert (status.left_behind, status.left_behind_offsets) == ("dismissed", 0)
+    code, out = run_cli(w, capsys, "--dismiss")  # a second dismissal: nothing to dismiss, nothing written
+    assert code == 3 and "was dismissed by" in out
+    assert len([r for r in w.operations.records if r.action is Action.DISMISS]) == 1
+    code, out = run_cli(w, capsys)
+    assert code == 0 and "dismissed" in out and "20 offsets not on the target now" in " ".join(out.split())
+    with pytest.raises(SystemExit) as exit_info:
+        main(["history", "--flow", FLOW], facade_factory=lambda path: Drkit(w.config, context=w.context))
+    out, _ = capsys.readouterr()
+    assert exit_info.value.code in (0, None) and "dismiss" in out
