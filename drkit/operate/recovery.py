@@ -44,13 +44,9 @@ def recovery(ctx: OperateContext, flow: FlowConfig, dismiss: bool = False) -> Re
     report = recovery_report(flow.name, gap, progress, copied, ends)
     if not dismiss:
         return report
-    if gap is None or report.verdict is not RecoveryVerdict.PENDING:
-        raise RefusedError(
-            f"recover {flow.name}: nothing to dismiss: {_why_not(report)}; nothing was written"
-            if report.verdict is not RecoveryVerdict.UNKNOWN
-            else f"recover {flow.name}: how much was left behind is not known ({flow.source} does not answer): "
-            "dismiss it once the source answers (or the records are known lost); nothing was written"
-        )
+    # A gap of unknown size may be given up too: a source lost for good never tells its end.
+    if gap is None or report.verdict in (RecoveryVerdict.RECOVERED, RecoveryVerdict.DISMISSED):
+        raise RefusedError(f"recover {flow.name}: nothing to dismiss: {_why_not(report)}; nothing was written")
     dismissal = OperationRecord(
         uuid.uuid4().hex,
         Action.DISMISS,
@@ -82,6 +78,4 @@ def _why_not(report: RecoveryReport) -> str:
         return (
             f"the gap of failover {report.failover_id} was dismissed by {report.dismissed_by} at {report.dismissed_at}"
         )
-    if report.verdict is RecoveryVerdict.NO_RECORD:
-        return f"failover {report.failover_id} recorded no RPO"
     return "every record left behind is on the target"

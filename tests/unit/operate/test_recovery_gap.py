@@ -151,9 +151,6 @@ def test_a_dismissal_is_one_audit_row_that_status_then_stops_counting(
     assert len(out.strip().splitlines()) == 1 and w.operations.records == []
     w.a.reachable = False
     over(w)
-    rows = len(w.operations.records)
-    code, out = run_cli(w, capsys, "--dismiss")  # not known while A is gone: refused
-    assert code == 3 and "not known" in out and len(w.operations.records) == rows
     w.a.reachable = True
     code, out = run_cli(w, capsys, "--dismiss", "-o", "json")
     got = json.loads(out)
@@ -173,3 +170,20 @@ def test_a_dismissal_is_one_audit_row_that_status_then_stops_counting(
         main(["history", "--flow", FLOW], facade_factory=lambda path: Drkit(w.config, context=w.context))
     out, _ = capsys.readouterr()
     assert exit_info.value.code in (0, None) and "dismiss" in out
+
+
+def test_a_source_lost_for_good_may_have_its_unknown_gap_dismissed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from drkit.operate.status import flow_status
+
+    w = mirrored(tmp_path, source_end=120)
+    w.a.reachable = False
+    over(w)
+    assert flow_status(w.context, w.config.flow(FLOW)).left_behind_offsets is None  # unknown
+    code, out = run_cli(w, capsys, "--dismiss", "-o", "json")
+    got = json.loads(out)
+    assert (code, got["verdict"], got["end_from"]) == (0, "dismissed", "unknown")
+    assert got["partitions"][0]["unrecovered"] is None  # given up without ever being known
+    status = flow_status(w.context, w.config.flow(FLOW))
+    assert (status.left_behind, status.left_behind_offsets) == ("dismissed", 0)
