@@ -194,12 +194,15 @@ def recovery_report(
     reachable = source_ends is not None
     if gap is None:
         return RecoveryReport(flow, RecoveryVerdict.NO_FAILOVER, None, reachable)
-    failover = gap.failover
+    failover, dismissal = gap.failover, gap.dismissal
     at = failover.started_at.isoformat()
+    by = None if dismissal is None else f"{dismissal.user}@{dismissal.host}"
+    when = None if dismissal is None else dismissal.started_at.isoformat()
     rpo = failover.result.get("rpo") or {}
     recorded = rpo.get("partitions")
     if not recorded:
-        return RecoveryReport(flow, RecoveryVerdict.NO_RECORD, None, reachable, failover.id, at)
+        verdict = RecoveryVerdict.NO_RECORD if dismissal is None else RecoveryVerdict.DISMISSED
+        return RecoveryReport(flow, verdict, None, reachable, failover.id, at, (), by, when)
     exact = bool(rpo.get("source_reachable"))
     end_from = GapEnd.AT_FAILOVER if exact else GapEnd.ON_RETURN if reachable else GapEnd.UNKNOWN
     partitions = []
@@ -217,13 +220,10 @@ def recovery_report(
         sync = progress.get(key)
         through = max(sync.next_upstream if sync is not None else 0, copied.get(key, 0))
         partitions.append(GapPartition(key[0], key[1], start, end, through, since))
-    dismissal = gap.dismissal
     if dismissal is not None:
-        by, when = f"{dismissal.user}@{dismissal.host}", dismissal.started_at.isoformat()
-        dismissed = RecoveryReport(
+        return RecoveryReport(
             flow, RecoveryVerdict.DISMISSED, end_from, reachable, failover.id, at, tuple(partitions), by, when
         )
-        return dismissed
     if any(p.end is None for p in partitions):
         verdict = RecoveryVerdict.UNKNOWN
     elif any(p.remaining is not None for p in partitions):

@@ -122,6 +122,8 @@ def test_nothing_to_recover_without_a_failover_and_no_guess_without_its_record()
     assert (none.verdict, none.unrecovered, none.partitions) == (RecoveryVerdict.NO_FAILOVER, 0, ())
     old = recovery_report("A->B", OpenGap(op()), {}, {}, {("orders", 0): 9})  # an earlier drkit recorded no RPO
     assert (old.verdict, old.unrecovered, old.failover_id) == (RecoveryVerdict.NO_RECORD, None, "f1")
+    given_up = recovery_report("A->B", OpenGap(op(), op(Action.DISMISS, op_id="d", minutes=1)), {}, {}, None)
+    assert (given_up.verdict, given_up.unrecovered, given_up.dismissed_by) == (RecoveryVerdict.DISMISSED, 0, "u@h")
     as_dict = old.as_dict()
     assert as_dict["verdict"] == "no_record" and as_dict["unrecovered"] is None
 
