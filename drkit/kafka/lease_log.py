@@ -40,6 +40,9 @@ READ_SLICE_SECONDS = 0.05
 #: The group id the lease reader carries (it never joins nor commits; librdkafka wants one).
 LEASE_GROUP = "_drkit-mirror-lease"
 
+#: How long the topic's first description waits before asking again while the broker does not know it yet.
+_UNKNOWN_TOPIC_RETRY_SECONDS = 0.1
+
 
 class LeaseLog:
     """One flow's entries on cluster ``alias``'s lease topic, for one process (not thread-safe)."""
@@ -61,10 +64,20 @@ class LeaseLog:
         create = TopicCreate(LEASE_TOPIC, LEASE_TOPIC, 1, LEASE_TOPIC_CONFIGS)
         topics.create_topics(admin, self.alias, [create], -1, self.timeout)
         resource = ConfigResource(ConfigResource.Type.TOPIC, LEASE_TOPIC)
-        try:
-            configs = admin.describe_configs([resource], request_timeout=self.timeout)[resource].result(self.timeout)
-        except KafkaException as exc:
-            raise self._error("describe the lease topic", exc, Operation.DESCRIBE_CONFIGS) from None
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                configs = admin.describe_configs([resource], request_timeout=self.timeout)[resource].result(
+                    self.timeout
+                )
+                break
+            except KafkaException as exc:
+                # A topic just created (here or by another host) is unknown to a broker until the controller's
+                # metadata reaches it (milliseconds; a CI run saw it): asked again until the timeout.
+                if _unknown_topic(exc) and time.monotonic() < deadline:
+                    time.sleep(_UNKNOWN_TOPIC_RETRY_SECONDS)
+                    continue
+                raise self._error("describe the lease topic", exc, Operation.DESCRIBE_CONFIGS) from None
         stamp = configs.get("message.timestamp.type")
         if stamp is None or stamp.value != "LogAppendTime":
             raise RefusedError(
@@ -203,6 +216,11 @@ class LeaseLog:
     def _error(self, what: str, exc: KafkaException, operation: Operation) -> Exception:
         refused = denied(self.alias, exc, operation, LEASE_TOPIC)
         return refused or ClusterError(f"cluster {self.alias}: {what}: {exc.args[0]}")
+
+
+def _unknown_topic(exc: KafkaException) -> bool:
+    error = exc.args[0] if exc.args else None
+    return isinstance(error, KafkaError) and error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
 
 
 def _entry(msg: Any, flow: str) -> LeaseEntry | None:
