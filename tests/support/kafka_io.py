@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from dataclasses import dataclass
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from drkit.core.mirror_lease import EPOCH_HEADER
@@ -87,6 +88,24 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
         consumer.close()
 
 
+#: Errors of a partition whose leader is not settled yet (a topic just created, a broker just restarted).
+_UNSETTLED = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE, KafkaError.UNKNOWN_TOPIC_OR_PART)
+
+
+def _high_watermark(consumer: Consumer, topic: str, partition: int, settle_seconds: float = 30.0) -> int:
+    """The partition's high watermark, asked again while its leader is not settled (a CI run's wait on a copy
+    the mirror had just created saw NOT_LEADER_FOR_PARTITION)."""
+    deadline = time.monotonic() + settle_seconds
+    while True:
+        try:
+            _low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+            return int(high)
+        except KafkaException as exc:
+            if exc.args[0].code() not in _UNSETTLED or time.monotonic() >= deadline:
+                raise
+            time.sleep(0.2)
+
+
 def read_all(
     bootstrap: str,
     topic: str,
@@ -110,8 +129,7 @@ def read_all(
         partitions = sorted(meta.partitions)
         ends = {}
         for p in partitions:
-            _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            ends[p] = high
+            ends[p] = _high_watermark(consumer, topic, p)
         begin = {p: (start or {}).get(p, 0) for p in partitions}
         consumer.assign([TopicPartition(topic, p, begin[p]) for p in partitions])
         pending = {p for p in partitions if begin[p] < ends[p]}
