@@ -13,6 +13,7 @@ from rich.markup import escape
 from drkit.cli.console import Output, emit, table
 from drkit.cli.options import ConfigOption, FlowOption, MetricsPortOption, OutputOption, facade, parse_time
 from drkit.core.mirror_lease import LeaseReport
+from drkit.core.recovery import RecoveryVerdict
 from drkit.core.status import StatusReport, Verdict
 from drkit.errors import RefusedError
 from drkit.results import OffsetsReport
@@ -57,7 +58,11 @@ def _lease_line(flow: str, lease: LeaseReport | None) -> str:
     return f"mirrors of {flow}: {active}; standing by: {standbys or 'none'}"
 
 
-def _left_behind_line(flow: str, verdict: str, offsets: int | None) -> str:
+#: The verdicts of a flow's records left behind that status tells in a line (none once recovered or dismissed).
+_LEFT_BEHIND_SHOWN = frozenset({RecoveryVerdict.PENDING, RecoveryVerdict.UNKNOWN, RecoveryVerdict.NO_RECORD})
+
+
+def _left_behind_line(flow: str, verdict: RecoveryVerdict, offsets: int | None) -> str:
     """What the flow's failover left on its source (drkit.core.recovery), when some of it is not on the target."""
     count = "an unknown number of" if offsets is None else str(offsets)
     return (
@@ -87,7 +92,7 @@ def _render_status(report: StatusReport) -> Iterable[RenderableType]:
             ],
         )
         yield _lease_line(f.flow, f.mirror_lease)
-        if f.left_behind not in ("no_failover", "recovered"):
+        if f.left_behind in _LEFT_BEHIND_SHOWN:
             yield _left_behind_line(f.flow, f.left_behind, f.left_behind_offsets)
         if f.groups:
             rows = [

@@ -20,6 +20,7 @@ from drkit.core.heartbeat import HEARTBEAT_TOPIC
 from drkit.core.mirror_lease import LeaseReport
 from drkit.core.offsets import SyncRange
 from drkit.core.ports import SyncProgress, TopicPartition
+from drkit.core.recovery import RecoveryVerdict
 from drkit.core.topology import TopicIssue
 from drkit.core.translate import SyncIndex
 
@@ -223,12 +224,13 @@ class FlowStatus:
     #: The records the flow's open failover left on its source (drkit.core.recovery): its verdict, and the
     #: offsets not on the target yet (by the offset-syncs only: never fewer than ``drkit recover`` says; None:
     #: not known).
-    left_behind: str = "no_failover"
+    left_behind: RecoveryVerdict = RecoveryVerdict.NO_FAILOVER
     left_behind_offsets: int | None = 0
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["verdict"] = self.verdict.value
+        d["left_behind"] = self.left_behind.value
         for row in d["target_divergences"]:
             row["kind"] = row["kind"].value
         d["topic_issues"] = [i.as_dict() for i in self.topic_issues]

@@ -198,7 +198,7 @@ def flow_status(ctx: OperateContext, flow: FlowConfig, reaches: Future[dict[str,
         topology_age_seconds=None if checked_at is None else round((now - checked_at) / 1000, 1),
         unreachable=unreachable_lines(reach, (flow.source, flow.target)),
         mirror_lease=lease,
-        left_behind=left_behind.value,
+        left_behind=left_behind,
         left_behind_offsets=left_offsets,
     )
 

@@ -161,6 +161,10 @@ def test_a_dismissal_is_one_audit_row_that_status_then_stops_counting(
     assert row.groups == () and not row.dry_run
     status = flow_status(w.context, flow)
     assert (status.left_behind, status.left_behind_offsets) == ("dismissed", 0)
+    with pytest.raises(SystemExit):
+        main(["status"], facade_factory=lambda path: Drkit(w.config, context=w.context))
+    shown, _ = capsys.readouterr()
+    assert "left on the source" not in shown, "status still tells a dismissed gap"
     code, out = run_cli(w, capsys, "--dismiss")  # a second dismissal: nothing to dismiss, nothing written
     assert code == 3 and "was dismissed by" in out
     assert len([r for r in w.operations.records if r.action is Action.DISMISS]) == 1
