@@ -41,6 +41,8 @@ drkit_status_lag_records{flow}                       gauge  records not mirrored
 drkit_status_left_behind_offsets{flow}               gauge  offsets a failover left on the source (NaN: unknown)
 drkit_status_checkpoint_age_seconds{flow,group}      gauge  age of the group's oldest partition checkpoint
 drkit_status_group_reread_records{flow,group}        gauge  records a failover now re-reads (NaN: unknown)
+drkit_status_group_readiness{flow,group,readiness}   gauge  1 for what a failover now would do with the group
+drkit_status_group_at_risk_records{flow,group}       gauge  unread records not mirrored yet (NaN: unknown)
 drkit_status_translator_run_age_seconds{flow}        gauge  since the translator's last run (NaN: never ran)
 drkit_status_heartbeat_age_seconds{flow}             gauge  newest heartbeat's age on the target (NaN: none)
 drkit_status_heartbeat_latency_seconds{flow}         gauge  newest heartbeat's trip (NaN: none)
@@ -193,6 +195,18 @@ STATUS_GROUP_REREAD = Gauge(
     "target (NaN: unknown, the source did not answer)",
     ["flow", "group"],
 )
+STATUS_GROUP_READINESS = Gauge(
+    "drkit_status_group_readiness",
+    "1 for what a failover now would do with the group (exact, skips_unmirrored, stale, untranslatable), 0 for "
+    "every other",
+    ["flow", "group", "readiness"],
+)
+STATUS_GROUP_AT_RISK = Gauge(
+    "drkit_status_group_at_risk_records",
+    "Records on the source the group has not read that the mirror has not copied: lost to it if the source died "
+    "now (NaN: unknown, the source did not answer)",
+    ["flow", "group"],
+)
 STATUS_TRANSLATOR_RUN_AGE = Gauge(
     "drkit_status_translator_run_age_seconds", "Seconds since the translator's last run (NaN: it never ran)", ["flow"]
 )
@@ -257,10 +271,13 @@ def _replace(gauge: Gauge, name: str, values: dict[tuple[str, ...], float]) -> N
 def record_status(report: StatusReport, operations: Iterable[OperationRecord], now_seconds: float) -> None:
     """Set the ``drkit_status_*`` gauges from one status report, and the newest failover/failback of each
     (flow, action, outcome) from ``operations`` (folded: one record per operation)."""
+    from drkit.core.readiness import Readiness
     from drkit.core.status import Verdict
 
     ages: dict[tuple[str, ...], float] = {}
     rereads: dict[tuple[str, ...], float] = {}
+    at_risk: dict[tuple[str, ...], float] = {}
+    ready: dict[tuple[str, ...], float] = {}
     for f in report.flows:
         for v in Verdict:
             STATUS_VERDICT.labels(f.flow, v.value).set(1.0 if f.verdict is v else 0.0)
@@ -277,8 +294,12 @@ def record_status(report: StatusReport, operations: Iterable[OperationRecord], n
         STATUS_JOB_RUNNING.labels(f.flow, "checkpoint").set(1.0 if f.checkpoint_running else 0.0)
         ages.update({(f.flow, g.group): g.checkpoint_age_seconds for g in f.groups})
         rereads.update({(f.flow, g.group): _known(g.reread_records) for g in f.groups})
+        at_risk.update({(f.flow, g.group): _known(g.at_risk_records) for g in f.groups})
+        ready.update({(f.flow, g.group, r.value): float(g.readiness is r) for g in f.groups for r in Readiness})
     _replace(STATUS_CHECKPOINT_AGE, "checkpoint_age", ages)
     _replace(STATUS_GROUP_REREAD, "group_reread", rereads)
+    _replace(STATUS_GROUP_AT_RISK, "group_at_risk", at_risk)
+    _replace(STATUS_GROUP_READINESS, "group_readiness", ready)
     newest: dict[tuple[str, ...], float] = {}
     for op in operations:
         at = (op.finished_at or op.started_at).timestamp()

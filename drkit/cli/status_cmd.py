@@ -98,14 +98,16 @@ def _render_status(report: StatusReport) -> Iterable[RenderableType]:
             rows = [
                 [
                     g.group,
+                    g.readiness.value.replace("_", " "),
                     g.checkpoint_age_seconds,
                     "unknown" if g.reread_records is None else g.reread_records,
+                    "unknown" if g.at_risk_records is None else g.at_risk_records,
                 ]
                 for g in f.groups
             ]
             yield table(
                 "checkpoints (a failover now)",
-                ["group", "age s", "re-read records"],
+                ["group", "placed", "age s", "re-read records", "at risk"],
                 rows,
             )
         for line in f.unreachable:

@@ -37,7 +37,7 @@ from drkit.core.refusals import (
 )
 from drkit.core.resume import Basis, Processed, known_processed, translate_back
 from drkit.core.selection import NameSelector
-from drkit.core.translate import UNMIRRORED, Position, SyncIndex, Translation
+from drkit.core.translate import UNMIRRORED, Position, SyncIndex, Translation, standing
 
 
 @dataclass(frozen=True)
@@ -165,9 +165,7 @@ class CheckpointFact:
 
     def recorded(self) -> Translation:
         """The checkpoint's own answer when the syncs have none: only "nothing to mirror" stands."""
-        if self.position is Position.NOTHING_TO_MIRROR and self.downstream_offset is not None:
-            return Translation(self.downstream_offset, Position.NOTHING_TO_MIRROR)
-        return UNMIRRORED
+        return standing(self.position, self.downstream_offset)
 
 
 def _group_refusals(

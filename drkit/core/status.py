@@ -14,12 +14,13 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from drkit.core.checkpoints import CommittedOffset, RecordedCheckpoint, retranslate
+from drkit.core.checkpoints import RecordedCheckpoint, retranslate
 from drkit.core.consistency import TargetDivergence
 from drkit.core.heartbeat import HEARTBEAT_TOPIC
 from drkit.core.mirror_lease import LeaseReport
 from drkit.core.offsets import SyncRange
 from drkit.core.ports import SyncProgress, TopicPartition
+from drkit.core.readiness import GroupReadiness
 from drkit.core.recovery import RecoveryVerdict
 from drkit.core.topology import TopicIssue
 from drkit.core.translate import SyncIndex
@@ -148,50 +149,6 @@ def overall_verdict(verdicts: Iterable[Verdict]) -> Verdict:
     return max(verdicts, key=_SEVERITY.index, default=Verdict.HEALTHY)
 
 
-def group_ages(
-    recorded: Iterable[RecordedCheckpoint], now_ms: float, confirmed_at_ms: Mapping[str, int] | None = None
-) -> dict[str, float]:
-    """Per group, the age of its oldest partition checkpoint (what failover's freshness check sees),
-    counted from the translator's last confirmation of the group where there is one."""
-    ages: dict[str, float] = {}
-    for r in recorded:
-        age = round(r.age_at(now_ms, (confirmed_at_ms or {}).get(r.checkpoint.group)), 1)
-        ages[r.checkpoint.group] = max(ages.get(r.checkpoint.group, 0.0), age)
-    return ages
-
-
-@dataclass(frozen=True)
-class GroupAge:
-    """One group's readiness: how old its checkpoint is, and what a failover now would make it read again."""
-
-    group: str
-    checkpoint_age_seconds: float
-    #: Records the group committed on the source past the checkpoints a failover now would use (the newer of
-    #: the Delta row and the follower's live one, per partition): it would read them again on the target.
-    #: None: the source did not answer, so how many is unknown (never 0). Whether each partition translates
-    #: is the failover's dry run's (or ``drkit offsets``') to tell.
-    reread_records: int | None = None
-
-
-def group_rereads(
-    recorded: Iterable[RecordedCheckpoint], committed: Mapping[str, Iterable[CommittedOffset]] | None
-) -> dict[str, int | None]:
-    """Per group, the records committed past its checkpoints: ``recorded`` the checkpoints a failover now would
-    use, ``committed`` the groups' offsets on the source now (None: the source did not answer: unknown). A
-    partition without a committed offset now adds nothing; one committed below its checkpoint (a reset) too."""
-    now: dict[tuple[str, str, int], int] = {}
-    for group, offsets in (committed or {}).items():
-        now.update({(group, o.topic, o.partition): o.offset for o in offsets if o.offset >= 0})
-    out: dict[str, int | None] = {}
-    for r in recorded:
-        c = r.checkpoint
-        if committed is None:
-            out[c.group] = None
-            continue
-        out[c.group] = (out.get(c.group) or 0) + max(0, now.get(c.key, c.upstream_offset) - c.upstream_offset)
-    return out
-
-
 @dataclass(frozen=True)
 class FlowStatus:
     flow: str
@@ -202,7 +159,7 @@ class FlowStatus:
     lag_records: int | None
     checkpoint_last_run_age_seconds: float | None
     checkpoint_last_run_seconds: float | None
-    groups: tuple[GroupAge, ...]
+    groups: tuple[GroupReadiness, ...]
     partitions: tuple[PartitionLag, ...]
     heartbeat_latency_seconds: float | None = None  # no heartbeats yet: unknown, not zero
     #: How old the newest heartbeat copied to the target is (drkit.core.heartbeat); None: none seen.
@@ -231,6 +188,8 @@ class FlowStatus:
         d = asdict(self)
         d["verdict"] = self.verdict.value
         d["left_behind"] = self.left_behind.value
+        for g in d["groups"]:
+            g["readiness"] = g["readiness"].value
         for row in d["target_divergences"]:
             row["kind"] = row["kind"].value
         d["topic_issues"] = [i.as_dict() for i in self.topic_issues]

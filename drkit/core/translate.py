@@ -62,6 +62,14 @@ class Translation:
 UNMIRRORED = Translation(None, Position.UNMIRRORED)
 
 
+def standing(position: Position | None, downstream: int | None) -> Translation:
+    """A recorded translation's answer where the offset-syncs now have none for its partition: only "nothing to
+    mirror" stands (the target partition's start, known with the source gone); any other is unmirrored."""
+    if position is Position.NOTHING_TO_MIRROR and downstream is not None:
+        return Translation(downstream, Position.NOTHING_TO_MIRROR)
+    return UNMIRRORED
+
+
 @dataclass(frozen=True)
 class PartitionBounds:
     """A partition's log start offset and its (read_committed) end offset, as its broker reported them.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from concurrent.futures import Future
+from dataclasses import dataclass
 from datetime import datetime
 
 from drkit.config import FlowConfig
@@ -16,18 +17,17 @@ from drkit.core.checkpoints import CommittedOffset, RecordedCheckpoint
 from drkit.core.consistency import TargetDivergence, divergence_message
 from drkit.core.heartbeat import HEARTBEAT_TOPIC, HeartbeatReading, heartbeat_key, reading
 from drkit.core.mirror_lease import LeaseReport, LeaseView, fold, lease_report
+from drkit.core.offsets import SyncRange
 from drkit.core.ports import SyncProgress, TopicPartition
 from drkit.core.reach import Command, Reach, unreachable_lines
+from drkit.core.readiness import GroupFacts, readiness
 from drkit.core.recovery import RecoveryVerdict, recovery_report
 from drkit.core.status import (
     FlowStatus,
-    GroupAge,
     GroupOffsets,
     StatusReport,
     flow_verdict,
-    group_ages,
     group_offset_rows,
-    group_rereads,
     overall_verdict,
     partition_lags,
 )
@@ -88,6 +88,15 @@ def _nothing() -> None:
     return None
 
 
+@dataclass(frozen=True)
+class _GroupsRead:
+    """What the groups' readiness is decided from (drkit.core.readiness.GroupFacts) as read here."""
+
+    recorded: list[RecordedCheckpoint]
+    committed: dict[str, list[CommittedOffset]] | None
+    ranges: dict[TopicPartition, list[SyncRange]]
+
+
 def _group_offsets(
     ctx: OperateContext,
     flow: FlowConfig,
@@ -95,9 +104,10 @@ def _group_offsets(
     last_run: LastRun | None,
     source_up: bool,
     target_up: bool,
-) -> tuple[list[RecordedCheckpoint], dict[str, list[CommittedOffset]] | None]:
-    """The checkpoints a failover now would use (with the follower's live ones where the target answers) and
-    the groups' committed offsets on the source now (None: unknown, the source did not answer or refused)."""
+) -> _GroupsRead:
+    """The checkpoints a failover now would use (with the follower's live ones where the target answers), the
+    offset-syncs of their topics (the failover translates with them), and the groups' committed offsets on the
+    source now (None: unknown, the source did not answer or refused)."""
     recorded = recorded_read.result()
     groups = sorted({r.checkpoint.group for r in recorded})
     if target_up and groups:
@@ -106,12 +116,14 @@ def _group_offsets(
             recorded = with_live(
                 admin, flow, groups, recorded, lambda g: None if last_run is None else last_run.confirmed_at(g)
             )
+    topics = sorted({r.checkpoint.source_topic for r in recorded})
+    ranges = ctx.syncs.ranges(flow.name, topics) if topics else {}
     if not source_up or not groups:
-        return recorded, None if not source_up else {}
+        return _GroupsRead(recorded, None if not source_up else {}, ranges)
     try:
-        return recorded, ctx.clusters.admin(flow.source, probe=True).committed_offsets_many(groups)
+        return _GroupsRead(recorded, ctx.clusters.admin(flow.source, probe=True).committed_offsets_many(groups), ranges)
     except DrkitError:
-        return recorded, None
+        return _GroupsRead(recorded, None, ranges)
 
 
 def flow_status(ctx: OperateContext, flow: FlowConfig, reaches: Future[dict[str, Reach]] | None = None) -> FlowStatus:
@@ -145,17 +157,24 @@ def flow_status(ctx: OperateContext, flow: FlowConfig, reaches: Future[dict[str,
     failover_read = background.started(open_failover, ctx, flow)
     ends = on_source.result()
     oldest = oldest_unmirrored(source, progress, ends)
-    recorded = recorded_read.result()
     divergences, beat, lease = on_target.result(), beat_read.result(), lease_read.result()
+    read = groups_read.result()
     now = ctx.now_ms()  # after every read: ages and lags are never younger than the truth
     confirmed: dict[str, int] = {}
     for g in () if last_run is None else last_run.confirmed_groups:
         at = None if last_run is None else last_run.confirmed_at(g)
         if at is not None:
             confirmed[g] = at
-    ages = group_ages(recorded, now, confirmed)
-    newest, committed = groups_read.result()
-    rereads = group_rereads(newest, committed)
+    facts = GroupFacts(
+        read.recorded,
+        now,
+        flow.checkpoint.max_age_seconds,
+        read.ranges,
+        {tp: p.next_upstream for tp, p in progress.items()},
+        read.committed,
+        ends,
+        confirmed,
+    )
     # The syncs alone say what of the gap is on the target (drkit recover also reads the copies past them).
     try:
         left = recovery_report(flow.name, failover_read.result(), progress, {}, ends)
@@ -187,7 +206,7 @@ def flow_status(ctx: OperateContext, flow: FlowConfig, reaches: Future[dict[str,
         else sum(p.lag_records or 0 for p in lags if p.topic != HEARTBEAT_TOPIC),
         checkpoint_last_run_age_seconds=last_run_age,
         checkpoint_last_run_seconds=None if last_run is None else round(last_run.seconds, 3),
-        groups=tuple(GroupAge(g, a, rereads.get(g)) for g, a in sorted(ages.items())),
+        groups=readiness(facts),
         partitions=lags,
         target_reachable=divergences is not None,
         target_divergences=divergences or (),

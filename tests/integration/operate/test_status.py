@@ -59,6 +59,8 @@ def test_status_offsets_and_metrics(
     assert {(p["partition"], p["mirrored_up_to"]) for p in flows_status[0]["partitions"]} == {(0, 50), (1, 50)}
     assert [g["group"] for g in flows_status[0]["groups"]] == [group]
     assert flows_status[0]["groups"][0]["reread_records"] == 0  # checkpointed where it is
+    assert flows_status[0]["groups"][0]["readiness"] == "exact"
+    assert flows_status[0]["groups"][0]["at_risk_records"] == 0  # everything mirrored
 
     # The group commits past its checkpoint: a failover now would re-read exactly that.
     commit(clusters["A"], group, {(topic, 0): 26, (topic, 1): 50})
@@ -68,6 +70,8 @@ def test_status_offsets_and_metrics(
     produce(clusters["A"], topic, [{"partition": 1, "value": b"new"} for _ in range(7)])
     flows_status, verdict = status(service, None)
     assert verdict == "lagging" and flows_status[0]["lag_records"] == 7
+    # Unread by the group (at 50 on partition 1) and not mirrored: lost to it if A died now.
+    assert flows_status[0]["groups"][0]["at_risk_records"] == 7
     lagging = next(p for p in flows_status[0]["partitions"] if p["partition"] == 1)
     assert lagging["lag_records"] == 7 and lagging["lag_seconds"] is not None and lagging["lag_seconds"] >= 0
 
@@ -88,6 +92,8 @@ def test_status_offsets_and_metrics(
     dead_status, dead_verdict = status(Drkit(dead, spark), None)
     assert dead_verdict == "source unreachable"
     assert dead_status[0]["groups"][0]["reread_records"] is None  # unknown, never 0
+    assert dead_status[0]["groups"][0]["at_risk_records"] is None
+    assert dead_status[0]["groups"][0]["readiness"] == "exact"  # the syncs and the checkpoint still tell
 
     # The CLI's exit code tells monitors the verdict (20: lagging).
     toml = tmp_path / "status.toml"

@@ -1,6 +1,7 @@
-"""Readiness per group in status and its gauges, on fakes: the records a failover now would re-read (the group's
-commits on the source past the checkpoint failover would use, the follower's live one included), the
-"unknown", never 0, when the source does not answer."""
+"""Readiness per group in status and its gauges, on fakes: what a failover now would do with the group (placed
+exactly, skipping unmirrored records, refused as stale or untranslatable), the records it would re-read (its
+commits on the source past the checkpoint failover would use, the follower's live one included) and the records
+at risk (unread, not mirrored), "unknown", never 0, when the source does not answer."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from drkit import metrics
 from drkit.core.checkpoints import Checkpoint, CommittedOffset, RecordedCheckpoint
 from drkit.core.live_checkpoints import LiveCheckpoint, encode_metadata, shadow_group
 from drkit.core.offsets import SyncRange
-from drkit.core.status import GroupAge, group_rereads
+from drkit.core.readiness import GroupReadiness, Readiness, group_rereads
 from drkit.core.translate import Position
 from drkit.operate.status import status
 
@@ -32,7 +33,7 @@ def fresh(tmp_path: Path, follow: bool = False) -> World:
     return w
 
 
-def groups(w: World) -> dict[str, GroupAge]:
+def groups(w: World) -> dict[str, GroupReadiness]:
     [flow] = status(w.context, w.config.flows).flows
     return {g.group: g for g in flow.groups}
 
@@ -76,3 +77,65 @@ def test_a_reset_below_the_checkpoint_and_a_partition_not_committed_add_nothing(
     rows = [row(0, 5), row(1, 5), row(2, 10)]
     assert group_rereads(rows, committed) == {"g": 2}
     assert group_rereads(rows, None) == {"g": None}
+
+
+def test_a_group_on_mirrored_offsets_is_placed_exactly_and_what_it_has_not_read_past_the_mirror_is_at_risk(
+    tmp_path: Path,
+) -> None:
+    w = fresh(tmp_path)
+    w.a.ends[("orders", 0)] = 130  # 30 records past the mirror (it copied 0..99)
+    g = groups(w)
+    assert (g["billing"].readiness, g["ledger"].readiness) == (Readiness.EXACT, Readiness.EXACT)
+    assert (g["billing"].at_risk_records, g["ledger"].at_risk_records) == (30, 30)
+    w.a.offsets["ledger"] = {("orders", 0): 120}  # read past the mirror on the source: only 10 unread
+    assert groups(w)["ledger"].at_risk_records == 10
+    metrics.record_status(status(w.context, w.config.flows), [], NOW_MS / 1000)
+    sample = REGISTRY.get_sample_value
+    assert sample("drkit_status_group_at_risk_records", {"flow": FLOW, "group": "ledger"}) == 10
+    labels = {"flow": FLOW, "group": "billing"}
+    assert sample("drkit_status_group_readiness", {**labels, "readiness": "exact"}) == 1
+    assert sample("drkit_status_group_readiness", {**labels, "readiness": "untranslatable"}) == 0
+
+
+def test_a_partition_with_nothing_mirrored_makes_its_group_untranslatable(tmp_path: Path) -> None:
+    w = fresh(tmp_path)
+    w.checkpoints.add(FLOW, "billing", "orders", "A.orders", 1, 4, at_ms=NOW_MS - 3_000)
+    g = groups(w)
+    assert (g["billing"].readiness, g["ledger"].readiness) == (Readiness.UNTRANSLATABLE, Readiness.EXACT)
+    assert g["billing"].at_risk_records == 0 + 6  # partition 0: 100 - max(55, 100); partition 1: 10 - max(4, 0)
+    [flow] = status(w.context, w.config.flows).flows
+    assert flow.as_dict()["groups"][0]["readiness"] == "untranslatable"
+
+
+def test_the_syncs_now_win_over_the_rows_translation(tmp_path: Path) -> None:
+    """The row says unmirrored; the mirror has copied the partition since: a failover now translates it."""
+    w = fresh(tmp_path)
+    w.checkpoints.add(FLOW, "billing", "orders", "A.orders", 1, 4, at_ms=NOW_MS - 3_000)
+    w.syncs.add(FLOW, "orders", "A.orders", 1, SyncRange(0, 9, 0, 9))
+    assert groups(w)["billing"].readiness is Readiness.EXACT
+
+
+def test_a_committed_offset_before_the_first_mirrored_record_skips_the_ones_never_mirrored(tmp_path: Path) -> None:
+    w = fresh(tmp_path)
+    w.syncs.add(FLOW, "orders", "A.orders", 1, SyncRange(6, 9, 0, 3))
+    w.checkpoints.add(FLOW, "ledger", "orders", "A.orders", 1, 2, at_ms=NOW_MS - 3_000)
+    assert groups(w)["ledger"].readiness is Readiness.SKIPS
+
+
+def test_a_checkpoint_older_than_the_flows_bound_is_stale_as_the_failover_would_refuse_it(tmp_path: Path) -> None:
+    w = fresh(tmp_path)
+    bound = w.config.flow(FLOW).checkpoint.max_age_seconds
+    w.checkpoints.add(FLOW, "old", "orders", "A.orders", 0, 10, at_ms=NOW_MS - int(bound * 1000) - 5_000)
+    g = groups(w)
+    assert g["old"].readiness is Readiness.STALE
+    assert g["old"].checkpoint_age_seconds > bound
+
+
+def test_with_the_source_gone_the_records_at_risk_are_unknown_and_placement_still_told(tmp_path: Path) -> None:
+    w = fresh(tmp_path)
+    w.a.reachable = False
+    g = groups(w)
+    assert (g["billing"].at_risk_records, g["billing"].readiness) == (None, Readiness.EXACT)
+    metrics.record_status(status(w.context, w.config.flows), [], NOW_MS / 1000)
+    value = REGISTRY.get_sample_value("drkit_status_group_at_risk_records", {"flow": FLOW, "group": "billing"})
+    assert value is not None and value != value  # NaN
