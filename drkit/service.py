@@ -175,13 +175,19 @@ class Drkit:
         partitions: tuple[int, ...] = (),
         from_offset: int | None = None,
         max_records: int = 10_000,
+        sample: int | None = None,
+        window: int = 100,
+        seed: int | None = None,
     ) -> VerifyReport:
         """Prove ``topic``'s offset-syncs record by record over a range of source offsets (per partition, from
-        ``from_offset`` or the last ``max_records``): each record's copy where the syncs place it, with its
-        content; the exact ranges that differ. Reads only."""
+        ``from_offset`` or the last ``max_records``), or over a sample (about ``sample`` records per partition in
+        windows of ``window`` spread over its whole log, drawn from ``seed``): each record's copy where the syncs
+        place it, with its content; the exact ranges that differ. Reads only."""
         from drkit.operate.verify import VerifyRequest, verify_topic
 
-        request = VerifyRequest(self.config.flow(flow), topic, partitions, from_offset, max_records)
+        request = VerifyRequest(
+            self.config.flow(flow), topic, partitions, from_offset, max_records, sample, window, seed
+        )
         return verify_topic(self.context, request)
 
     def fence(self, flow: str, apply: bool = False) -> FenceReport:

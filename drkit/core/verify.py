@@ -14,6 +14,10 @@ class:
 - **unsynced**: u is below the syncs' end but no sync describes it (a hole in the offset-syncs);
 - **not mirrored**: u is at or past the syncs' end (not copied yet: the flow's lag, not an error).
 
+A **sample** (``drkit verify --sample N``) judges the same way the records of a few windows of consecutive offsets
+spread at random over the partition's whole log (:func:`sample_windows`; its seed is reported, so a run can be
+repeated exactly): a pass says those records are right, not the records between them.
+
 Copies of u at another target offset than d are counted apart (``duplicates``: an at-least-once retry leaves
 them; translation never lands on them). Missing, misplaced, different and unsynced records fail the verify,
 each reported as exact ranges of source offsets.
@@ -21,6 +25,7 @@ each reported as exact ranges of source offsets.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -60,6 +65,27 @@ class PartitionEvidence:
     syncs: tuple[SyncRange, ...]
     synced_through: int
     target: tuple[SourceRecord, ...]
+    #: A sample's windows ``[lo, hi)`` inside ``[start, end)``: only their records are judged (empty: all).
+    windows: tuple[tuple[int, int], ...] = ()
+
+    def judged(self, offset: int) -> bool:
+        if not self.start <= offset < self.end:
+            return False
+        return not self.windows or any(lo <= offset < hi for lo, hi in self.windows)
+
+
+Window = tuple[int, int]
+
+
+def sample_windows(start: int, end: int, records: int, window: int, seed: int) -> tuple[Window, ...]:
+    """About ``records`` offsets of ``[start, end)`` as windows ``[lo, hi)`` of ``window`` consecutive offsets,
+    drawn without overlap from ``seed`` and returned in order; the whole of ``[start, end)`` when it is not
+    longer than ``records``. The same arguments give the same windows."""
+    if end - start <= records:
+        return ((start, end),) if end > start else ()
+    slots = -(-(end - start) // window)  # the last slot may be shorter
+    chosen = sorted(random.Random(seed).sample(range(slots), min(slots, -(-records // window))))
+    return tuple((start + s * window, min(end, start + (s + 1) * window)) for s in chosen)
 
 
 def downstream(syncs: Sequence[SyncRange], upstream: int) -> int | None:
@@ -92,6 +118,7 @@ class PartitionVerify:
     counts: dict[Finding, int]
     ranges: dict[Finding, tuple[tuple[int, int], ...]]  # the failing findings' source offsets, inclusive
     duplicates: int  # copies of a range record at another target offset than the syncs give
+    windows: tuple[Window, ...] = ()  # a sample's windows (empty: the whole range was judged)
 
     @property
     def ok(self) -> bool:
@@ -109,6 +136,7 @@ class PartitionVerify:
             "duplicates": self.duplicates,
             "ranges": {f.value: [list(r) for r in rs] for f, rs in self.ranges.items() if rs},
             "ok": self.ok,
+            **({"windows": [list(w) for w in self.windows]} if self.windows else {}),
         }
 
 
@@ -116,7 +144,7 @@ def judge_partition(e: PartitionEvidence) -> PartitionVerify:
     """Every source record of the range in exactly one class (module docstring)."""
     at = {r.offset: r for r in e.target}
     placed: dict[Finding, list[int]] = {f: [] for f in Finding}
-    records = [r for r in e.source if e.start <= r.offset < e.end]
+    records = [r for r in e.source if e.judged(r.offset)]
     for s in records:
         d = downstream(e.syncs, s.offset)
         if d is None:
@@ -146,6 +174,7 @@ def judge_partition(e: PartitionEvidence) -> PartitionVerify:
         {f: len(offsets) for f, offsets in placed.items()},
         {f: offset_ranges(placed[f]) for f in FAILING},
         duplicates,
+        e.windows,
     )
 
 
@@ -157,6 +186,8 @@ class VerifyReport:
     source_topic: str
     target_topic: str
     partitions: tuple[PartitionVerify, ...]
+    #: A sample's seed (``--seed`` repeats it); None: whole ranges were verified.
+    sample_seed: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -178,5 +209,6 @@ class VerifyReport:
             "records": sum(p.records for p in self.partitions),
             **{f.value: self.total(f) for f in Finding},
             "duplicates": sum(p.duplicates for p in self.partitions),
+            "sample_seed": self.sample_seed,
             "partitions": [p.as_dict() for p in self.partitions],
         }

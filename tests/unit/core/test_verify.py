@@ -3,6 +3,8 @@ exact ranges of source offsets; a target that holds exactly the copies the syncs
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -97,3 +99,42 @@ def test_every_record_is_in_one_class_and_a_faithful_copy_verifies(
     )
     gone = sorted(o for o in in_range if o in lost and o in offsets[:length])
     assert q.counts[Finding.MISSING] == len(gone) and sum(b - a + 1 for a, b in q.ranges[Finding.MISSING]) == len(gone)
+
+
+@given(
+    st.integers(0, 1000),
+    st.integers(0, 5000),
+    st.integers(1, 400),
+    st.integers(1, 50),
+    st.integers(0, 2**31),
+)
+def test_a_sample_is_whole_windows_inside_the_log_in_order_and_the_same_for_a_seed(
+    start: int, length: int, records: int, window: int, seed: int
+) -> None:
+    from drkit.core.verify import sample_windows
+
+    end = start + length
+    windows = sample_windows(start, end, records, window, seed)
+    assert windows == sample_windows(start, end, records, window, seed)
+    if length <= records:
+        assert windows == (((start, end),) if length else ())
+        return
+    assert all(start <= lo < hi <= end and hi - lo <= window for lo, hi in windows)
+    assert all(a[1] <= b[0] for a, b in pairwise(windows))  # ordered, no overlap
+    slots = -(-length // window)
+    assert len(windows) == min(slots, -(-records // window))
+    assert all((lo - start) % window == 0 for lo, _ in windows)
+
+
+def test_a_sample_judges_only_its_windows_records() -> None:
+    from dataclasses import replace
+
+    source = [src(o) for o in range(100)]
+    target = [copy(o, o, f"d{o}") for o in range(100) if o != 15]  # the copy of 15 is gone
+    e = evidence(source, [SyncRange(0, 99, 0, 99)], target)
+    v = judge_partition(replace(e, windows=((0, 10), (40, 50))))
+    assert v.records == 20 and v.ok and v.counts[Finding.VERIFIED] == 20 and v.windows == ((0, 10), (40, 50))
+    assert v.as_dict()["windows"] == [[0, 10], [40, 50]]
+    v = judge_partition(replace(e, windows=((10, 20),)))
+    assert v.ranges[Finding.MISSING] == ((15, 15),) and v.records == 10
+    assert not judge_partition(e).ok  # the whole range sees it too

@@ -5,6 +5,7 @@ before anything is read."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -32,8 +33,10 @@ def mirrored(tmp_path: Path) -> World:
 class Reads:
     """Records as a faithful mirror left them; remembers what was asked of each cluster."""
 
-    def __init__(self) -> None:
+    def __init__(self, lost: frozenset[int] = frozenset()) -> None:
         self.asked: dict[str, dict[Key, tuple[int, int]]] = {}
+        self.calls: list[tuple[str, dict[Key, tuple[int, int]]]] = []
+        self.lost = lost  # source offsets of partition 0 whose copies are gone
 
     def __call__(
         self,
@@ -44,13 +47,18 @@ class Reads:
         origin: str | None,
     ) -> dict[Key, list[SourceRecord]]:
         self.asked[alias] = dict(ranges)
+        self.calls.append((alias, dict(ranges)))
         out: dict[Key, list[SourceRecord]] = {}
         for (topic, p), (lo, hi) in ranges.items():
             if alias == "A":
                 out[(topic, p)] = [SourceRecord(o, f"{p}:{o}", 0) for o in range(lo, hi)]
             else:  # the copy of o sits at 1000 + o in partition 0, at o in partition 1
                 base = 1000 if p == 0 else 0
-                out[(topic, p)] = [SourceRecord(d, f"{p}:{d - base}", 0, d - base) for d in range(lo, hi)]
+                out[(topic, p)] = [
+                    SourceRecord(d, f"{p}:{d - base}", 0, d - base)
+                    for d in range(lo, hi)
+                    if not (p == 0 and d - base in self.lost)
+                ]
         return out
 
 
@@ -81,6 +89,12 @@ def test_a_range_from_an_offset_is_cut_to_the_log_start_and_the_end(tmp_path: Pa
         ),
         ({"topic": "orders", "partitions": (2,)}, ConfigError, "topic 'orders' on A has partitions 0-1, not 2"),
         ({"topic": "orders", "max_records": 0}, ConfigError, "--max-records must be at least 1, not 0"),
+        ({"topic": "orders", "sample": 0}, ConfigError, "--sample and --window must be at least 1, not 0 and 100"),
+        (
+            {"topic": "orders", "sample": 10, "from_offset": 5},
+            ConfigError,
+            "--sample spreads over the whole log: leave out --from-offset",
+        ),
     ],
 )
 def test_bad_input_is_one_line_before_anything_is_read(
@@ -91,3 +105,23 @@ def test_bad_input_is_one_line_before_anything_is_read(
         verify_topic(w.context, VerifyRequest(w.config.flow(FLOW), **request_args), reads)  # type: ignore[arg-type]
     assert str(raised.value).startswith(message) and "\n" not in str(raised.value)
     assert reads.asked == {}
+
+
+def test_a_sample_reads_each_window_on_both_sides_and_a_seed_repeats_it(tmp_path: Path) -> None:
+    w = mirrored(tmp_path)
+    reads = Reads(lost=frozenset(range(20, 90)))  # every mirrored copy of partition 0's log is gone
+    request = VerifyRequest(w.config.flow(FLOW), "orders", partitions=(0,), sample=30, window=10)
+    report = verify_topic(w.context, request, reads)
+    [p0] = report.partitions
+    assert report.sample_seed is not None and len(p0.windows) == 3
+    assert all(20 <= lo < hi <= 100 and hi - lo == 10 for lo, hi in p0.windows)  # inside the log (20-99)
+    asked_a = [r[("orders", 0)] for alias, r in reads.calls if alias == "A"]
+    asked_b = [r[("A.orders", 0)] for alias, r in reads.calls if alias == "B" and r]
+    assert asked_a == list(p0.windows)  # one read per window, no more
+    assert asked_b == [(lo + 1000, min(hi, 90) + 1000) for lo, hi in p0.windows if lo < 90]
+    mirrored_sampled = sum(max(0, min(hi, 90) - lo) for lo, hi in p0.windows)
+    d = report.as_dict()
+    assert (d["records"], d["missing"], d["not_mirrored"]) == (30, mirrored_sampled, 30 - mirrored_sampled)
+    assert not report.ok and mirrored_sampled >= 20  # one slot of eight (90-99) is not mirrored
+    again = verify_topic(w.context, replace(request, seed=report.sample_seed), Reads())
+    assert again.partitions[0].windows == p0.windows and again.ok
