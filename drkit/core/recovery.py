@@ -231,3 +231,30 @@ def recovery_report(
     else:
         verdict = RecoveryVerdict.RECOVERED
     return RecoveryReport(flow, verdict, end_from, reachable, failover.id, at, tuple(partitions))
+
+
+def failback_note(report: RecoveryReport, origin: str, leaving: str) -> str | None:
+    """The failback plan's line for the gap of the failover it ends (None: nothing of it is missing on
+    ``leaving``). Records of the gap not on ``leaving`` stay on ``origin``: the groups moved back resume before
+    them there, since their offsets on ``leaving`` lie past everything copied, which translates back to the first
+    record not copied; so they read them on ``origin``, once. Recovered ones they read on ``leaving`` are not
+    read again."""
+    if report.verdict in (RecoveryVerdict.NO_FAILOVER, RecoveryVerdict.RECOVERED):
+        return None
+    read_there = f"the groups moved back read them on {origin} (their offsets translate back to before them)"
+    if report.verdict in (RecoveryVerdict.NO_RECORD, RecoveryVerdict.UNKNOWN):
+        return (
+            f"the records failover {report.failover_id} left on {origin} are not known ({report.verdict.value}); "
+            f"any not copied to {leaving} are still on {origin}: {read_there}"
+        )
+    left = [p for p in report.partitions if p.remaining is not None]
+    if not left:
+        return None
+    shown = ", ".join(f"{p.topic}/{p.partition} {p.remaining[0]}-{p.remaining[1] - 1}" for p in left[:5] if p.remaining)
+    more = f" and {len(left) - 5} more partitions" if len(left) > 5 else ""
+    count = sum(p.unrecovered or 0 for p in left)
+    given_up = f"dismissed by {report.dismissed_by}; " if report.verdict is RecoveryVerdict.DISMISSED else ""
+    return (
+        f"{count} offsets failover {report.failover_id} left on {origin} are not on {leaving} ({shown}{more}): "
+        f"{given_up}{read_there}"
+    )

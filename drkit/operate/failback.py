@@ -3,12 +3,13 @@
 Both clusters must answer. Each group's offsets on the cluster being left are routed back (through the
 flow's syncs, or the reverse flow's for topics that started there) by drkit.core.plan; what the group
 had already read of copies past the synced end is read from their origin headers, so nothing is re-read.
+The records the failover left on the origin that were never copied are named in the plan (they are read there).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from drkit.config import FlowConfig
 from drkit.core.audit import Action
@@ -18,6 +19,7 @@ from drkit.core.outcome import OperationResult
 from drkit.core.plan import ReverseFlow, Route, failback_plan, failback_routes
 from drkit.core.ports import ClusterAdmin, TopicPartition
 from drkit.core.reach import Command
+from drkit.core.recovery import failback_note
 from drkit.core.translate import SyncIndex
 from drkit.errors import RefusedError
 from drkit.operate.apply import Confirm, finish
@@ -26,6 +28,7 @@ from drkit.operate.fencing import failback_fencing
 from drkit.operate.groups import group_facts
 from drkit.operate.hooks import after_apply
 from drkit.operate.reach import probing, require
+from drkit.operate.recovery import recovery
 
 
 @dataclass(frozen=True)
@@ -96,6 +99,10 @@ def failback(ctx: OperateContext, request: FailbackRequest, confirm: Confirm | N
         checkpointed,
         copied_back,
     )
+    # The records the failover left on the origin and never copied are read there after the failback: said.
+    note = failback_note(recovery(ctx, flow), origin, leaving)
+    if note is not None:
+        plan = replace(plan, warnings=(*plan.warnings, note))
     after = after_apply(ctx.config, flow, Action.FAILBACK)
     fencing = failback_fencing(ctx, flow)
     return finish(

@@ -188,6 +188,10 @@ def test_disaster_failover_then_failback(dr: tuple[LocalKafka, dict[str, str]], 
     assert {r["partition"]: r["remaining"] for r in gap["partitions"]} == {
         p: [mirrored_end[p], mirrored_end[p] + unmirrored[p]] for p in range(PARTITIONS)
     }
+    # A failback planned now names them: they would be read on A, where the group resumes before them.
+    _, dry = cli(toml, "failback", "--flow", "A->B", "--group", GROUP)
+    notes = [w for w in dry["plan"]["warnings"] if "left on A" in w]
+    assert len(notes) == 1 and notes[0].startswith("30 offsets failover ") and "are not on B (" in notes[0], dry
     a_copy_on_b = read_all(clusters["B"], f"A.{TOPIC}")
     # The flow's mirror, run again, copies them (after whatever B's copy holds): each once, by its content.
     service.mirror("A->B", once=True)
@@ -201,6 +205,7 @@ def test_disaster_failover_then_failback(dr: tuple[LocalKafka, dict[str, str]], 
     service.mirror("B->A", once=True)  # copies B's orders to A as B.orders, never A.orders back
     code, back = cli(toml, "failback", "--flow", "A->B", "--group", GROUP, "--apply", "--yes")
     assert code == 0 and back["status"] == "applied", back
+    assert not [w for w in back["plan"]["warnings"] if "left on A" in w], back  # all recovered: nothing to name
     b_records = read_all(clusters["B"], TOPIC)
 
     # What the group had not processed: on B's copy of A's topic from its B offsets, plus A's

@@ -11,6 +11,7 @@ import pytest
 from support.fakes import World, world
 
 from drkit.cli.app import main
+from drkit.core.audit import Action
 from drkit.core.offsets import SyncRange
 from drkit.core.origin import TailRecord
 from drkit.core.recovery import RECOVERY_PENDING_EXIT, RECOVERY_UNKNOWN_EXIT, GapEnd, RecoveryVerdict
@@ -191,3 +192,33 @@ def test_a_source_lost_for_good_may_have_its_unknown_gap_dismissed(
     assert got["partitions"][0]["unrecovered"] is None  # given up without ever being known
     status = flow_status(w.context, w.config.flow(FLOW))
     assert (status.left_behind, status.left_behind_offsets) == ("dismissed", 0)
+
+
+def test_the_failback_plan_names_the_records_left_behind_that_the_groups_will_read_on_the_source(
+    tmp_path: Path,
+) -> None:
+    w = mirrored(tmp_path, source_end=120)
+    over(w)
+    flow = w.config.flow(FLOW)
+    failover_id = next(op.id for op in w.operations.records if op.action is Action.FAILOVER)
+    dry = failback(w.context, FailbackRequest(flow, ["billing"]))
+    [note] = [x for x in dry.plan.warnings if "left on A" in x]
+    assert note == (
+        f"20 offsets failover {failover_id} left on A are not on B (orders/0 100-119): the groups moved back read "
+        "them on A (their offsets translate back to before them)"
+    )
+    assert note in dry.as_dict()["plan"]["warnings"]  # the audit row's plan and -o json carry it
+    [move] = dry.plan.moves
+    assert move.new is not None and move.new <= 100  # resumed before the gap on A: the note holds
+    # Dismissed: still named (the records are on A), with who gave them up.
+    recovery(w.context, flow, dismiss=True)
+    [note] = [x for x in failback(w.context, FailbackRequest(flow, ["billing"])).plan.warnings if "left on A" in x]
+    assert note.startswith(
+        f"20 offsets failover {failover_id} left on A are not on B (orders/0 100-119): dismissed by "
+    )
+    # All copied since: nothing to name.
+    w2 = mirrored(tmp_path / "copied", source_end=120)
+    over(w2)
+    w2.syncs.add(FLOW, "orders", "A.orders", 0, SyncRange(100, 119, 100, 119))
+    plan = failback(w2.context, FailbackRequest(w2.config.flow(FLOW), ["billing"])).plan
+    assert not [x for x in plan.warnings if "left on" in x]
