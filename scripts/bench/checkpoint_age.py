@@ -368,7 +368,7 @@ def phase(
         "load1_before": before,
         "load1_after": load1(),
         "job": stopped,
-        "mm2_alive": mm2.proc.poll() is None,
+        "mm2_alive": None if mm2 is None else mm2.proc.poll() is None,
     }
     log(json.dumps({k: result[k] for k in ("contender", "visibility_ms_p50", "visibility_ms_p99", "commit_rate")}))
     return result
@@ -396,7 +396,11 @@ def main() -> int:
     parser.add_argument("--records", type=int, default=2000, help="records per partition on A")
     parser.add_argument("--base-port", type=int, default=33092)
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--contenders", default=",".join(CONTENDERS), help=f"which of {', '.join(CONTENDERS)} (MM2 runs only with mm2)"
+    )
     args = parser.parse_args()
+    contenders = tuple(c for c in CONTENDERS if c in args.contenders.split(","))
     from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient
 
@@ -412,7 +416,9 @@ def main() -> int:
     }
     mm2 = None
     try:
-        clusters = {c.alias: c.bootstrap_servers for c in kafka.up(["A", "B", "C"])}
+        clusters = {
+            c.alias: c.bootstrap_servers for c in kafka.up(["A", "B", "C"] if "mm2" in contenders else ["A", "B"])
+        }
         create_topic(clusters["A"], TOPIC, args.partitions)
         producer = Producer({"bootstrap.servers": clusters["A"], "linger.ms": 20})
         for i in range(args.records * args.partitions):
@@ -439,10 +445,11 @@ def main() -> int:
         )
         if once.returncode != 0:
             raise SystemExit(f"drkit mirror --once failed: {once.stderr[-2000:]}")
-        mm2 = start_mm2(workdir, clusters["A"], clusters["C"])
-        time.sleep(args.warmup)
+        if "mm2" in contenders:
+            mm2 = start_mm2(workdir, clusters["A"], clusters["C"])
+            time.sleep(args.warmup)
         for r in range(args.rounds):
-            order = CONTENDERS if r % 2 == 0 else tuple(reversed(CONTENDERS))
+            order = contenders if r % 2 == 0 else tuple(reversed(contenders))
             for name in order:
                 log(f"round {r + 1}: {name}")
                 report["phases"].append(
@@ -463,7 +470,7 @@ def main() -> int:
                 "commit_rate",
             )
         }
-        for name in CONTENDERS
+        for name in contenders
     }
     print_json(report, args.out)
     return 0
