@@ -27,7 +27,7 @@ Invariants:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from drkit.core.checkpoints import Checkpoint, CommittedOffset, RecordedCheckpoint
@@ -161,9 +161,14 @@ class PendingCommits:
         value = (record.offset, record.commit_timestamp) if record.kind is RecordKind.OFFSET_COMMIT else None
         change.partitions[(record.topic, record.partition)] = value
 
-    def drain(self) -> dict[str, GroupChange]:
-        """Every pending change, by group; nothing is pending afterwards."""
-        changes, self._changes = self._changes, {}
+    def drain(self, skip: Collection[str] = ()) -> dict[str, GroupChange]:
+        """Every pending change, by group, but those of the groups in ``skip`` (a write of theirs is in flight:
+        they stay pending, to be written after it)."""
+        if not skip:
+            changes, self._changes = self._changes, {}
+            return changes
+        changes = {g: c for g, c in self._changes.items() if g not in skip}
+        self._changes = {g: c for g, c in self._changes.items() if g in skip}
         return changes
 
     def requeue(self, group: str, change: GroupChange) -> None:

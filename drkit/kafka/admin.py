@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
@@ -359,11 +359,13 @@ class KafkaAdmin:
             {g: [TopicPartition(t, p, o) for (t, p), o in sorted(offs.items())] for g, offs in commits.items() if offs}
         )
 
-    def commit_with_metadata_many(
+    def commit_with_metadata_started(
         self, commits: Mapping[str, Mapping[tuple[str, int], tuple[int, str]]]
-    ) -> dict[str, str]:
-        """As :meth:`commit_offsets_many`, each offset with its commit metadata (drkit.core.live_checkpoints)."""
-        return self._commit_many(
+    ) -> dict[str, Future[str | None]]:
+        """As :meth:`commit_offsets_many`, each offset with its commit metadata (drkit.core.live_checkpoints), and
+        without waiting: per group a future of its refusal line (None: committed), done once the coordinator
+        answered."""
+        return self._commits_started(
             {
                 g: [TopicPartition(t, p, o, metadata=m) for (t, p), (o, m) in sorted(offs.items())]
                 for g, offs in commits.items()
@@ -372,29 +374,44 @@ class KafkaAdmin:
         )
 
     def _commit_many(self, requests: Mapping[str, list[TopicPartition]]) -> dict[str, str]:
-        futures: dict[str, Future[ConsumerGroupTopicPartitions]] = {}
+        started = self._commits_started(requests)
+        return {group: refused for group, future in started.items() if (refused := future.result()) is not None}
+
+    def _commits_started(self, requests: Mapping[str, list[TopicPartition]]) -> dict[str, Future[str | None]]:
+        """One OffsetCommit per group, all in flight at once, spread over the group connections."""
+        out: dict[str, Future[str | None]] = {}
         spread = self._spread(len(requests))
         try:
             for group, partitions in requests.items():
                 request = ConsumerGroupTopicPartitions(group, partitions)
-                client = spread[len(futures) % len(spread)]
-                futures[group] = client.alter_consumer_group_offsets([request], request_timeout=self.timeout)[group]
+                client = spread[len(out) % len(spread)]
+                sent = client.alter_consumer_group_offsets([request], request_timeout=self.timeout)[group]
+                answer: Future[str | None] = Future()
+                sent.add_done_callback(self._answer(group, answer))
+                out[group] = answer
         except KafkaException as exc:
             raise self._fail("cannot commit offsets", exc, Operation.READ) from None
-        refused: dict[str, str] = {}
-        for group, future in futures.items():
+        return out
+
+    def _answer(self, group: str, answer: Future[str | None]) -> Callable[[Future[ConsumerGroupTopicPartitions]], None]:
+        def done(future: Future[ConsumerGroupTopicPartitions]) -> None:
             try:
-                result = future.result()
-            except KafkaException as exc:
-                refused[group] = str(
-                    self._fail(f"cannot commit offsets for group {group!r}", exc, Operation.READ, group=group)
-                )
-                continue
-            for tp in result.topic_partitions or []:
-                if tp.error is not None:
-                    refused[group] = str(self._partition_error(group, tp, Operation.READ))
-                    break
-        return refused
+                answer.set_result(self._commit_refusal(group, future))
+            except Exception as exc:  # never an answer left unset: the follower waits on it
+                answer.set_result(f"cluster {self._alias}: cannot commit offsets for group {group!r}: {exc}")
+
+        return done
+
+    def _commit_refusal(self, group: str, future: Future[ConsumerGroupTopicPartitions]) -> str | None:
+        """The line of a group's commit that was refused (None: committed)."""
+        try:
+            result = future.result()
+        except KafkaException as exc:
+            return str(self._fail(f"cannot commit offsets for group {group!r}", exc, Operation.READ, group=group))
+        for tp in result.topic_partitions or []:
+            if tp.error is not None:
+                return str(self._partition_error(group, tp, Operation.READ))
+        return None
 
     def topic_acls(self) -> list[TopicAcl]:
         # Only fencing asks: a cluster without an authorizer is said so here, before anything is changed.

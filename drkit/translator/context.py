@@ -9,6 +9,7 @@ contract keeps drkit.store out of it).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -55,10 +56,11 @@ class CommitTail(Protocol):
 class ShadowGroups(Protocol):
     """The target's side of the live checkpoints: commits with metadata, group deletions (drkit.kafka.admin)."""
 
-    def commit_with_metadata_many(
+    def commit_with_metadata_started(
         self, commits: Mapping[str, Mapping[TopicPartition, tuple[int, str]]]
-    ) -> dict[str, str]:
-        """Commit each group's offsets, all requests in flight at once; the refused groups with the reason."""
+    ) -> dict[str, Future[str | None]]:
+        """Start committing each group's offsets, all requests in flight at once: per group a future of the reason
+        it was refused (None: committed)."""
         ...
 
     def delete_groups(self, groups: Iterable[str]) -> dict[str, str]:

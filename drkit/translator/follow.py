@@ -4,19 +4,21 @@ It tails the source's ``__consumer_offsets`` (drkit.kafka.consumer_offsets, thro
 record in log order (drkit.core.group_commits), keeps the selected groups' and topics' changes coalesced per
 group and partition (drkit.core.live_checkpoints.PendingCommits) and, every ``follow_interval_ms``, translates
 them with the job's cached sync indexes (drkit.core.checkpoints.plan_checkpoints, the translator's own
-translation) and commits them to the shadow groups: one request per changed group, all in flight at once.
+translation) and starts committing them to the shadow groups: one request per changed group, all in flight at
+once, never waited for: the tail goes on being read while the target answers, and each answer is taken at the
+next interval (a group whose write is in flight keeps its newer changes pending until it is answered).
 
 Write rate, bounded: the target gets at most one OffsetCommit per changed group per follow interval (a group
-committing a thousand times in between is written once, with its newest offsets), plus one DeleteGroups of
-the groups deleted meanwhile; the ``checkpoints`` Delta table is not written here at all (the job's interval
-runs still commit to it at most once per ``interval_seconds``).
+committing a thousand times in between is written once, with its newest offsets), and at most one in flight
+per group, plus one DeleteGroups of the groups deleted meanwhile; the ``checkpoints`` Delta table is not
+written here at all (the job's interval runs still commit to it at most once per ``interval_seconds``).
 
 Log order, never offsets, decides what a shadow group holds: nothing is written before the tail has read
 every partition up to its end as of its start (until then the fold may hold an older commit than one a
-previous follower wrote), a write is issued only after the previous one was acknowledged, and a failed
-group's change is put back under anything newer. A principal that may not read ``__consumer_offsets`` gets
-one WARNING naming the cluster and the admin API fallback; the flow's interval runs then continue alone
-(``drkit_checkpoint_follow_mode`` 0).
+previous follower wrote), a group's write is issued only after its previous one was answered (so two never
+race), and a failed group's change is put back under anything newer. A principal that may not read
+``__consumer_offsets`` gets one WARNING naming the cluster and the admin API fallback; the flow's interval runs
+then continue alone (``drkit_checkpoint_follow_mode`` 0).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import Future
+from dataclasses import dataclass
 from enum import StrEnum
 
 from drkit import metrics
@@ -55,6 +59,15 @@ class FollowMode(StrEnum):
     ADMIN_API = "admin-api"  # only the interval runs (no follower, or reading the topic is not permitted)
 
 
+@dataclass(frozen=True)
+class InFlight:
+    """One group's shadow write not answered yet: its change (put back if refused) and its source commit times."""
+
+    change: GroupChange
+    stamps: tuple[int, ...]
+    answer: Future[str | None]
+
+
 class CommitFollower:
     """Follows one flow's source commits into its shadow groups until ``stopped`` is set (:meth:`run`)."""
 
@@ -68,6 +81,8 @@ class CommitFollower:
         self.interval = job.flow.checkpoint.follow_interval_ms / 1000
         self.mode = FollowMode.FOLLOWING
         self.writes = 0
+        #: Per source group, its write in flight (answered or not: taken at the next flush).
+        self.in_flight: dict[str, InFlight] = {}
         self.caught_up = False
         self.idle_since: float | None = None
         self._indexes: dict[tuple[str, int], SyncIndex] | None = None
@@ -128,35 +143,64 @@ class CommitFollower:
                 self.following_since_ms = self.job.context.now_ms()
 
     def flush(self) -> ShadowWrite | None:
-        """Write the pending changes to the shadow groups (once caught up); what was written, or None."""
+        """Take the answers of the writes in flight, then start writing the pending changes of the groups with
+        none in flight (once caught up); what was started, or None."""
+        self.take_answers()
         if not self.caught_up or not len(self.pending):
             return None
-        changes = self.pending.drain()
+        changes = self.pending.drain(skip=self.in_flight)
+        if not changes:
+            return None
         try:
             write = self.plan(changes)
             refused = self.shadows.delete_groups(write.deletes) if write.deletes else {}
-            refused.update(self.shadows.commit_with_metadata_many(write.commits) if write.commits else {})
+            started = self.shadows.commit_with_metadata_started(write.commits) if write.commits else {}
         except BaseException:
             for group, change in changes.items():  # written again, under anything read meanwhile
                 self.pending.requeue(group, change)
             raise
-        acknowledged_ms = self.job.context.now_ms()
-        for name, stamps in write.commit_timestamps.items():
-            if name in refused:
-                continue
-            for ts in stamps:
-                if ts < self.following_since_ms:
-                    continue
-                metrics.CHECKPOINT_FOLLOW_AGE.labels(self.flow.name).observe(max(0.0, (acknowledged_ms - ts) / 1000))
-        if refused:
-            by_name = {shadow_group(self.flow.name, g): g for g in changes}
-            for name, reason in sorted(refused.items()):
-                log.warning("flow %s: shadow group %s not written (retried): %s", self.flow.name, name, reason)
-                source_group = by_name.get(name)
-                if source_group is not None:
-                    self.pending.requeue(source_group, changes[source_group])
+        by_name = {shadow_group(self.flow.name, g): g for g in changes}
+        for name, answer in started.items():
+            group = by_name[name]
+            self.in_flight[group] = InFlight(changes[group], write.commit_timestamps.get(name, ()), answer)
+        self._refused({by_name[name]: reason for name, reason in refused.items() if name in by_name}, changes)
         self.writes += 1
         return write
+
+    def take_answers(self) -> None:
+        """The answered writes: a committed one's checkpoint ages observed (from the source commit to now, never
+        less than the truth), a refused one's change put back under anything newer."""
+        done = [g for g, w in self.in_flight.items() if w.answer.done()]
+        if not done:
+            return
+        answered_ms = self.job.context.now_ms()
+        refused: dict[str, str] = {}
+        changes: dict[str, GroupChange] = {}
+        for group in done:
+            w = self.in_flight.pop(group)
+            reason = w.answer.result()
+            if reason is not None:
+                refused[group], changes[group] = reason, w.change
+                continue
+            for ts in w.stamps:
+                if ts >= self.following_since_ms:
+                    metrics.CHECKPOINT_FOLLOW_AGE.labels(self.flow.name).observe(max(0.0, (answered_ms - ts) / 1000))
+        self._refused(refused, changes)
+
+    def _refused(self, refused: dict[str, str], changes: dict[str, GroupChange]) -> None:
+        """One WARNING per flush for the groups the target refused (the first reason named); each retried."""
+        if not refused:
+            return
+        first = sorted(refused)[0]
+        log.warning(
+            "flow %s: %d shadow group(s) not written (retried), %s: %s",
+            self.flow.name,
+            len(refused),
+            shadow_group(self.flow.name, first),
+            refused[first],
+        )
+        for group in refused:
+            self.pending.requeue(group, changes[group])
 
     def indexes(self) -> dict[tuple[str, int], SyncIndex]:
         """The job's sync indexes, refreshed at most every INDEX_REFRESH_SECONDS (each refresh asks the table for

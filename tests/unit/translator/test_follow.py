@@ -1,12 +1,14 @@
 """The commit follower over a fake ``__consumer_offsets`` tail and fake shadow groups: nothing written before
 the tail caught up, one coalesced write per group per interval with the translator's translation, deletions,
-a refused write retried, and the one-line fallback when reading the topic is refused."""
+a refused write retried, a group's write never started while its previous one is unanswered (the others are),
+and the one-line fallback when reading the topic is refused."""
 
 from __future__ import annotations
 
 import logging
 import threading
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -47,18 +49,32 @@ class FakeTail:
 
 
 class FakeShadows:
-    def __init__(self, refuse: Iterable[str] = ()) -> None:
+    """Answers each write at once (refused for the groups in ``refuse``, once), or, with ``hold``, leaves its
+    answer to the test (``answer``)."""
+
+    def __init__(self, refuse: Iterable[str] = (), hold: bool = False) -> None:
         self.commits: list[dict[str, dict[tuple[str, int], tuple[int, str]]]] = []
         self.deleted: list[str] = []
         self.refuse = set(refuse)
+        self.hold = hold
+        self.pending: dict[str, Future[str | None]] = {}
 
-    def commit_with_metadata_many(
+    def commit_with_metadata_started(
         self, commits: Mapping[str, Mapping[tuple[str, int], tuple[int, str]]]
-    ) -> dict[str, str]:
+    ) -> dict[str, Future[str | None]]:
         self.commits.append({g: dict(o) for g, o in commits.items()})
-        refused = {g: "cluster B: refused" for g in commits if g in self.refuse}
+        out: dict[str, Future[str | None]] = {}
+        for g in commits:
+            out[g] = Future()
+            if self.hold:
+                self.pending[g] = out[g]
+            else:
+                out[g].set_result("cluster B: refused" if g in self.refuse else None)
         self.refuse.clear()
-        return refused
+        return out
+
+    def answer(self, group: str, refusal: str | None = None) -> None:
+        self.pending.pop(group).set_result(refusal)
 
     def delete_groups(self, groups: Iterable[str]) -> dict[str, str]:
         self.deleted.extend(groups)
@@ -168,9 +184,9 @@ def test_a_write_that_fails_outright_is_kept_for_the_next(tmp_path: Path) -> Non
     w = mirrored(tmp_path)
 
     class Down(FakeShadows):
-        def commit_with_metadata_many(
+        def commit_with_metadata_started(
             self, commits: Mapping[str, Mapping[tuple[str, int], tuple[int, str]]]
-        ) -> dict[str, str]:
+        ) -> dict[str, Future[str | None]]:
             raise ClusterError("cluster B: down")
 
     down = Down()
@@ -181,3 +197,31 @@ def test_a_write_that_fails_outright_is_kept_for_the_next(tmp_path: Path) -> Non
     f.shadows = shadows = FakeShadows()
     f.flush()
     assert shadows.commits[0][shadow_group(FLOW, "g")][("A.t", 0)][0] == 1010
+
+
+def test_a_group_with_a_write_in_flight_waits_for_its_answer_while_the_others_are_written(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    w = mirrored(tmp_path)
+    chunks = [[commit("g", 0, 10, 1)], [commit("g", 0, 20, 2), commit("h", 0, 5, 2)], [commit("g", 0, 30, 3)]]
+    shadows = FakeShadows(hold=True)
+    f = follower(w, FakeTail(chunks), shadows)
+    g, h = shadow_group(FLOW, "g"), shadow_group(FLOW, "h")
+    f.step(0)
+    f.flush()
+    f.step(0)
+    f.flush()  # g's first write unanswered: only h is written; g's 20 waits
+    assert [set(c) for c in shadows.commits] == [{g}, {h}]
+    f.step(0)  # g commits 30
+    assert f.flush() is None  # still unanswered: nothing of g is written
+    shadows.answer(g)
+    shadows.answer(h)
+    f.flush()
+    assert list(shadows.commits[2]) == [g] and shadows.commits[2][g][("A.t", 0)][0] == 1030  # the newest
+    # Refused: put back under anything newer, and written again once answered; one warning line.
+    with caplog.at_level(logging.WARNING, logger="drkit.translator.follow"):
+        shadows.answer(g, "cluster B: COORDINATOR_NOT_AVAILABLE")
+        f.flush()
+    assert shadows.commits[3][g][("A.t", 0)][0] == 1030
+    [line] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "1 shadow group(s) not written (retried)" in line and "COORDINATOR_NOT_AVAILABLE" in line
