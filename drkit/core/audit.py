@@ -17,6 +17,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+#: Rows of one flow's audit trail read to find its state (the bindings fencing added, the open failover): up to
+#: three per operation (intent, outcome, hook). A binding added longer ago is never lifted (a DENY left in place,
+#: never one deleted that drkit did not add); a failover longer ago is not one whose gap is open.
+FLOW_TRAIL_ROWS = 5_000
 #: The key of an outcome row's result under which the row written after the hook holds its outcome.
 HOOK_KEY = "hook"
 

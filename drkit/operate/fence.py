@@ -18,13 +18,13 @@ from typing import Any
 
 from drkit._version import __version__
 from drkit.config import FlowConfig
-from drkit.core.audit import Action, OperationRecord, OperationStatus, fold
+from drkit.core.audit import FLOW_TRAIL_ROWS, Action, OperationRecord, OperationStatus, fold
 from drkit.core.fencing import FENCING_KEY, FenceReport, FenceSide, producers_on
 from drkit.core.reach import Command
 from drkit.errors import ConfigError
 from drkit.operate.apply import operator_user
 from drkit.operate.context import OperateContext
-from drkit.operate.fencing import TRAIL_READ, apply_fencing, failback_fencing, failover_fencing
+from drkit.operate.fencing import apply_fencing, failback_fencing, failover_fencing
 from drkit.operate.reach import probing, require
 
 
@@ -38,7 +38,7 @@ def fence_flow(ctx: OperateContext, flow: FlowConfig, apply: bool) -> FenceRepor
         )
     reaches = probing(ctx, (flow.source, flow.target)).result()
     require(Command.FENCE, flow, reaches)
-    side = producers_on(fold(ctx.operations.list(flow.name, TRAIL_READ)), flow.name)
+    side = producers_on(fold(ctx.operations.list(flow.name, FLOW_TRAIL_ROWS)), flow.name)
     plan = failover_fencing(ctx, flow, reaches) if side is FenceSide.TARGET else failback_fencing(ctx, flow)
     assert plan is not None  # fencing is on
     operation = uuid.uuid4().hex

@@ -13,18 +13,15 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from drkit.config import FlowConfig
+from drkit.core.audit import FLOW_TRAIL_ROWS
 from drkit.core.fencing import FENCING_KEY, ClusterAcls, FenceSide, FencingPlan, added_by_drkit, plan_fencing
 from drkit.core.reach import Reach
 from drkit.operate.context import OperateContext
 
-#: Rows of the audit trail read for drkit's own bindings (a binding added longer ago than this is never lifted:
-#: a DENY left in place, never one deleted that drkit did not add).
-TRAIL_READ = 5000
-
 
 def _trail(ctx: OperateContext, flow: FlowConfig) -> list[Mapping[str, Any]]:
     """The audit results of the flow's applies that changed ACLs, oldest first."""
-    rows = [r for r in ctx.operations.list(flow.name, TRAIL_READ) if not r.dry_run and FENCING_KEY in r.result]
+    rows = [r for r in ctx.operations.list(flow.name, FLOW_TRAIL_ROWS) if not r.dry_run and FENCING_KEY in r.result]
     return [r.result for r in reversed(rows)]
 
 

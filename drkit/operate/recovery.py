@@ -14,7 +14,7 @@ import uuid
 
 from drkit._version import __version__
 from drkit.config import FlowConfig
-from drkit.core.audit import Action, OperationRecord, OperationStatus, fold
+from drkit.core.audit import FLOW_TRAIL_ROWS, Action, OperationRecord, OperationStatus, fold
 from drkit.core.recovery import OpenGap, RecoveryReport, RecoveryVerdict, open_gap, recovery_report
 from drkit.errors import RefusedError
 from drkit.operate.apply import operator_user
@@ -22,9 +22,6 @@ from drkit.operate.context import OperateContext
 from drkit.operate.lag import source_ends
 from drkit.operate.reach import probing
 from drkit.operate.rpo import copied_past_syncs
-
-#: Audit rows read to find the flow's open failover (up to three per operation: intent, outcome, hook).
-AUDIT_ROWS = 3_000
 
 
 def recovery(ctx: OperateContext, flow: FlowConfig, dismiss: bool = False) -> RecoveryReport:
@@ -68,7 +65,7 @@ def recovery(ctx: OperateContext, flow: FlowConfig, dismiss: bool = False) -> Re
 
 def open_failover(ctx: OperateContext, flow: FlowConfig) -> OpenGap | None:
     """The failover whose records left behind are open (drkit.core.recovery.open_gap), from the audit trail."""
-    return open_gap(fold(ctx.operations.list(flow.name, AUDIT_ROWS)), flow.name)
+    return open_gap(fold(ctx.operations.list(flow.name, FLOW_TRAIL_ROWS)), flow.name)
 
 
 def _why_not(report: RecoveryReport) -> str:

@@ -8,7 +8,6 @@ and the target holds each record once."""
 from __future__ import annotations
 
 import bisect
-import json
 import os
 import random
 import re
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from support import faulty_mirror
+from support.flow_toml import flow_toml
 from support.kafka_io import Rec, create_topic, produce, read_all, unique
 from support.mirror_checks import audit_syncs, partition_syncs
 
@@ -42,17 +42,15 @@ SEED_ENV = "DRKIT_TEST_EOS_SEED"
 def _toml(
     path: Path, clusters: dict[str, str], state: Path, topic: str, driver_max: int | None, continuous: bool = False
 ) -> Path:
-    path.write_text(
-        f'[state]\nroot = {json.dumps(str(state))}\n\n[spark]\nmaster = "local[2]"\n'
-        '[spark.conf]\n"spark.ui.enabled" = "false"\n\n'
-        + "".join(f'[clusters.{a}]\nbootstrap_servers = "{bs}"\n\n' for a, bs in clusters.items())
-        + f'[[flows]]\nsource = "A"\ntarget = "B"\ntopics = {{ include = [{json.dumps(topic)}] }}\n'
-        '[flows.mirror]\ndelivery = "exactly_once"\ntrigger_interval_seconds = 0.5\n'
-        f"max_offsets_per_trigger = {PER_TRIGGER}\ncontinuous_copy = {json.dumps(continuous)}\n"
-        + (f"driver_copy_max_records = {driver_max}\n" if driver_max is not None else "")
-        + "[flows.heartbeats]\ninterval_seconds = 0\n"
-    )
-    return path
+    mirror: dict[str, object] = {
+        "delivery": "exactly_once",
+        "trigger_interval_seconds": 0.5,
+        "max_offsets_per_trigger": PER_TRIGGER,
+        "continuous_copy": continuous,
+    }
+    if driver_max is not None:
+        mirror["driver_copy_max_records"] = driver_max
+    return flow_toml(path, clusters, state, topic, mirror)
 
 
 def _mirror(toml: Path, log_path: Path, kill_at: KillAt | None = None, debug: bool = True) -> subprocess.Popen[bytes]:

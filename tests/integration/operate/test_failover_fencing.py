@@ -26,6 +26,7 @@ from typing import Any
 from confluent_kafka import Consumer, IsolationLevel, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, OffsetSpec
 from support import faulty_mirror
+from support.flow_toml import flow_toml
 from support.kafka_io import Rec, commit, committed_on, create_topic, produce, read_all, unique
 from support.processes import no_java_env
 
@@ -41,15 +42,8 @@ UNBLOCKED_WITHIN_SECONDS = 20.0
 
 
 def write_toml(path: Path, clusters: dict[str, str], state: Path, topic: str) -> Path:
-    path.write_text(
-        f'[state]\nroot = {json.dumps(str(state))}\n\n[spark]\nmaster = "local[1]"\n'
-        '[spark.conf]\n"spark.ui.enabled" = "false"\n\n'
-        + "".join(f'[clusters.{a}]\nbootstrap_servers = "{bs}"\n\n' for a, bs in clusters.items())
-        + f'[[flows]]\nsource = "A"\ntarget = "B"\ntopics = {{ include = [{json.dumps(topic)}] }}\n'
-        '[flows.mirror]\ndelivery = "exactly_once"\ntrigger_interval_seconds = 0.5\n'
-        "[flows.checkpoint]\nmax_age_seconds = 3600\n[flows.heartbeats]\ninterval_seconds = 0\n"
-    )
-    return path
+    mirror = {"delivery": "exactly_once", "trigger_interval_seconds": 0.5}
+    return flow_toml(path, clusters, state, topic, mirror, {"max_age_seconds": 3600}, master="local[1]")
 
 
 def ends(bootstrap: str, topic: str, isolation: IsolationLevel) -> dict[int, int]:

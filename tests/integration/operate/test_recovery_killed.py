@@ -6,7 +6,6 @@ copies nothing."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from support import faulty_mirror
+from support.flow_toml import flow_toml
 from support.kafka_io import commit, consume_as_group, create_topic, produce, read_all, unique
 
 from drkit.config import DrkitConfig
@@ -30,15 +30,8 @@ PER_TRIGGER = 2_000
 
 def _toml(path: Path, clusters: dict[str, str], config: DrkitConfig, topic: str) -> Path:
     """The same flow as ``config``, as a file for the mirror's own process."""
-    path.write_text(
-        f'[state]\nroot = {json.dumps(str(config.state_root()))}\n\n[spark]\nmaster = "local[2]"\n'
-        '[spark.conf]\n"spark.ui.enabled" = "false"\n\n'
-        + "".join(f'[clusters.{a}]\nbootstrap_servers = "{bs}"\n\n' for a, bs in clusters.items())
-        + f'[[flows]]\nsource = "A"\ntarget = "B"\ntopics = {{ include = [{json.dumps(topic)}] }}\n'
-        f'[flows.mirror]\ndelivery = "exactly_once"\nmax_offsets_per_trigger = {PER_TRIGGER}\n'
-        "[flows.checkpoint]\nmax_age_seconds = 3600\n[flows.heartbeats]\ninterval_seconds = 0\n"
-    )
-    return path
+    mirror = {"delivery": "exactly_once", "max_offsets_per_trigger": PER_TRIGGER}
+    return flow_toml(path, clusters, config.state_root(), topic, mirror, {"max_age_seconds": 3600})
 
 
 def _killed(toml: Path, log: Path, point: KillPoint) -> None:
