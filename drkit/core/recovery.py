@@ -235,13 +235,14 @@ def recovery_report(
 
 def failback_note(report: RecoveryReport, origin: str, leaving: str) -> str | None:
     """The failback plan's line for the gap of the failover it ends (None: nothing of it is missing on
-    ``leaving``). Records of the gap not on ``leaving`` stay on ``origin``: the groups moved back resume before
-    them there, since their offsets on ``leaving`` lie past everything copied, which translates back to the first
-    record not copied; so they read them on ``origin``, once. Recovered ones they read on ``leaving`` are not
-    read again."""
+    ``leaving``). Records of the gap not on ``leaving`` stay on ``origin`` and were never read on ``leaving``: a
+    group moved back resumes there at the first record not copied (its offset on ``leaving`` lies past
+    everything copied, which translates back to it) or further, at what it had processed on ``origin`` before
+    the failover; so it reads on ``origin`` those it had not processed, once. Recovered ones it read on
+    ``leaving`` are not read again."""
     if report.verdict in (RecoveryVerdict.NO_FAILOVER, RecoveryVerdict.RECOVERED):
         return None
-    read_there = f"the groups moved back read them on {origin} (their offsets translate back to before them)"
+    read_there = f"the groups moved back read on {origin} those of them they had not processed there"
     if report.verdict in (RecoveryVerdict.NO_RECORD, RecoveryVerdict.UNKNOWN):
         return (
             f"the records failover {report.failover_id} left on {origin} are not known ({report.verdict.value}); "

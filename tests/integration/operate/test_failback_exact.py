@@ -112,6 +112,9 @@ def test_failback_resumes_exactly_after_the_group_went_past_the_mirror(
         f"group {GROUP} {TOPIC}/2: moves back to 20, before offset 80 (the offset it holds there) up to which it "
         f"had processed on A: its offset on B ({COPY}/2 20) was set back before that point "
         "(60 offsets will be read again)",
+        # The 50 per partition never mirrored: the group reads on A those it had not processed (10 of partition 0).
+        f"150 offsets failover {over.operation_id} left on A are not on B ({TOPIC}/0 200-249, {TOPIC}/1 200-249, "
+        f"{TOPIC}/2 200-249): the groups moved back read on A those of them they had not processed there",
     )
 
     read_back = consume_as_group(clusters["A"], GROUP, TOPIC, 10**6, idle_polls=5)
