@@ -111,17 +111,25 @@ def process_facts(pid: int) -> ProcessFacts | None:
     return ProcessFacts(tuple(a.decode(errors="replace") for a in cmdline.split(b"\0") if a), start_ticks)
 
 
-def wait_for_exec(pid: int, main_classes: Collection[str], timeout: float = 10.0) -> ProcessFacts | None:
-    """The facts of a process just started, once its command line names one of ``main_classes``: until the
-    child has exec'd its program it is a copy of its parent (Python's command line), and a reader of its
-    PID file in between would take it for a foreign process. The start time stays the process's through
-    the exec. Returns what is there at the deadline, or None once the process is gone."""
+def wait_for_exec(
+    pid: int, main_classes: Collection[str], timeout: float = 10.0, program: str = "java"
+) -> ProcessFacts | None:
+    """The facts of a process just started, once it runs ``program`` (java) with one of ``main_classes``: until the
+    child has exec'd java it is a copy of its parent (Python's command line) or a launcher script (Spark's
+    ``spark-class`` names the main class too, then execs java), and a reader of its PID file during an exec
+    may find an empty command line and take it for a foreign process. The start time stays the process's
+    through the execs. Returns what is there at the deadline, or None once the process is gone."""
     deadline = time.monotonic() + timeout
     while True:
         facts = process_facts(pid)
-        if facts is None or not set(main_classes).isdisjoint(facts.cmdline) or time.monotonic() >= deadline:
+        if facts is None or _runs(facts, program, main_classes) or time.monotonic() >= deadline:
             return facts
         time.sleep(0.02)
+
+
+def _runs(facts: ProcessFacts, program: str, main_classes: Collection[str]) -> bool:
+    named = not set(main_classes).isdisjoint(facts.cmdline)
+    return named and Path(facts.cmdline[0]).name == program
 
 
 def _ps_facts(pid: int) -> ProcessFacts | None:

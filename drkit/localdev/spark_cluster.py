@@ -172,6 +172,10 @@ class LocalSpark:
             record = PidRecord.parse((home / "daemon.pid").read_text())
         except FileNotFoundError:
             return None
+        proc = self._started.get(name)
+        if record is not None and proc is not None and proc.pid == record.pid and proc.poll() is None:
+            # This object's own child, not reaped yet: its PID cannot name another process.
+            return record.pid
         facts = process_facts(record.pid) if record is not None else None
         main = MASTER_CLASS if name == MASTER else WORKER_CLASS
         found = verdict(record, facts, home / "daemon.properties", main_class=main)
@@ -296,7 +300,7 @@ class LocalSpark:
         )
         log.close()
         try:
-            facts = wait_for_exec(proc.pid, MAIN_CLASSES)  # spark-class execs java
+            facts = wait_for_exec(proc.pid, MAIN_CLASSES, timeout=30.0)  # spark-class execs java
         except BaseException:
             proc.kill()  # no PID file yet: nothing else would ever stop it
             raise

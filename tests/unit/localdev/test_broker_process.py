@@ -149,15 +149,18 @@ def test_without_proc_the_facts_come_from_ps() -> None:
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
 def test_a_started_process_is_waited_for_until_it_runs_its_program_and_keeps_its_start_time() -> None:
     """Before its exec a child is a copy of its parent: its PID file, read then, names no broker (CI once saw
-    wait_ready give up on a broker that was starting). The child here sleeps before it execs."""
-    code = "import os, time; time.sleep(0.3); os.execvp('sleep', ['sleep', '30'])"
+    wait_ready give up on a broker that was starting). Then, as Spark's ``spark-class``, a launcher script
+    names the main class before it execs the program: a reader during that exec may find an empty command
+    line (CI saw a local Spark worker refused as foreign). The child here waits before each exec."""
+    script = "sleep 0.3; exec sleep 30"
+    code = f"import os, time; time.sleep(0.3); os.execvp('sh', ['sh', '-c', {script!r}, 'sh', '30'])"
     child = subprocess.Popen([sys.executable, "-c", code])
     try:
         before = process_facts(child.pid)
-        assert before is not None and "sleep" not in before.cmdline
-        facts = wait_for_exec(child.pid, ["sleep"])
-        assert facts is not None and facts.cmdline[0] == "sleep" and facts.start_ticks == before.start_ticks
+        assert before is not None and "30" not in before.cmdline
+        facts = wait_for_exec(child.pid, ["30"], program="sleep")
+        assert facts is not None and facts.cmdline == ("sleep", "30") and facts.start_ticks == before.start_ticks
     finally:
         child.kill()
         child.wait()
-    assert wait_for_exec(child.pid, ["sleep"]) is None  # gone: no wait
+    assert wait_for_exec(child.pid, ["30"], program="sleep") is None  # gone: no wait

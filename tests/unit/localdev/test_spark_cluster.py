@@ -100,6 +100,29 @@ def test_a_daemon_that_exited_on_its_own_is_named_with_its_exit_code_not_taken_f
         spark.kill_worker(1)
 
 
+def test_a_daemon_this_object_started_is_its_own_even_mid_exec(tmp_path: Path) -> None:
+    """``spark-class`` names the main class, then execs java: read during that exec, the command line may be
+    empty (CI saw a starting worker refused as foreign, its cluster never up). A child not reaped yet cannot
+    have handed its PID on: this object's own is its daemon; another object still checks the command line."""
+    import subprocess
+    import sys
+
+    home = tmp_path / "worker-1"
+    home.mkdir()
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        facts = sc.process_facts(proc.pid)
+        (home / "daemon.pid").write_text(PidRecord(proc.pid, facts.start_ticks if facts else None).render())
+        spark = sc.LocalSpark(tmp_path)
+        with pytest.raises(RefusedError, match="names a process that is not this"):
+            spark._pid("worker-1")
+        spark._started["worker-1"] = proc  # as _start records it
+        assert spark._pid("worker-1") == proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def test_a_worker_is_found_on_the_port_it_bound(tmp_path: Path) -> None:
     # Spark takes the next port when its own is held (a TIME_WAIT of the worker it replaces): readiness and
     # status follow the worker's log, not the port it was asked for.
