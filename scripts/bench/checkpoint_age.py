@@ -21,8 +21,10 @@ Measured from outside, for ``--sample`` of the groups (every partition): a commi
 from its acknowledgement on A to the first observation, on the DR side, of a checkpoint at or past its offset
 (a later commit's checkpoint covers it: what a failover at that moment would resume from). Per contender: p50,
 p99 and max over the phase's commits, how many were never covered by the phase's end (their visibility is
-longer than what they were given: reported, not counted in the percentiles), the polling period (an
-observation is at most that late), the commit rate reached, and the 1-minute load average before and after.
+longer than what they were given: reported, not counted in the percentiles); the **re-reads** of a failover at
+200 moments spread over the phase (per sampled group, its commits acknowledged by then and not covered yet: each
+moved it one record on); the polling period (an observation is at most that late), the commit rate reached,
+and the 1-minute load average before and after.
 The drkit translator's Delta writes per phase are counted (its run file's runs): the follower does not add any.
 """
 
@@ -56,6 +58,8 @@ TOPIC, FLOW = "orders", "A->B"
 CONTENDERS = ("follow", "interval", "mm2")
 
 Key = tuple[str, int]  # (group, partition)
+#: Failovers imagined per phase for the re-read distribution (each at a moment of its commits' span).
+REREAD_INSTANTS = 200
 
 
 # -- the measure (pure: tests/unit/scripts/test_bench_checkpoint_age.py) ------------------------------------------
@@ -69,6 +73,7 @@ class Visibility:
     commits: dict[Key, list[tuple[int, float]]] = field(default_factory=dict)
     covered: dict[Key, int] = field(default_factory=dict)  # commits[key][:covered] are covered
     latencies: list[float] = field(default_factory=list)
+    covered_at: dict[Key, list[float]] = field(default_factory=dict)  # when each of commits[key][:covered] was
 
     def committed(self, key: Key, offset: int, at: float) -> None:
         self.commits.setdefault(key, []).append((offset, at))
@@ -82,11 +87,39 @@ class Visibility:
         upto = bisect.bisect_right([o for o, _ in commits], upstream)
         for _, acked in commits[done:upto]:
             self.latencies.append(max(0.0, at - acked))
+            self.covered_at.setdefault(key, []).append(max(at, acked))
         if upto > done:
             self.covered[key] = upto
 
     def uncovered(self) -> int:
         return sum(len(c) - self.covered.get(k, 0) for k, c in self.commits.items())
+
+    def rereads(self, at: float) -> dict[str, int]:
+        """Per group, the commits acknowledged by ``at`` that no checkpoint observed by then covered: what a
+        failover at ``at`` would make the group re-read (each commit here moves it one record on)."""
+        out: dict[str, int] = {}
+        for key, commits in self.commits.items():
+            acked = sum(1 for _, when in commits if when <= at)
+            known = bisect.bisect_right(self.covered_at.get(key, []), at)
+            out[key[0]] = out.get(key[0], 0) + acked - known
+        return out
+
+    def reread_distribution(self, instants: int = REREAD_INSTANTS) -> dict[str, Any]:
+        """The re-reads of every sampled group by a failover at ``instants`` moments evenly spread over the
+        commits' span (first to last acknowledgement): one value per (moment, group)."""
+        times = sorted(when for commits in self.commits.values() for _, when in commits)
+        if not times:
+            return {"failover_moments": 0}
+        first, last = times[0], times[-1]
+        moments = [first + (last - first) * i / max(1, instants - 1) for i in range(instants)]
+        values = sorted(n for at in moments for n in self.rereads(at).values())
+        return {
+            "failover_moments": len(moments),
+            "reread_records_per_group_p50": nearest_rank(values, 0.5),
+            "reread_records_per_group_p99": nearest_rank(values, 0.99),
+            "reread_records_per_group_max": values[-1],
+            "reread_records_per_group_mean": round(sum(values) / len(values), 2),
+        }
 
     def summary(self) -> dict[str, Any]:
         values = sorted(self.latencies)
@@ -96,6 +129,7 @@ class Visibility:
             "visibility_ms_p50": _ms(nearest_rank(values, 0.5)),
             "visibility_ms_p99": _ms(nearest_rank(values, 0.99)),
             "visibility_ms_max": _ms(values[-1] if values else None),
+            **self.reread_distribution(),
         }
 
 
@@ -461,13 +495,16 @@ def main() -> int:
         kafka.down()
     report["summary"] = {
         name: {
-            key: [p[key] for p in report["phases"] if p["contender"] == name]
+            key: [p.get(key) for p in report["phases"] if p["contender"] == name]
             for key in (
                 "visibility_ms_p50",
                 "visibility_ms_p99",
                 "visibility_ms_max",
                 "commits_never_covered",
                 "commit_rate",
+                "reread_records_per_group_p50",
+                "reread_records_per_group_p99",
+                "reread_records_per_group_max",
             )
         }
         for name in contenders

@@ -20,16 +20,13 @@ from __future__ import annotations
 
 import json
 import random
-import threading
 import time
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException, TopicPartition
-from confluent_kafka.admin import AdminClient
+from support.committers import Committers, distribution
 from support.kafka_io import commit, create_topic, produce, read_all
 from support.load import Job, SteadyProducer
 from support.ports import FOLLOW_KILLED
@@ -67,56 +64,6 @@ def kill_clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Lo
         kafka.down()
 
 
-class Committers(threading.Thread):
-    """Every COMMIT_EVERY s, each group commits every partition STEP records further (AlterConsumerGroupOffsets,
-    the groups' requests in flight together). Keeps per group the last offset sent and the last acknowledged;
-    stops at the first failure (A killed: the request times out)."""
-
-    def __init__(self, bootstrap: str, groups: list[str]) -> None:
-        super().__init__(daemon=True)
-        self.admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
-        self.groups = groups
-        self.sent: dict[str, int] = {}
-        self.acked: dict[str, int] = {}
-        self.failure: str | None = None
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        step = 0
-        while not self.stop.is_set():
-            started = time.monotonic()
-            step += 1
-            offset = step * STEP
-            parts = [TopicPartition(TOPIC, p, offset) for p in range(PARTITIONS)]
-            futures = {}
-            for group in self.groups:
-                self.sent[group] = offset
-                [(_, futures[group])] = self.admin.alter_consumer_group_offsets(
-                    [ConsumerGroupTopicPartitions(group, parts)], request_timeout=5
-                ).items()
-            for group, future in futures.items():
-                try:
-                    future.result()
-                except KafkaException as exc:
-                    self.failure = str(exc)
-                else:
-                    self.acked[group] = offset
-            if self.failure is not None:
-                return
-            self.stop.wait(max(0.0, COMMIT_EVERY - (time.monotonic() - started)))
-
-
-def distribution(rereads: dict[str, int]) -> dict[str, Any]:
-    values = sorted(rereads.values())
-    return {
-        "groups": len(values),
-        "max": values[-1],
-        "p50": values[len(values) // 2],
-        "zero": sum(1 for v in values if v == 0),
-        "counts": dict(sorted(Counter(values).items())),
-    }
-
-
 def test_a_source_killed_while_groups_commit_leaves_each_group_only_its_commits_in_flight_to_re_read(
     kill_clusters: tuple[LocalKafka, dict[str, str]], spark: Any, tmp_path: Path
 ) -> None:
@@ -146,7 +93,7 @@ def test_a_source_killed_while_groups_commit_leaves_each_group_only_its_commits_
     translator = Job("the translator", lambda: translating.run(False))
     mirror.start()
     translator.start()
-    committers = Committers(clusters["A"], groups)
+    committers = Committers(clusters["A"], groups, [(TOPIC, p) for p in range(PARTITIONS)], STEP, COMMIT_EVERY)
     seed = random.randrange(1 << 30)
     kill_after = random.Random(seed).uniform(0, KILL_WINDOW_SECONDS)
     try:

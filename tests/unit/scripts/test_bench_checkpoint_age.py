@@ -33,6 +33,25 @@ def test_a_checkpoint_covers_every_commit_at_or_below_it_once() -> None:
     assert v.latencies[-1] == 0.0
 
 
+def test_a_failover_at_a_moment_re_reads_the_commits_acknowledged_and_not_covered_by_then() -> None:
+    v = Visibility()
+    for offset, at in ((1, 10.0), (2, 11.0), (3, 12.0)):
+        v.committed(("g", 0), offset, at)
+    v.committed(("g", 1), 1, 10.5)
+    v.committed(("h", 0), 1, 10.0)
+    v.observed(("g", 0), 2, 12.5)  # covers g/0's 1 and 2 at 12.5
+    v.observed(("h", 0), 1, 10.2)
+    assert v.rereads(9.0) == {"g": 0, "h": 0}  # nothing acknowledged yet
+    assert v.rereads(11.0) == {"g": 3, "h": 0}  # g/0's 1 and 2, g/1's 1; h's covered at 10.2
+    assert v.rereads(12.5) == {"g": 2, "h": 0}  # g/0's 3 and g/1's 1 still unknown
+    v.committed(("h", 0), 2, 14.0)
+    v.observed(("h", 0), 5, 13.5)  # read before the acknowledgement came back: covered from the acknowledgement
+    assert v.rereads(13.9) == {"g": 2, "h": 0} and v.rereads(14.0)["h"] == 0
+    assert Visibility().reread_distribution() == {"failover_moments": 0}
+    spread = v.reread_distribution(instants=5)  # at 10, 11, 12, 13, 14: g 1, 3, 4, 2, 2 and h 1, 0, 0, 0, 0
+    assert spread["failover_moments"] == 5 and spread["reread_records_per_group_max"] == 4
+
+
 def mm2_record(group: str, topic: str, partition: int, upstream: int, downstream: int) -> tuple[bytes, bytes]:
     def string(s: str) -> bytes:
         return struct.pack(">h", len(s)) + s.encode()
