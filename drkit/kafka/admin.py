@@ -361,10 +361,10 @@ class KafkaAdmin:
 
     def commit_with_metadata_started(
         self, commits: Mapping[str, Mapping[tuple[str, int], tuple[int, str]]]
-    ) -> dict[str, Future[str | None]]:
+    ) -> dict[str, Future[ClusterError | AccessDenied | None]]:
         """As :meth:`commit_offsets_many`, each offset with its commit metadata (drkit.core.live_checkpoints), and
-        without waiting: per group a future of its refusal line (None: committed), done once the coordinator
-        answered."""
+        without waiting: per group a future of its refusal (None: committed; AccessDenied: a missing ACL), done
+        once the coordinator answered."""
         return self._commits_started(
             {
                 g: [TopicPartition(t, p, o, metadata=m) for (t, p), (o, m) in sorted(offs.items())]
@@ -375,42 +375,50 @@ class KafkaAdmin:
 
     def _commit_many(self, requests: Mapping[str, list[TopicPartition]]) -> dict[str, str]:
         started = self._commits_started(requests)
-        return {group: refused for group, future in started.items() if (refused := future.result()) is not None}
+        return {group: str(refused) for group, future in started.items() if (refused := future.result()) is not None}
 
-    def _commits_started(self, requests: Mapping[str, list[TopicPartition]]) -> dict[str, Future[str | None]]:
+    def _commits_started(
+        self, requests: Mapping[str, list[TopicPartition]]
+    ) -> dict[str, Future[ClusterError | AccessDenied | None]]:
         """One OffsetCommit per group, all in flight at once, spread over the group connections."""
-        out: dict[str, Future[str | None]] = {}
+        out: dict[str, Future[ClusterError | AccessDenied | None]] = {}
         spread = self._spread(len(requests))
         try:
             for group, partitions in requests.items():
                 request = ConsumerGroupTopicPartitions(group, partitions)
                 client = spread[len(out) % len(spread)]
                 sent = client.alter_consumer_group_offsets([request], request_timeout=self.timeout)[group]
-                answer: Future[str | None] = Future()
+                answer: Future[ClusterError | AccessDenied | None] = Future()
                 sent.add_done_callback(self._answer(group, answer))
                 out[group] = answer
         except KafkaException as exc:
             raise self._fail("cannot commit offsets", exc, Operation.READ) from None
         return out
 
-    def _answer(self, group: str, answer: Future[str | None]) -> Callable[[Future[ConsumerGroupTopicPartitions]], None]:
+    def _answer(
+        self, group: str, answer: Future[ClusterError | AccessDenied | None]
+    ) -> Callable[[Future[ConsumerGroupTopicPartitions]], None]:
         def done(future: Future[ConsumerGroupTopicPartitions]) -> None:
             try:
                 answer.set_result(self._commit_refusal(group, future))
             except Exception as exc:  # never an answer left unset: the follower waits on it
-                answer.set_result(f"cluster {self._alias}: cannot commit offsets for group {group!r}: {exc}")
+                answer.set_result(
+                    ClusterError(f"cluster {self._alias}: cannot commit offsets for group {group!r}: {exc}")
+                )
 
         return done
 
-    def _commit_refusal(self, group: str, future: Future[ConsumerGroupTopicPartitions]) -> str | None:
-        """The line of a group's commit that was refused (None: committed)."""
+    def _commit_refusal(
+        self, group: str, future: Future[ConsumerGroupTopicPartitions]
+    ) -> ClusterError | AccessDenied | None:
+        """Why a group's commit was refused (None: committed)."""
         try:
             result = future.result()
         except KafkaException as exc:
-            return str(self._fail(f"cannot commit offsets for group {group!r}", exc, Operation.READ, group=group))
+            return self._fail(f"cannot commit offsets for group {group!r}", exc, Operation.READ, group=group)
         for tp in result.topic_partitions or []:
             if tp.error is not None:
-                return str(self._partition_error(group, tp, Operation.READ))
+                return self._partition_error(group, tp, Operation.READ)
         return None
 
     def topic_acls(self) -> list[TopicAcl]:

@@ -20,6 +20,7 @@ from drkit.core.ports import CheckpointLog, Clusters, SyncLog, TopicPartition, u
 from drkit.core.reports import TranslationRun
 from drkit.core.status import EndsObservation
 from drkit.core.translate import SyncIndex
+from drkit.errors import AccessDenied, ClusterError
 from drkit.layout import JobKind
 
 
@@ -58,9 +59,9 @@ class ShadowGroups(Protocol):
 
     def commit_with_metadata_started(
         self, commits: Mapping[str, Mapping[TopicPartition, tuple[int, str]]]
-    ) -> dict[str, Future[str | None]]:
-        """Start committing each group's offsets, all requests in flight at once: per group a future of the reason
-        it was refused (None: committed)."""
+    ) -> dict[str, Future[ClusterError | AccessDenied | None]]:
+        """Start committing each group's offsets, all requests in flight at once: per group a future of why it
+        was refused (None: committed; AccessDenied: the principal lacks an ACL)."""
         ...
 
     def delete_groups(self, groups: Iterable[str]) -> dict[str, str]:

@@ -17,8 +17,9 @@ Log order, never offsets, decides what a shadow group holds: nothing is written 
 every partition up to its end as of its start (until then the fold may hold an older commit than one a
 previous follower wrote), a group's write is issued only after its previous one was answered (so two never
 race), and a failed group's change is put back under anything newer. A principal that may not read
-``__consumer_offsets`` gets one WARNING naming the cluster and the admin API fallback; the flow's interval runs
-then continue alone (``drkit_checkpoint_follow_mode`` 0).
+``__consumer_offsets``, or whose shadow group writes the target refuses for a missing ACL, gets one WARNING
+naming the cluster and the admin API fallback; the flow's interval runs then continue alone
+(``drkit_checkpoint_follow_mode`` 0). Other refusals (a coordinator moving) are retried, one WARNING per flush.
 """
 
 from __future__ import annotations
@@ -59,13 +60,17 @@ class FollowMode(StrEnum):
     ADMIN_API = "admin-api"  # only the interval runs (no follower, or reading the topic is not permitted)
 
 
+class ShadowsDenied(AccessDenied):
+    """The target refused a shadow group's write for a missing ACL: every write would be refused alike."""
+
+
 @dataclass(frozen=True)
 class InFlight:
     """One group's shadow write not answered yet: its change (put back if refused) and its source commit times."""
 
     change: GroupChange
     stamps: tuple[int, ...]
-    answer: Future[str | None]
+    answer: Future[ClusterError | AccessDenied | None]
 
 
 class CommitFollower:
@@ -116,12 +121,14 @@ class CommitFollower:
         """One WARNING line (never silent); the interval runs go on alone."""
         self.mode = FollowMode.ADMIN_API
         metrics.CHECKPOINT_FOLLOW_MODE.labels(self.flow.name).set(0)
+        if isinstance(exc, ShadowsDenied):
+            why = f"cluster {self.flow.target} refused the shadow groups' writes ({exc})"
+        else:
+            why = f"cannot read __consumer_offsets on cluster {self.flow.source} ({exc})"
         log.warning(
-            "flow %s: cannot read __consumer_offsets on cluster %s (%s): following commits through the admin API "
-            "every %s s instead",
+            "flow %s: %s: following commits through the admin API every %s s instead",
             self.flow.name,
-            self.flow.source,
-            exc,
+            why,
             self.flow.checkpoint.interval_seconds,
         )
 
@@ -179,8 +186,10 @@ class CommitFollower:
         for group in done:
             w = self.in_flight.pop(group)
             reason = w.answer.result()
+            if isinstance(reason, AccessDenied):
+                raise ShadowsDenied(str(reason))
             if reason is not None:
-                refused[group], changes[group] = reason, w.change
+                refused[group], changes[group] = str(reason), w.change
                 continue
             for ts in w.stamps:
                 if ts >= self.following_since_ms:

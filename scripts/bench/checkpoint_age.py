@@ -5,6 +5,7 @@ Usage::
 
     .venv/bin/python -m scripts.bench.checkpoint_age                      # ~10 min on 2 cores
     .venv/bin/python -m scripts.bench.checkpoint_age --groups 1000 --rate 1000 --seconds 150 --rounds 2
+    .venv/bin/python -m scripts.bench.checkpoint_age --flowing 400 --seconds 150   # MirrorMaker 2's figure too
 
 Three local KRaft clusters on 127.0.0.1 (drkit.localdev.clusters.LocalKafka): A the source, B drkit's target
 (the topic mirrored once by ``drkit mirror --once``), C MirrorMaker 2's (its own copy of the topic, dedicated
@@ -16,6 +17,13 @@ alternating (the order reversed every round):
 - ``follow``: ``drkit checkpoint`` with ``follow_commits`` (its shadow groups on B, polled with OffsetFetch);
 - ``interval``: ``drkit checkpoint`` without it (the ``checkpoints`` Delta table, read as failover reads it);
 - ``mm2``: MirrorMaker 2's checkpoints topic on C (``A.checkpoints.internal``), consumed as it is written.
+
+Without ``--flowing`` no record is produced during the phases and each commit moves its group one record on
+through records mirrored before: MirrorMaker 2 then emits no checkpoint at all (it emits one only when the
+translated downstream offset advances, and its offset syncs of those records are spaced exponentially, so
+every commit translates to the same one). With ``--flowing R``, R records/s are produced on A throughout and
+each commit puts its group at its partition's end (groups that keep up): MirrorMaker 2's syncs advance with the
+records, and ``drkit mirror`` runs in drkit's phases beside ``drkit checkpoint``, as in production.
 
 Measured from outside, for ``--sample`` of the groups (every partition): a commit's **visibility** is the time
 from its acknowledgement on A to the first observation, on the DR side, of a checkpoint at or past its offset
@@ -157,17 +165,26 @@ def decode_mm2_checkpoint(key: bytes, value: bytes) -> tuple[str, str, int, int]
 
 
 class CommitLoad(threading.Thread):
-    """``rate`` commits/s on A, round robin over (group, partition), each one record further; the sampled ones'
+    """``rate`` commits/s on A, round robin over (group, partition), each one record further, or to the partition's
+    end where ``heads`` tells it (records flowing: the groups keep up with them); the sampled ones'
     acknowledgements go to ``visibility``. At most ``in_flight`` requests outstanding (a slow broker slows it)."""
 
     def __init__(
-        self, bootstrap: str, groups: list[str], partitions: int, rate: int, start: Mapping[Key, int], sample: set[str]
+        self,
+        bootstrap: str,
+        groups: list[str],
+        partitions: int,
+        rate: int,
+        start: Mapping[Key, int],
+        sample: set[str],
+        heads: Callable[[int], int] | None = None,
     ) -> None:
         from confluent_kafka.admin import AdminClient
 
         super().__init__(daemon=True)
         self.admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
         self.groups, self.partitions, self.rate, self.sample = groups, partitions, rate, sample
+        self.heads = heads
         self.next = dict(start)
         self.visibility = Visibility()
         self.sent = self.acked = self.failed = 0
@@ -186,7 +203,8 @@ class CommitLoad(threading.Thread):
                 group = self.groups[i % len(self.groups)]
                 partition = (i // len(self.groups)) % self.partitions
                 key = (group, partition)
-                offset = self.next[key] = self.next[key] + 1
+                head = self.heads(partition) if self.heads is not None else 0
+                offset = self.next[key] = max(self.next[key] + 1, head)
                 request = ConsumerGroupTopicPartitions(group, [TopicPartition(TOPIC, partition, offset)])
                 [future] = self.admin.alter_consumer_group_offsets([request], request_timeout=30).values()
                 future.add_done_callback(self._done(key, offset))
@@ -207,6 +225,39 @@ class CommitLoad(threading.Thread):
                     self.visibility.committed(key, offset, at)
 
         return done
+
+
+class Flowing(threading.Thread):
+    """``rate`` records/s produced on A throughout the run, round robin over the partitions; ``head(p)`` is the
+    end of partition ``p`` as far as its acknowledgements tell (records flow: MirrorMaker 2's offset syncs
+    advance with them, as in production)."""
+
+    def __init__(self, bootstrap: str, partitions: int, rate: int, preloaded: int) -> None:
+        from confluent_kafka import Producer
+
+        super().__init__(daemon=True)
+        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "log_level": 0})
+        self.partitions, self.rate = partitions, rate
+        self.ends = [preloaded] * partitions
+        self.stop = threading.Event()
+
+    def head(self, partition: int) -> int:
+        return self.ends[partition]
+
+    def run(self) -> None:
+        started, i = time.monotonic(), 0
+        while not self.stop.is_set():
+            due = int((time.monotonic() - started) * self.rate)
+            while i < due:
+                partition = i % self.partitions
+                self.producer.produce(TOPIC, b"f", partition=partition, on_delivery=self._acked)
+                i += 1
+            self.producer.poll(0.01)
+        self.producer.flush(30)
+
+    def _acked(self, error: Any, message: Any) -> None:
+        if error is None:
+            self.ends[message.partition()] = max(self.ends[message.partition()], message.offset() + 1)
 
 
 class Watcher(threading.Thread):
@@ -362,19 +413,24 @@ def phase(
     start: dict[Key, int],
     workdir: Path,
     mm2: Any,
+    flowing: Flowing | None = None,
 ) -> dict[str, Any]:
-    """One contender's phase: its process started (MM2 runs throughout), the load, the watcher, the measure."""
-    job = None
+    """One contender's phase: its process started (MM2 runs throughout; with records flowing, drkit's mirror
+    runs in drkit's phases), the load, the watcher, the measure."""
+    job = mirror = None
     state = workdir / "state"
     if name in ("follow", "interval"):
         toml = drkit_config(workdir, clusters["A"], clusters["B"], groups, follow=name == "follow")
         job = spawn(f"drkit-{name}", drkit_cli("checkpoint", "-c", str(toml)), workdir, {"PYTHONPATH": str(REPO)})
+        if flowing is not None:  # records flow: drkit's mirror copies them meanwhile, as MirrorMaker 2 does
+            mirror = spawn("drkit-mirror", drkit_cli("mirror", "-c", str(toml)), workdir, {"PYTHONPATH": str(REPO)})
         reader = shadow_reader(clusters["B"], sample) if name == "follow" else table_reader(state, sample)
         period = 0.05 if name == "follow" else 0.2
     else:
         reader, period = mm2_reader(clusters["C"], set(sample)), 0.05
     time.sleep(args.warmup)  # the job's start (and, for the follower, its catch-up on __consumer_offsets)
-    load = CommitLoad(clusters["A"], groups, args.partitions, args.rate, start, set(sample))
+    heads = flowing.head if flowing is not None else None
+    load = CommitLoad(clusters["A"], groups, args.partitions, args.rate, start, set(sample), heads)
     watcher = Watcher(load, reader, period)
     before = load1()
     runs_before = _translator_runs(state)
@@ -388,6 +444,7 @@ def phase(
     watcher.join(60)
     start.update(load.next)
     stopped = job.stop(60) if job is not None else None
+    mirror_stopped = mirror.stop(60) if mirror is not None else None
     result = {
         "contender": name,
         **load.visibility.summary(),
@@ -402,6 +459,7 @@ def phase(
         "load1_before": before,
         "load1_after": load1(),
         "job": stopped,
+        "mirror": mirror_stopped,
         "mm2_alive": None if mm2 is None else mm2.proc.poll() is None,
     }
     log(json.dumps({k: result[k] for k in ("contender", "visibility_ms_p50", "visibility_ms_p99", "commit_rate")}))
@@ -428,6 +486,13 @@ def main() -> int:
     parser.add_argument("--grace", type=float, default=5.0)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--records", type=int, default=2000, help="records per partition on A")
+    parser.add_argument(
+        "--flowing",
+        type=int,
+        default=0,
+        help="records/s produced on A throughout, the groups committing at the partitions' ends (0: no records "
+        "flow, each commit one record further through records mirrored before)",
+    )
     parser.add_argument("--base-port", type=int, default=33092)
     parser.add_argument("--out", type=Path)
     parser.add_argument(
@@ -449,6 +514,7 @@ def main() -> int:
         "phases": [],
     }
     mm2 = None
+    flowing: Flowing | None = None
     try:
         clusters = {
             c.alias: c.bootstrap_servers for c in kafka.up(["A", "B", "C"] if "mm2" in contenders else ["A", "B"])
@@ -479,6 +545,9 @@ def main() -> int:
         )
         if once.returncode != 0:
             raise SystemExit(f"drkit mirror --once failed: {once.stderr[-2000:]}")
+        if args.flowing:
+            flowing = Flowing(clusters["A"], args.partitions, args.flowing, args.records)
+            flowing.start()
         if "mm2" in contenders:
             mm2 = start_mm2(workdir, clusters["A"], clusters["C"])
             time.sleep(args.warmup)
@@ -487,9 +556,12 @@ def main() -> int:
             for name in order:
                 log(f"round {r + 1}: {name}")
                 report["phases"].append(
-                    {"round": r + 1, **phase(name, args, clusters, groups, sample, start, workdir, mm2)}
+                    {"round": r + 1, **phase(name, args, clusters, groups, sample, start, workdir, mm2, flowing)}
                 )
     finally:
+        if flowing is not None:
+            flowing.stop.set()
+            flowing.join(60)
         if mm2 is not None:
             report["mm2"] = mm2.stop(60)
         kafka.down()

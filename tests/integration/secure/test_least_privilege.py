@@ -2,11 +2,13 @@
 the rows the tables list for its flow and features, does its work, counted record by record on the target;
 and a row revoked makes the job fail naming the ACL (drkit.kafka.authz, one line, exit 4).
 
-Two flows A->B, each in its own state root, as the principals ``lp-mirror``, ``lp-translator`` and
+Three flows A->B, each in its own state root, as the principals ``lp-mirror``, ``lp-translator`` and
 ``lp-operator`` (no other test grants them anything):
 
 * ``delivery = "exactly_once"`` (the TRANSACTIONAL_ID rows, the mirror's and failover's fencing);
-* ``replication_policy = "identity"``.
+* ``replication_policy = "identity"``;
+* ``follow_commits`` (the follower's rows, and its one-line fallback without READ on ``__consumer_offsets`` or on
+  the shadow groups).
 
 The prefix-policy case (heartbeats, ``sync_group_offsets``, failover over an unsynced tail) was taken out:
 it passed alone and in this folder's own session but once, in a whole-suite run, its mirror planned no batch
@@ -16,6 +18,7 @@ in 180 s, with the cause not found (it is in the history at 9b859e9).
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import threading
 import time
@@ -29,9 +32,12 @@ from confluent_kafka.admin import AclOperation as Op
 from confluent_kafka.admin import ResourceType as Res
 from support.acl_table import Acl, Names, acls, documented_rows
 from support.kafka_io import Rec, commit, committed_on, create_topic, produce, read_all
+from support.load import Job
 from support.secure import SecureClusters
+from support.waiting import wait_until
 
 from drkit.config import DrkitConfig, load_config
+from drkit.core.live_checkpoints import shadow_group
 from drkit.errors import AccessDenied, DrkitError
 from drkit.mirror.runner import MirrorRunner
 from drkit.service import Drkit
@@ -266,3 +272,82 @@ def test_identity_policy(secure: SecureClusters, spark: Any, tmp_path: Path) -> 
     assert committed_on(b, ID_GROUP, ID_TOPIC, client=admin_b) == ID_COMMITTED
     resumed = read_all(b, ID_TOPIC, start=ID_COMMITTED, client=admin_b)
     assert values(resumed) == values([r for r in on_a if r.offset >= ID_COMMITTED[r.partition]])
+
+
+# -- follow_commits: the follower's rows, and its one-line fallback without each of them ---------------------
+
+FC_TOPIC, FC_GROUP, FC_PARTITIONS = "ledger", "settle", 2
+FC_COPY = f"A.{FC_TOPIC}"
+FOLLOWER_LOG = "drkit.translator.follow"
+
+
+def test_follow_commits_rows_and_the_fallback_without_each_read(
+    secure: SecureClusters, spark: Any, tmp_path: Path, without: Callable[[Acl], Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """With the rows docs/security.md lists for ``follow_commits`` the follower writes each commit of the group to
+    its shadow group on B. Without READ on ``__consumer_offsets`` (source), or READ on the shadow groups (target),
+    the follower stops with one WARNING line naming the cluster and the admin API fallback (never a line per
+    interval), and the interval runs go on writing the group's checkpoints to Delta."""
+    a, b = secure.bootstrap["A"], secure.bootstrap["B"]
+    admin_a, admin_b = secure.client("A"), secure.client("B")
+    granted = acls(documented_rows(), Names("A", "B", FC_TOPIC, FC_GROUP), ROLES, frozenset({"follow_commits"}))
+    secure.grant(granted)
+    flow = Flow(
+        secure,
+        spark,
+        tmp_path / "follow",
+        flow_toml(
+            FC_TOPIC,
+            "[flows.checkpoint]",
+            "follow_commits = true",
+            "interval_seconds = 1",
+            "[flows.heartbeats]",
+            "interval_seconds = 0",
+        ),
+    )
+    create_topic(a, FC_TOPIC, FC_PARTITIONS, client=admin_a)
+    _fill(secure, FC_TOPIC, FC_PARTITIONS, 0, PER_BATCH)
+    flow.mirror_once()
+    shadow = shadow_group("A->B", FC_GROUP)
+    config = flow.config("translator")
+    caplog.set_level("WARNING", logger=FOLLOWER_LOG)
+
+    def following(offsets: dict[int, int], seen: Callable[[], bool]) -> list[str]:
+        """The translator, continuously, while the group commits ``offsets`` on A, until ``seen()``; the
+        follower's WARNING lines meanwhile."""
+        caplog.clear()
+        runner = TranslatorRunner(Drkit(config, spark).translator_context(), config.flows)
+        job = Job("the translator", lambda: runner.run(False))
+        job.start()
+        try:
+            commit(a, FC_GROUP, {(FC_TOPIC, p): o for p, o in offsets.items()}, client=admin_a)
+            wait_until(lambda: job.is_alive() and seen(), 90, f"the translator's checkpoints of {offsets}")
+            time.sleep(3)  # a few more follow intervals: a line per interval would show
+        finally:
+            runner.stopped.set()
+        job.finish(120)
+        return [r.getMessage() for r in caplog.records if r.name == FOLLOWER_LOG and r.levelno >= logging.WARNING]
+
+    def in_delta(offsets: dict[int, int]) -> bool:
+        rows = flow.drkit("operator").context.checkpoints.latest("A->B", [FC_GROUP])
+        return {r.checkpoint.partition: r.checkpoint.upstream_offset for r in rows} == offsets
+
+    followed = {0: 30, 1: 60}
+    lines = following(followed, lambda: committed_on(b, shadow, FC_COPY, client=admin_b) == followed)
+    assert lines == [], lines
+
+    source_read = one(granted, Res.TOPIC, "__consumer_offsets", Op.READ, "translator")
+    with without(source_read):
+        lines = following({0: 35, 1: 65}, lambda: in_delta({0: 35, 1: 65}))
+    assert len(lines) == 1 and "cannot read __consumer_offsets on cluster A" in lines[0], lines
+    assert "following commits through the admin API every 1.0 s instead" in lines[0], lines
+    print(f"without {source_read}: {lines[0]}")
+    assert committed_on(b, shadow, FC_COPY, client=admin_b) == followed  # no follower: the shadow stays
+
+    shadow_read = one(granted, Res.GROUP, "drkit.ckpt.A->B.", Op.READ, "translator")
+    with without(shadow_read):
+        lines = following({0: 40, 1: 70}, lambda: in_delta({0: 40, 1: 70}))
+    assert len(lines) == 1 and "cluster B refused the shadow groups' writes" in lines[0], lines
+    assert "following commits through the admin API every 1.0 s instead" in lines[0], lines
+    print(f"without {shadow_read}: {lines[0]}")
+    assert committed_on(b, shadow, FC_COPY, client=admin_b) == followed

@@ -24,6 +24,9 @@ from drkit.translator.follow import CommitFollower, FollowMode
 from drkit.translator.job import TranslatorJob
 from drkit.wiring import translator_context
 
+#: A shadow write's answer: None (committed), or why the target refused it.
+Refusal = ClusterError | AccessDenied | None
+
 FLOW = "A->B"
 
 
@@ -57,24 +60,27 @@ class FakeShadows:
         self.deleted: list[str] = []
         self.refuse = set(refuse)
         self.hold = hold
-        self.pending: dict[str, Future[str | None]] = {}
+        self.pending: dict[str, Future[Refusal]] = {}
+        self.deny = False
 
     def commit_with_metadata_started(
         self, commits: Mapping[str, Mapping[tuple[str, int], tuple[int, str]]]
-    ) -> dict[str, Future[str | None]]:
+    ) -> dict[str, Future[Refusal]]:
         self.commits.append({g: dict(o) for g, o in commits.items()})
-        out: dict[str, Future[str | None]] = {}
+        out: dict[str, Future[Refusal]] = {}
         for g in commits:
             out[g] = Future()
             if self.hold:
                 self.pending[g] = out[g]
+            elif self.deny:
+                out[g].set_result(AccessDenied(f"cluster B: the principal may not READ group {g!r}"))
             else:
-                out[g].set_result("cluster B: refused" if g in self.refuse else None)
+                out[g].set_result(ClusterError("cluster B: refused") if g in self.refuse else None)
         self.refuse.clear()
         return out
 
     def answer(self, group: str, refusal: str | None = None) -> None:
-        self.pending.pop(group).set_result(refusal)
+        self.pending.pop(group).set_result(None if refusal is None else ClusterError(refusal))
 
     def delete_groups(self, groups: Iterable[str]) -> dict[str, str]:
         self.deleted.extend(groups)
@@ -168,6 +174,29 @@ def test_a_refused_write_is_retried_with_the_newest(tmp_path: Path) -> None:
     assert shadows.commits[1][shadow_group(FLOW, "g")][("A.t", 0)][0] == 1010
 
 
+def test_shadow_writes_refused_for_a_missing_acl_fall_back_with_one_warning_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A target that refuses the shadow groups for a missing ACL refuses every write alike: not retried every
+    interval (a line each time), the follower stops with one line naming the target and the fallback."""
+    w = mirrored(tmp_path)
+    tail = FakeTail([[commit("g", 0, 10, 1)], [commit("g", 0, 20, 2)], [commit("g", 0, 30, 3)]])
+    shadows = FakeShadows()
+    shadows.deny = True
+    f = follower(w, tail, shadows)
+    guard = threading.Event()
+    timer = threading.Timer(10, guard.set)  # a follower that never falls back fails the test, not the run
+    timer.start()
+    with caplog.at_level(logging.WARNING, logger="drkit.translator.follow"):
+        assert f.run(guard) is FollowMode.ADMIN_API
+    timer.cancel()
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(lines) == 1, lines
+    assert "cluster B refused the shadow groups' writes" in lines[0] and "may not READ group" in lines[0]
+    assert "following commits through the admin API every 2.0 s instead" in lines[0]
+    assert len(shadows.commits) == 1 and tail.closed
+
+
 def test_a_refused_read_falls_back_with_one_warning_line(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     w = mirrored(tmp_path)
     tail = FakeTail([], denied=True)
@@ -186,7 +215,7 @@ def test_a_write_that_fails_outright_is_kept_for_the_next(tmp_path: Path) -> Non
     class Down(FakeShadows):
         def commit_with_metadata_started(
             self, commits: Mapping[str, Mapping[tuple[str, int], tuple[int, str]]]
-        ) -> dict[str, Future[str | None]]:
+        ) -> dict[str, Future[Refusal]]:
             raise ClusterError("cluster B: down")
 
     down = Down()
