@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from drkit.config import FlowConfig
@@ -113,10 +113,12 @@ def _failover_plan(
     last_run = ctx.runs.last_run(flow.name) if request.as_of is None else None
     require(Command.FAILOVER, flow, reaches.result())
     admin = ctx.clusters.admin(flow.target)
+    unread_live = None
     if request.as_of is None:  # the newest: a live checkpoint where the follower has a newer one
-        recorded = with_live(
+        newest = with_live(
             admin, flow, names, recorded, lambda g: None if last_run is None else last_run.confirmed_at(g)
         )
+        recorded, unread_live = newest.recorded, newest.refused
     checkpoints = [
         CheckpointFact(
             r.checkpoint.group,
@@ -154,6 +156,8 @@ def _failover_plan(
         eras,
         later,
     )
+    if unread_live is not None:
+        plan = replace(plan, warnings=(*plan.warnings, unread_live))
     return flow, names, plan, admin
 
 

@@ -10,11 +10,21 @@ group that does not exist is no live checkpoint (the row stands). Only the lates
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from drkit.config import FlowConfig
 from drkit.core.checkpoints import RecordedCheckpoint
-from drkit.core.live_checkpoints import live_checkpoints, merge_newest, shadow_group
+from drkit.core.live_checkpoints import SHADOW_PREFIX, live_checkpoints, merge_newest, shadow_group
 from drkit.core.ports import ClusterAdmin
+from drkit.errors import AccessDenied
+
+
+@dataclass(frozen=True)
+class Newest:
+    """The checkpoints to use, and why the live ones were left out when the target refused to show them."""
+
+    recorded: list[RecordedCheckpoint]
+    refused: str | None = None
 
 
 def with_live(
@@ -23,11 +33,21 @@ def with_live(
     groups: list[str],
     recorded: list[RecordedCheckpoint],
     confirmed_at: Callable[[str], int | None],
-) -> list[RecordedCheckpoint]:
-    """``recorded`` with each partition's live checkpoint where it is newer (``admin``: the flow's target)."""
+) -> Newest:
+    """``recorded`` with each partition's live checkpoint where it is newer (``admin``: the flow's target). A
+    principal that may not read the shadow groups gets the rows alone and the line saying so: older checkpoints
+    cost re-reads, never records, and a failover must not stop for them."""
     if not flow.checkpoint.follow_commits or not groups:
-        return recorded
+        return Newest(recorded)
     shadows = {shadow_group(flow.name, g): g for g in groups}
-    offsets = admin.committed_offsets_many(shadows)
+    try:
+        offsets = admin.committed_offsets_many(shadows)
+    except AccessDenied as exc:
+        return Newest(
+            recorded,
+            f"the live checkpoints were not read ({exc}): the checkpoints table's rows alone were used, older "
+            f"ones re-read more; grant DESCRIBE on the groups prefixed {SHADOW_PREFIX}{flow.name}. "
+            "(docs/security.md, follow_commits)",
+        )
     live = [c for name, found in offsets.items() for c in live_checkpoints(flow.name, shadows[name], found)]
-    return merge_newest(recorded, live, confirmed_at) if live else recorded
+    return Newest(merge_newest(recorded, live, confirmed_at) if live else recorded)

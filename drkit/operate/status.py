@@ -115,7 +115,7 @@ def _group_offsets(
             admin = ctx.clusters.admin(flow.target, probe=True)
             recorded = with_live(
                 admin, flow, groups, recorded, lambda g: None if last_run is None else last_run.confirmed_at(g)
-            )
+            ).recorded
     topics = sorted({r.checkpoint.source_topic for r in recorded})
     ranges = ctx.syncs.ranges(flow.name, topics) if topics else {}
     if not source_up or not groups:
