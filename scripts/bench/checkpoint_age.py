@@ -30,9 +30,9 @@ from its acknowledgement on A to the first observation, on the DR side, of a che
 (a later commit's checkpoint covers it: what a failover at that moment would resume from). Per contender: p50,
 p99 and max over the phase's commits, how many were never covered by the phase's end (their visibility is
 longer than what they were given: reported, not counted in the percentiles); the **re-reads** of a failover at
-200 moments spread over the phase (per sampled group, its commits acknowledged by then and not covered yet: each
-moved it one record on); the polling period (an observation is at most that late), the commit rate reached,
-and the 1-minute load average before and after.
+200 moments spread over the phase (per sampled group, the records from its newest commit covered by then to its
+newest acknowledged, summed over its partitions); the polling period (an observation is at most that late),
+the commit rate reached, and the 1-minute load average before and after.
 The drkit translator's Delta writes per phase are counted (its run file's runs): the follower does not add any.
 """
 
@@ -82,6 +82,8 @@ class Visibility:
     covered: dict[Key, int] = field(default_factory=dict)  # commits[key][:covered] are covered
     latencies: list[float] = field(default_factory=list)
     covered_at: dict[Key, list[float]] = field(default_factory=dict)  # when each of commits[key][:covered] was
+    #: Per key, its committed offset before the phase's first commit (what a failover resumes from at worst).
+    base: dict[Key, int] = field(default_factory=dict)
 
     def committed(self, key: Key, offset: int, at: float) -> None:
         self.commits.setdefault(key, []).append((offset, at))
@@ -103,13 +105,15 @@ class Visibility:
         return sum(len(c) - self.covered.get(k, 0) for k, c in self.commits.items())
 
     def rereads(self, at: float) -> dict[str, int]:
-        """Per group, the commits acknowledged by ``at`` that no checkpoint observed by then covered: what a
-        failover at ``at`` would make the group re-read (each commit here moves it one record on)."""
+        """Per group, the records a failover at ``at`` would make it re-read: on each partition, from the newest
+        commit covered by a checkpoint observed by then (or the phase's start) to the newest acknowledged by
+        then. In source offsets: exact translation assumed (MirrorMaker 2's own adds up to ``offset.lag.max``)."""
         out: dict[str, int] = {}
         for key, commits in self.commits.items():
-            acked = sum(1 for _, when in commits if when <= at)
+            acked = [offset for offset, when in commits if when <= at]
             known = bisect.bisect_right(self.covered_at.get(key, []), at)
-            out[key[0]] = out.get(key[0], 0) + acked - known
+            floor = commits[known - 1][0] if known else self.base.get(key, commits[0][0] - 1)
+            out[key[0]] = out.get(key[0], 0) + (max(0, max(acked) - floor) if acked else 0)
         return out
 
     def reread_distribution(self, instants: int = REREAD_INSTANTS) -> dict[str, Any]:
@@ -186,7 +190,7 @@ class CommitLoad(threading.Thread):
         self.groups, self.partitions, self.rate, self.sample = groups, partitions, rate, sample
         self.heads = heads
         self.next = dict(start)
-        self.visibility = Visibility()
+        self.visibility = Visibility(base={k: o for k, o in start.items() if k[0] in sample})
         self.sent = self.acked = self.failed = 0
         self.stop = threading.Event()
         self.lock = threading.Lock()

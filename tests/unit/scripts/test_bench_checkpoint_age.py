@@ -52,6 +52,16 @@ def test_a_failover_at_a_moment_re_reads_the_commits_acknowledged_and_not_covere
     assert spread["failover_moments"] == 5 and spread["reread_records_per_group_max"] == 4
 
 
+def test_with_records_flowing_a_re_read_counts_the_records_between_covered_and_acknowledged_commits() -> None:
+    v = Visibility(base={("g", 0): 100})  # the group had committed 100 before the phase
+    v.committed(("g", 0), 400, 10.0)  # each commit puts the group at its partition's end: hundreds further
+    v.committed(("g", 0), 800, 14.0)
+    assert v.rereads(9.0) == {"g": 0}
+    assert v.rereads(10.0) == {"g": 300}  # from 100 (nothing covered yet) to 400
+    v.observed(("g", 0), 400, 11.0)
+    assert v.rereads(11.0) == {"g": 0} and v.rereads(14.0) == {"g": 400}  # from the covered 400 to 800
+
+
 def mm2_record(group: str, topic: str, partition: int, upstream: int, downstream: int) -> tuple[bytes, bytes]:
     def string(s: str) -> bytes:
         return struct.pack(">h", len(s)) + s.encode()
