@@ -18,6 +18,7 @@ in 180 s, with the cause not found (it is in the history at 9b859e9).
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import re
 import threading
@@ -336,18 +337,21 @@ def test_follow_commits_rows_and_the_fallback_without_each_read(
     lines = following(followed, lambda: committed_on(b, shadow, FC_COPY, client=admin_b) == followed)
     assert lines == [], lines
 
-    source_read = one(granted, Res.TOPIC, "__consumer_offsets", Op.READ, "translator")
-    with without(source_read):
-        lines = following({0: 35, 1: 65}, lambda: in_delta({0: 35, 1: 65}))
-    assert len(lines) == 1 and "cannot read __consumer_offsets on cluster A" in lines[0], lines
-    assert "following commits through the admin API every 1.0 s instead" in lines[0], lines
-    print(f"without {source_read}: {lines[0]}")
-    assert committed_on(b, shadow, FC_COPY, client=admin_b) == followed  # no follower: the shadow stays
-
-    shadow_read = one(granted, Res.GROUP, "drkit.ckpt.A->B.", Op.READ, "translator")
-    with without(shadow_read):
-        lines = following({0: 40, 1: 70}, lambda: in_delta({0: 40, 1: 70}))
-    assert len(lines) == 1 and "cluster B refused the shadow groups' writes" in lines[0], lines
-    assert "following commits through the admin API every 1.0 s instead" in lines[0], lines
-    print(f"without {shadow_read}: {lines[0]}")
-    assert committed_on(b, shadow, FC_COPY, client=admin_b) == followed
+    revoked = (
+        (
+            one(granted, Res.TOPIC, "__consumer_offsets", Op.READ, "translator"),
+            "cannot read __consumer_offsets on cluster A",
+        ),
+        (
+            one(granted, Res.GROUP, "drkit.ckpt.A->B.", Op.READ, "translator"),
+            "cluster B refused the shadow groups' writes",
+        ),
+    )
+    for step, (acl, says) in enumerate(revoked, start=1):
+        offsets = {p: o + 5 * step for p, o in followed.items()}
+        with without(acl):
+            lines = following(offsets, functools.partial(in_delta, offsets))
+        assert len(lines) == 1 and says in lines[0], lines
+        assert "following commits through the admin API every 1.0 s instead" in lines[0], lines
+        print(f"without {acl}: {lines[0]}")
+        assert committed_on(b, shadow, FC_COPY, client=admin_b) == followed  # no follower: the shadow stays
