@@ -59,7 +59,9 @@ def group_offsets(bootstrap: str, group: str) -> list[tuple[str, int, int, str]]
 
 
 def drill_groups(bootstrap: str) -> list[str]:
-    groups = AdminClient({"bootstrap.servers": bootstrap}).list_consumer_groups().result(30)
+    # A fresh client's listing asks every broker; a whole-suite run once saw it unanswered within 30 s on a
+    # loaded machine after the probe had answered right: the listing is given the request's own timeout.
+    groups = AdminClient({"bootstrap.servers": bootstrap}).list_consumer_groups(request_timeout=60).result(90)
     return sorted(g.group_id for g in groups.valid if g.group_id.startswith(DRILL_GROUP_PREFIX))
 
 
