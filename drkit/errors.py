@@ -66,3 +66,7 @@ class AccessDenied(DrkitError):
     it as down) must not take a missing ACL for one."""
 
     exit_code = 4
+
+
+#: Why a cluster refused one request of several in flight: a missing ACL, or any other broker error.
+Refusal = ClusterError | AccessDenied

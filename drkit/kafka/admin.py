@@ -24,7 +24,7 @@ from drkit.core.heartbeat import HeartbeatCopy, created_ms_of
 from drkit.core.mirror_lease import LEASE_TOPIC, LeaseEntry
 from drkit.core.origin import TargetTail
 from drkit.core.reach import Reach
-from drkit.errors import AccessDenied, ClusterError
+from drkit.errors import AccessDenied, ClusterError, Refusal
 from drkit.kafka import acls, clients, topics
 from drkit.kafka.authz import Operation, denied
 from drkit.kafka.tail import TAIL_CONSUMER_SETTINGS, TAIL_GROUP, read_tail
@@ -361,7 +361,7 @@ class KafkaAdmin:
 
     def commit_with_metadata_started(
         self, commits: Mapping[str, Mapping[tuple[str, int], tuple[int, str]]]
-    ) -> dict[str, Future[ClusterError | AccessDenied | None]]:
+    ) -> dict[str, Future[Refusal | None]]:
         """As :meth:`commit_offsets_many`, each offset with its commit metadata (drkit.core.live_checkpoints), and
         without waiting: per group a future of its refusal (None: committed; AccessDenied: a missing ACL), done
         once the coordinator answered."""
@@ -377,18 +377,16 @@ class KafkaAdmin:
         started = self._commits_started(requests)
         return {group: str(refused) for group, future in started.items() if (refused := future.result()) is not None}
 
-    def _commits_started(
-        self, requests: Mapping[str, list[TopicPartition]]
-    ) -> dict[str, Future[ClusterError | AccessDenied | None]]:
+    def _commits_started(self, requests: Mapping[str, list[TopicPartition]]) -> dict[str, Future[Refusal | None]]:
         """One OffsetCommit per group, all in flight at once, spread over the group connections."""
-        out: dict[str, Future[ClusterError | AccessDenied | None]] = {}
+        out: dict[str, Future[Refusal | None]] = {}
         spread = self._spread(len(requests))
         try:
             for group, partitions in requests.items():
                 request = ConsumerGroupTopicPartitions(group, partitions)
                 client = spread[len(out) % len(spread)]
                 sent = client.alter_consumer_group_offsets([request], request_timeout=self.timeout)[group]
-                answer: Future[ClusterError | AccessDenied | None] = Future()
+                answer: Future[Refusal | None] = Future()
                 sent.add_done_callback(self._answer(group, answer))
                 out[group] = answer
         except KafkaException as exc:
@@ -396,7 +394,7 @@ class KafkaAdmin:
         return out
 
     def _answer(
-        self, group: str, answer: Future[ClusterError | AccessDenied | None]
+        self, group: str, answer: Future[Refusal | None]
     ) -> Callable[[Future[ConsumerGroupTopicPartitions]], None]:
         def done(future: Future[ConsumerGroupTopicPartitions]) -> None:
             try:
@@ -408,9 +406,7 @@ class KafkaAdmin:
 
         return done
 
-    def _commit_refusal(
-        self, group: str, future: Future[ConsumerGroupTopicPartitions]
-    ) -> ClusterError | AccessDenied | None:
+    def _commit_refusal(self, group: str, future: Future[ConsumerGroupTopicPartitions]) -> Refusal | None:
         """Why a group's commit was refused (None: committed)."""
         try:
             result = future.result()

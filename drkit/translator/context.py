@@ -20,7 +20,7 @@ from drkit.core.ports import CheckpointLog, Clusters, SyncLog, TopicPartition, u
 from drkit.core.reports import TranslationRun
 from drkit.core.status import EndsObservation
 from drkit.core.translate import SyncIndex
-from drkit.errors import AccessDenied, ClusterError
+from drkit.errors import Refusal
 from drkit.layout import JobKind
 
 
@@ -59,7 +59,7 @@ class ShadowGroups(Protocol):
 
     def commit_with_metadata_started(
         self, commits: Mapping[str, Mapping[TopicPartition, tuple[int, str]]]
-    ) -> dict[str, Future[ClusterError | AccessDenied | None]]:
+    ) -> dict[str, Future[Refusal | None]]:
         """Start committing each group's offsets, all requests in flight at once: per group a future of why it
         was refused (None: committed; AccessDenied: the principal lacks an ACL)."""
         ...

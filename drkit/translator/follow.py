@@ -36,7 +36,7 @@ from drkit.core.checkpoints import Checkpoint, CommittedOffset, plan_checkpoints
 from drkit.core.group_commits import CommitLog, MalformedRecord, RecordKind
 from drkit.core.live_checkpoints import GroupChange, PendingCommits, ShadowWrite, shadow_group, shadow_write
 from drkit.core.translate import SyncIndex
-from drkit.errors import AccessDenied, ClusterError
+from drkit.errors import AccessDenied, ClusterError, Refusal
 from drkit.translator.context import CommitTail, ShadowGroups
 from drkit.translator.job import TranslatorJob
 
@@ -70,7 +70,7 @@ class InFlight:
 
     change: GroupChange
     stamps: tuple[int, ...]
-    answer: Future[ClusterError | AccessDenied | None]
+    answer: Future[Refusal | None]
 
 
 class CommitFollower:

@@ -97,7 +97,7 @@ class Visibility:
         upto = bisect.bisect_right([o for o, _ in commits], upstream)
         for _, acked in commits[done:upto]:
             self.latencies.append(max(0.0, at - acked))
-            self.covered_at.setdefault(key, []).append(max(at, acked))
+            self.covered_at.setdefault(key, []).append(at)
         if upto > done:
             self.covered[key] = upto
 

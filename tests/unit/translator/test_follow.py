@@ -18,14 +18,11 @@ from drkit.core.group_commits import GroupRecord, RecordKind
 from drkit.core.live_checkpoints import decode_metadata, shadow_group
 from drkit.core.offsets import SyncRange
 from drkit.core.translate import Position
-from drkit.errors import AccessDenied, ClusterError
+from drkit.errors import AccessDenied, ClusterError, Refusal
 from drkit.layout import StateLayout
 from drkit.translator.follow import CommitFollower, FollowMode
 from drkit.translator.job import TranslatorJob
 from drkit.wiring import translator_context
-
-#: A shadow write's answer: None (committed), or why the target refused it.
-Refusal = ClusterError | AccessDenied | None
 
 FLOW = "A->B"
 
@@ -60,14 +57,14 @@ class FakeShadows:
         self.deleted: list[str] = []
         self.refuse = set(refuse)
         self.hold = hold
-        self.pending: dict[str, Future[Refusal]] = {}
+        self.pending: dict[str, Future[Refusal | None]] = {}
         self.deny = False
 
     def commit_with_metadata_started(
         self, commits: Mapping[str, Mapping[tuple[str, int], tuple[int, str]]]
-    ) -> dict[str, Future[Refusal]]:
+    ) -> dict[str, Future[Refusal | None]]:
         self.commits.append({g: dict(o) for g, o in commits.items()})
-        out: dict[str, Future[Refusal]] = {}
+        out: dict[str, Future[Refusal | None]] = {}
         for g in commits:
             out[g] = Future()
             if self.hold:
@@ -215,7 +212,7 @@ def test_a_write_that_fails_outright_is_kept_for_the_next(tmp_path: Path) -> Non
     class Down(FakeShadows):
         def commit_with_metadata_started(
             self, commits: Mapping[str, Mapping[tuple[str, int], tuple[int, str]]]
-        ) -> dict[str, Future[Refusal]]:
+        ) -> dict[str, Future[Refusal | None]]:
             raise ClusterError("cluster B: down")
 
     down = Down()
