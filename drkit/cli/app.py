@@ -148,12 +148,20 @@ def main(argv: list[str] | None = None, facade_factory: FacadeFactory | None = N
     previous = signal.getsignal(signal.SIGTERM) if _main_thread() else None
     if previous is not None:
         signal.signal(signal.SIGTERM, _terminate)
+    # Ctrl-C noted before it is raised: a library may turn the KeyboardInterrupt into an error of its own (py4j
+    # while Spark starts: its JVM got the SIGINT too), and the run still ends as interrupted. Only where Python's
+    # own handler is in place: an ignored SIGINT (a job started in the background) stays ignored.
+    interrupt = signal.getsignal(signal.SIGINT) if _main_thread() else None
+    if interrupt is signal.default_int_handler:
+        signal.signal(signal.SIGINT, invocation.interrupt)
     try:
         with json_stdout(output is Output.json):
             code = _run(args, invocation, output)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        if interrupt is signal.default_int_handler:
+            signal.signal(signal.SIGINT, interrupt)
         if invocation.logs is not None:
             invocation.logs.close(keep_handlers=argv is None)  # a process of its own exits next
     if argv is None:
@@ -172,6 +180,8 @@ def _run(args: list[str], invocation: Invocation, output: Output) -> int:
         # the return value instead of an exception.
         result = app(args=args, prog_name="drkit", standalone_mode=False, obj=invocation)
     except DrkitError as exc:
+        if invocation.interrupted:
+            return _interrupted(output)
         if invocation.debug:
             raise
         error(invocation.mask(str(exc)), output, exc.exit_code)
@@ -184,8 +194,7 @@ def _run(args: list[str], invocation: Invocation, output: Output) -> int:
         error("aborted: nothing was changed", output, 1)
         return 1
     except KeyboardInterrupt:
-        error("interrupted (Ctrl-C)", output, INTERRUPTED)
-        return INTERRUPTED
+        return _interrupted(output)
     except Terminated:
         error("terminated (SIGTERM)", output, TERMINATED)
         return TERMINATED
@@ -197,6 +206,8 @@ def _run(args: list[str], invocation: Invocation, output: Output) -> int:
         if isinstance(exit_code, int) and callable(show):
             error(_usage_line(exc), output, exit_code)
             return exit_code
+        if invocation.interrupted:  # what a library made of the Ctrl-C
+            return _interrupted(output)
         if invocation.debug:
             raise
         # A bug or a fault drkit does not know yet: one line; --debug shows the traceback. Only the type and
@@ -214,6 +225,11 @@ def _run(args: list[str], invocation: Invocation, output: Output) -> int:
     if result == INTERRUPTED and not invocation.reported:  # Typer turns Ctrl-C into a silent exit 130
         error("interrupted (Ctrl-C)", output, INTERRUPTED)
     return result if type(result) is int else 0
+
+
+def _interrupted(output: Output) -> int:
+    error("interrupted (Ctrl-C)", output, INTERRUPTED)
+    return INTERRUPTED
 
 
 def _name_logs(invocation: Invocation) -> None:

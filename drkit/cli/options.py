@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -39,7 +41,14 @@ class Invocation:
         self.reported = False
         #: Where log lines go (set by the root callback: --verbose, DRKIT_LOG).
         self.logs: LogSetup | None = None
+        #: SIGINT arrived during the run (``interrupt``): whatever error follows, the run was interrupted.
+        self.interrupted = False
         self._facades: dict[Path, Drkit] = {}
+
+    def interrupt(self, signum: int, frame: Any) -> None:
+        """The CLI's SIGINT handler: noted, then raised as Python's own handler does (KeyboardInterrupt)."""
+        self.interrupted = True
+        signal.default_int_handler(signum, frame)
 
     def mask(self, text: str) -> str:
         """``text`` with the loaded configs' secrets and any secret assignment masked, as config errors are:

@@ -340,14 +340,36 @@ def bug() -> None:
     raise RuntimeError("boom\n\tat a.java.Trace")
 
 
+def ctrl_c_in_a_library() -> None:
+    """A SIGINT that a library turns into an error of its own (py4j while Spark starts: "An error occurred
+    while calling None.None", its JVM interrupted too)."""
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)  # the handler raises before this ends
+    except KeyboardInterrupt:
+        raise RuntimeError("An error occurred while calling None.None") from None
+
+
+def ctrl_c_as_a_drkit_error() -> None:
+    from drkit.errors import MirrorError
+
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(5)
+    except KeyboardInterrupt:
+        raise MirrorError("the mirror could not start: the Spark gateway exited") from None
+
+
 @pytest.mark.parametrize(
     "fault, expected, phrase",
     [
         (sigterm, 143, "terminated (SIGTERM)"),
         (ctrl_c, 130, "interrupted"),
         (bug, 1, "unexpected RuntimeError: boom"),
+        (ctrl_c_in_a_library, 130, "interrupted (Ctrl-C)"),
+        (ctrl_c_as_a_drkit_error, 130, "interrupted (Ctrl-C)"),
     ],
-    ids=["sigterm", "sigint", "bug"],
+    ids=["sigterm", "sigint", "bug", "sigint-in-a-library", "sigint-as-a-drkit-error"],
 )
 @pytest.mark.parametrize("json_mode", [False, True], ids=["text", "json"])
 def test_interruptions_and_unexpected_errors_are_one_line(
@@ -366,10 +388,10 @@ def test_interruptions_and_unexpected_errors_are_one_line(
         raise AssertionError("not reached")
 
     monkeypatch.setattr(Drkit, "status", status)
-    previous = signal.getsignal(signal.SIGTERM)
+    previous = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
     code, out, err = run(capsys, factory, "status", *(["-o", "json"] if json_mode else []))
     assert_one_error(code, out, err, expected, json_mode, phrase)
-    assert signal.getsignal(signal.SIGTERM) == previous  # the CLI's handler is removed again
+    assert (signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)) == previous  # the CLI's handlers go
 
 
 NOISY = """
