@@ -94,6 +94,8 @@ def _render_status(report: StatusReport) -> Iterable[RenderableType]:
         yield _lease_line(f.flow, f.mirror_lease)
         if f.left_behind in _LEFT_BEHIND_SHOWN:
             yield _left_behind_line(f.flow, f.left_behind, f.left_behind_offsets)
+        if f.live_checkpoints_unread:
+            yield f"[yellow]{f.flow}: {escape(f.live_checkpoints_unread)}[/]"
         if f.groups:
             rows = [
                 [

@@ -183,6 +183,9 @@ class FlowStatus:
     #: not known).
     left_behind: RecoveryVerdict = RecoveryVerdict.NO_FAILOVER
     left_behind_offsets: int | None = 0
+    #: Why the commit follower's live checkpoints were not read (empty: read, or the flow does not follow
+    #: commits): the groups' checkpoint ages are then the rows' alone, older than a failover may find.
+    live_checkpoints_unread: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)

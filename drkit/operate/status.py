@@ -95,6 +95,7 @@ class _GroupsRead:
     recorded: list[RecordedCheckpoint]
     committed: dict[str, list[CommittedOffset]] | None
     ranges: dict[TopicPartition, list[SyncRange]]
+    live_unread: str = ""
 
 
 def _group_offsets(
@@ -110,20 +111,25 @@ def _group_offsets(
     source now (None: unknown, the source did not answer or refused)."""
     recorded = recorded_read.result()
     groups = sorted({r.checkpoint.group for r in recorded})
+    unread = ""
     if target_up and groups:
-        with contextlib.suppress(DrkitError):  # no live checkpoint read: the rows alone, as without the follower
+        try:
             admin = ctx.clusters.admin(flow.target, probe=True)
-            recorded = with_live(
+            newest = with_live(
                 admin, flow, groups, recorded, lambda g: None if last_run is None else last_run.confirmed_at(g)
-            ).recorded
+            )
+            recorded, unread = newest.recorded, newest.refused or ""
+        except DrkitError as exc:  # the rows alone, as without the follower, and the line saying so
+            unread = f"the live checkpoints were not read ({exc}): the checkpoints table's rows alone are shown"
     topics = sorted({r.checkpoint.source_topic for r in recorded})
     ranges = ctx.syncs.ranges(flow.name, topics) if topics else {}
     if not source_up or not groups:
-        return _GroupsRead(recorded, None if not source_up else {}, ranges)
+        return _GroupsRead(recorded, None if not source_up else {}, ranges, unread)
     try:
-        return _GroupsRead(recorded, ctx.clusters.admin(flow.source, probe=True).committed_offsets_many(groups), ranges)
+        committed = ctx.clusters.admin(flow.source, probe=True).committed_offsets_many(groups)
+        return _GroupsRead(recorded, committed, ranges, unread)
     except DrkitError:
-        return _GroupsRead(recorded, None, ranges)
+        return _GroupsRead(recorded, None, ranges, unread)
 
 
 def flow_status(ctx: OperateContext, flow: FlowConfig, reaches: Future[dict[str, Reach]] | None = None) -> FlowStatus:
@@ -219,6 +225,7 @@ def flow_status(ctx: OperateContext, flow: FlowConfig, reaches: Future[dict[str,
         mirror_lease=lease,
         left_behind=left_behind,
         left_behind_offsets=left_offsets,
+        live_checkpoints_unread=read.live_unread,
     )
 
 

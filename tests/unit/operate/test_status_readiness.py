@@ -5,18 +5,23 @@ at risk (unread, not mirrored), "unknown", never 0, when the source does not ans
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
+import pytest
 from prometheus_client import REGISTRY
 from support.fakes import NOW_MS, World, two_cluster_config, world
 
 from drkit import metrics
+from drkit.cli.app import main
 from drkit.core.checkpoints import Checkpoint, CommittedOffset, RecordedCheckpoint
 from drkit.core.live_checkpoints import LiveCheckpoint, encode_metadata, shadow_group
 from drkit.core.offsets import SyncRange
 from drkit.core.readiness import GroupReadiness, Readiness, group_rereads
 from drkit.core.translate import Position
+from drkit.errors import AccessDenied, ClusterError, DrkitError
 from drkit.operate.status import status
+from drkit.service import Drkit
 
 FLOW = "A->B"
 
@@ -54,6 +59,46 @@ def test_the_followers_newer_checkpoint_is_the_one_a_failover_would_use(tmp_path
     w.b.metadata[shadow_group(FLOW, "billing")] = {("A.orders", 0): encode_metadata(live)}
     w.b.offsets[shadow_group(FLOW, "billing")] = {("A.orders", 0): 55}
     assert groups(w)["billing"].reread_records == 0
+
+
+@pytest.mark.parametrize(
+    "refusal, why",
+    [
+        (AccessDenied("cluster B: principal lacks DESCRIBE on group drkit.ckpt.A->B.billing"), "grant DESCRIBE"),
+        (ClusterError("cluster B: OffsetFetch timed out after 10 s"), "OffsetFetch timed out"),
+    ],
+    ids=["denied", "timed-out"],
+)
+def test_live_checkpoints_status_could_not_read_are_said_never_dropped_silently(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, refusal: DrkitError, why: str
+) -> None:
+    """The rows alone then: the group looks older than a failover may find it, and the status says why."""
+    w = fresh(tmp_path, follow=True)
+    live = LiveCheckpoint(Checkpoint(FLOW, "billing", "orders", "A.orders", 0, 55, 55, Position.MIRRORED), NOW_MS)
+    w.b.metadata[shadow_group(FLOW, "billing")] = {("A.orders", 0): encode_metadata(live)}
+    w.b.offsets[shadow_group(FLOW, "billing")] = {("A.orders", 0): 55}
+    read = w.b.committed_offsets_many
+
+    def refuse(names: Iterable[str]) -> dict[str, list[CommittedOffset]]:
+        names = list(names)
+        if any(n.startswith("drkit.ckpt.") for n in names):
+            raise refusal
+        return read(names)
+
+    w.b.committed_offsets_many = refuse  # type: ignore[method-assign]
+    with pytest.raises(SystemExit):
+        main(["status", "--flow", FLOW], facade_factory=lambda path: Drkit(w.config, context=w.context))
+    out = capsys.readouterr().out
+    assert "A->B: the live checkpoints were not read" in " ".join(out.split()), out
+    [flow] = status(w.context, w.config.flows).flows
+    assert {g.group: g.reread_records for g in flow.groups}["billing"] == 15  # the row's 40, not the live 55
+    assert "the live checkpoints were not read" in flow.live_checkpoints_unread
+    assert why in flow.live_checkpoints_unread and "cluster B" in flow.live_checkpoints_unread
+    assert flow.as_dict()["live_checkpoints_unread"] == flow.live_checkpoints_unread
+    w.b.committed_offsets_many = read  # type: ignore[method-assign]
+    [flow] = status(w.context, w.config.flows).flows
+    assert flow.live_checkpoints_unread == ""
+    assert {g.group: g.reread_records for g in flow.groups}["billing"] == 0
 
 
 def test_with_the_source_gone_how_many_is_unknown_never_zero(tmp_path: Path) -> None:
