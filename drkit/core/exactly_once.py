@@ -16,6 +16,10 @@ A flow in ``exactly_once`` delivery copies with transactional producers. Invaria
   offsets say, and the copy goes on after them. Reading before fencing could miss a zombie's commit.
 * **A partition's copies in a batch are one transaction.** A transaction commits a partition's whole
   planned range or nothing, so the copies a restart finds are always a prefix of the range, in order.
+* **A transaction's span trades visibility for throughput only while behind.** The continuous copier commits a
+  slot's transaction after :func:`transaction_span`: its base (the latency a ``read_committed`` consumer adds)
+  while it keeps up with the source; while it is behind, long enough that its commits, which hold the copying
+  thread, take at most a tenth of its time, and never longer than ``BEHIND_SPAN_SECONDS``.
 """
 
 from __future__ import annotations
@@ -46,6 +50,24 @@ def slot_of(topic: str, partition: int, slots: int) -> int:
     """The slot whose transactional id writes every copy of ``topic/partition`` (consecutive partitions of
     a topic go to consecutive slots, so a topic's partitions spread over all of them)."""
     return (zlib.crc32(topic.encode()) + partition) % max(1, slots)
+
+
+#: While the copier is behind the source, the most of its time its commits may hold the copying thread.
+BEHIND_COMMIT_SHARE = 0.1
+#: While the copier is behind, the longest a transaction stays open (what a backlog's records wait on top).
+BEHIND_SPAN_SECONDS = 0.5
+
+
+def transaction_span(base: float, last_commit: float, behind: bool) -> float:
+    """How long a slot's transaction of the continuous copier stays open before it is committed. Caught up:
+    ``base``. Behind (its last read filled its chunk), the records read wait in the source anyway, and a commit
+    (a flush of every copy in flight, then ``EndTxn``) holds the copying thread for ``last_commit`` seconds:
+    the transaction stays open until the commit costs at most ``BEHIND_COMMIT_SHARE`` of the time, up to
+    ``BEHIND_SPAN_SECONDS``, never shorter than ``base``."""
+    if not behind:
+        return base
+    share = BEHIND_COMMIT_SHARE
+    return max(base, min(BEHIND_SPAN_SECONDS, last_commit * (1 - share) / share))
 
 
 def transactional_id(flow: str, slot: int) -> str:

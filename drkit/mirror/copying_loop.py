@@ -164,6 +164,8 @@ class CopyingLoop:
                 try:
                     if error is not None:
                         raise error
+                    if self.txn is not None and reading:
+                        self.txn.behind = len(messages) >= CHUNK
                     waiting, self.unproduced = self.unproduced, []
                     self._copy(waiting + messages if waiting else messages)
                     if self.txn is not None:

@@ -6,7 +6,9 @@ copies its own records never fence each other). Invariants:
 
 * **Commit as records flow.** A slot's transaction opens with the first copy after its last commit and is
   committed ``COMMIT_SECONDS`` later (a commit flushes: every copy in it is acknowledged first), so a
-  ``read_committed`` consumer sees a copy tens of milliseconds after it was made. A lane's copies count
+  ``read_committed`` consumer sees a copy tens of milliseconds after it was made; while the copier is behind
+  the source, later (drkit.core.exactly_once.transaction_span: a commit holds the copying thread, and a
+  backlog would be copied at a fraction of the at-least-once rate). A lane's copies count
   (``Lane.committed``) only once their transaction committed: a batch takes committed copies only.
 * **No copy is produced into a transaction being committed.** A commit (its flush, then ``EndTxn``) blocks the
   copying thread up to ``COMMIT_WAIT_SECONDS``; one that timed out is retried (librdkafka resumes it), and
@@ -35,7 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from drkit.core.exactly_once import Partition, Resume, slot_of
+from drkit.core.exactly_once import Partition, Resume, slot_of, transaction_span
 from drkit.core.offsets import BatchRanges
 from drkit.mirror.lanes import Lane
 from drkit.mirror.producers import describe, is_fenced
@@ -105,6 +107,10 @@ class LaneTransactions:
         self._open: dict[int, _Open] = {}
         #: transactions committed (for the benchmark and the tests)
         self.commits = 0
+        #: the copying thread's last read filled its chunk: the copier is behind the source (set by that thread)
+        self.behind = False
+        #: how long the last commit held the copying thread
+        self.last_commit = 0.0
 
     def bind(self, producer_conf: Mapping[str, Any]) -> None:
         """The producer settings the batches ask for (a change makes new slot producers: commit first)."""
@@ -130,20 +136,25 @@ class LaneTransactions:
             held.producer.poll(0)
 
     def commit_due(self, force: bool = False) -> bool:
-        """Commit the transactions open for ``commit_seconds`` (every one with ``force``); False when one could
-        not be committed yet (a commit that timed out is resumed on the next call). The due slots commit at
-        once, each on a thread of its own (each slot is its own transactional producer; the calls wait on the
-        network, outside the GIL), so the copying thread waits for the slowest commit, not for their sum; it
-        alone changes the transactions' state, once every call returned."""
+        """Commit the transactions open for their span (``commit_seconds`` while the copier keeps up; every one
+        with ``force``); False when one could not be committed yet (a commit that timed out is resumed on the
+        next call). The due slots commit at once, each on a thread of its own (each slot is its own
+        transactional producer; the calls wait on the network, outside the GIL), so the copying thread waits
+        for the slowest commit, not for their sum; it alone changes the transactions' state, once every call
+        returned."""
         now = self._clock()
+        span = transaction_span(self.commit_seconds, self.last_commit, self.behind)
         due = [
             (slot, held)
             for slot, held in sorted(self._open.items())
-            if force or held.committing or now - held.began >= self.commit_seconds
+            if force or held.committing or now - held.began >= span
         ]
+        if not due:
+            return True
         for _, held in due:
             held.committing = True
         errors = self._end_all([held for _, held in due])
+        self.last_commit = self._clock() - now
         done = True
         for (slot, held), error in zip(due, errors, strict=True):
             done = self._settle(slot, held, error) and done

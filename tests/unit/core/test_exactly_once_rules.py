@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 from drkit.core.batch import EARLIEST
 from drkit.core.exactly_once import (
+    BEHIND_COMMIT_SHARE,
+    BEHIND_SPAN_SECONDS,
     TRANSACTION_SLOTS,
     Delivery,
     Partition,
@@ -19,6 +21,7 @@ from drkit.core.exactly_once import (
     resume,
     slot_groups,
     slot_of,
+    transaction_span,
     transactional_id,
 )
 from drkit.core.offsets import BatchRanges
@@ -257,3 +260,30 @@ def test_copies_at_or_past_until_put_the_partition_in_again(since: int, n: int, 
     assert found.again == {("t", 0)}
     assert found.found[("t", 0)] == ((since, 1),)
     assert all(u < until for u, _ in found.found[("t", 0)])
+
+
+# ------------------------------------------------------------------------------ a transaction's span
+
+
+def test_a_copier_that_keeps_up_commits_at_its_base_whatever_a_commit_took() -> None:
+    assert transaction_span(0.05, 0.0, behind=False) == 0.05
+    assert transaction_span(0.05, 0.3, behind=False) == 0.05
+
+
+def test_behind_a_transaction_stays_open_until_its_commit_is_a_tenth_of_the_time() -> None:
+    # a 30 ms commit: open 270 ms, so the copying thread copies 270 of every 300 ms
+    assert abs(transaction_span(0.05, 0.03, behind=True) - 0.27) < 1e-9
+    assert transaction_span(0.05, 0.001, behind=True) == 0.05  # never shorter than the base
+    assert transaction_span(0.05, 2.0, behind=True) == BEHIND_SPAN_SECONDS  # a slow commit: capped
+
+
+@given(st.floats(0.0, 1.0), st.floats(0.0, 5.0), st.booleans())
+def test_the_span_is_bounded_and_behind_the_commits_share_is_at_most_its_bound(
+    base: float, last_commit: float, behind: bool
+) -> None:
+    span = transaction_span(base, last_commit, behind)
+    assert base <= span <= max(base, BEHIND_SPAN_SECONDS)
+    if not behind:
+        assert span == base
+    elif span < BEHIND_SPAN_SECONDS and last_commit > 0:
+        assert last_commit / (span + last_commit) <= BEHIND_COMMIT_SHARE + 1e-9

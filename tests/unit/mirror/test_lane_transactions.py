@@ -338,3 +338,59 @@ def test_anything_but_a_kafka_error_in_a_commit_is_raised_to_the_copying_thread(
     txn, _ = _open_every_slot(producers)
     with pytest.raises(RuntimeError, match="not a broker's answer"):
         txn.commit_due()
+
+
+class _Clock:
+    """A clock a commit moves on: ``commit`` seconds per commit call."""
+
+    def __init__(self, commit: float) -> None:
+        self.now, self.commit = 100.0, commit
+
+    def __call__(self) -> float:
+        return self.now
+
+    def tick(self) -> None:
+        self.now += self.commit
+
+
+def test_behind_the_source_a_transaction_stays_open_until_its_commit_is_a_tenth_of_the_time() -> None:
+    clock = _Clock(commit=0.03)
+    producer = _Committing(clock.tick)
+    txn = LaneTransactions(_Slots([producer]), lambda ranges, topics: resume({}, {}), "B", 0.05, clock)  # type: ignore[arg-type]
+    lane = _Lane()
+    txn.producer(("t", 0), lane)  # type: ignore[arg-type]
+    clock.now += 0.06
+    assert txn.commit_due() and txn.commits == 1 and txn.last_commit == pytest.approx(0.03)
+    txn.behind = True  # the copying thread's last read filled its chunk
+    txn.producer(("t", 0), lane)  # type: ignore[arg-type]
+    clock.now += 0.25
+    assert txn.commit_due() and txn.commits == 1  # 30 ms of commit: open 270 ms
+    clock.now += 0.03
+    assert txn.commit_due() and txn.commits == 2
+    txn.producer(("t", 0), lane)  # type: ignore[arg-type]
+    clock.now += 0.06
+    assert txn.commit_due() and txn.commits == 2
+    txn.behind = False  # caught up: committed at its base again
+    assert txn.commit_due() and txn.commits == 3
+
+
+def test_the_copying_thread_says_it_is_behind_while_its_reads_fill_their_chunk(
+    parts: tuple[Source, Target, Copier],
+) -> None:
+    from drkit.mirror.reader import CHUNK
+
+    source, target, c = parts
+    seen: list[bool] = []
+    due = c.txn.commit_due
+
+    def noting(force: bool = False) -> bool:
+        seen.append(c.txn.behind)
+        return due(force)
+
+    c.txn.commit_due = noting  # type: ignore[method-assign]
+    source.append("t", 0, range(CHUNK + 10))
+    taken = c.take({("t", 0): (0, CHUNK + 10)})
+    assert taken.rows is not None and rows(taken.rows) == [(0, 0, CHUNK + 9, 0)]
+    assert target.origins(("A.t", 0)) == list(range(CHUNK + 10))
+    assert True in seen  # the first read: a whole chunk
+    wait_until(lambda: seen[-1] is False, 5, "a partial read: caught up", 0.01)
