@@ -136,21 +136,19 @@ class LaneTransactions:
             held.producer.poll(0)
 
     def commit_due(self, force: bool = False) -> bool:
-        """Commit the transactions open for their span (``commit_seconds`` while the copier keeps up; every one
-        with ``force``); False when one could not be committed yet (a commit that timed out is resumed on the
-        next call). The due slots commit at once, each on a thread of its own (each slot is its own
+        """Once a transaction was open for its span (``commit_seconds`` while the copier keeps up), or with
+        ``force``, commit every open one; False when one could not be committed yet (a commit that timed out is
+        resumed on the next call). The slots commit at once, each on a thread of its own (each slot is its own
         transactional producer; the calls wait on the network, outside the GIL), so the copying thread waits
         for the slowest commit, not for their sum; it alone changes the transactions' state, once every call
         returned."""
         now = self._clock()
         span = transaction_span(self.commit_seconds, self.last_commit, self.behind)
-        due = [
-            (slot, held)
-            for slot, held in sorted(self._open.items())
-            if force or held.committing or now - held.began >= span
-        ]
-        if not due:
+        if not any(force or held.committing or now - held.began >= span for held in self._open.values()):
             return True
+        # One due, all committed: the commits run at once and the copying thread waits for the slowest, so the
+        # others cost it almost nothing now, where each on its own turn would hold it again.
+        due = sorted(self._open.items())
         for _, held in due:
             held.committing = True
         errors = self._end_all([held for _, held in due])

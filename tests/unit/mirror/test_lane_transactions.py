@@ -394,3 +394,22 @@ def test_the_copying_thread_says_it_is_behind_while_its_reads_fill_their_chunk(
     assert target.origins(("A.t", 0)) == list(range(CHUNK + 10))
     assert True in seen  # the first read: a whole chunk
     wait_until(lambda: seen[-1] is False, 5, "a partial read: caught up", 0.01)
+
+
+def test_once_one_transaction_is_due_every_open_one_commits_with_it() -> None:
+    """Behind the source the spans vary: slots committed each on its own turn would hold the copying thread once
+    each; committed together, it waits once, for the slowest."""
+    from drkit.core.exactly_once import slot_of
+
+    clock = _Clock(commit=0.01)
+    producers = [_Committing(clock.tick), _Committing(clock.tick)]
+    txn = LaneTransactions(_Slots(producers), lambda ranges, topics: resume({}, {}), "B", 0.05, clock)  # type: ignore[arg-type]
+    first, second = (next(("t", p) for p in range(100) if slot_of("t", p, 2) == slot) for slot in (0, 1))
+    lanes = [_Lane(), _Lane()]
+    txn.producer(first, lanes[0])  # type: ignore[arg-type]
+    clock.now += 0.03
+    txn.producer(second, lanes[1])  # type: ignore[arg-type]
+    assert txn.commit_due() and txn.commits == 0
+    clock.now += 0.03  # the first is due, the second open for 30 ms only
+    assert txn.commit_due() and txn.commits == 2
+    assert all(p.committed for p in producers) and [lane.committed for lane in lanes] == [2, 2]
