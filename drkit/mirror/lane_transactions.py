@@ -37,6 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from drkit import metrics
 from drkit.core.exactly_once import Partition, Resume, slot_of, transaction_span
 from drkit.core.offsets import BatchRanges
 from drkit.mirror.lanes import Lane
@@ -153,6 +154,7 @@ class LaneTransactions:
             held.committing = True
         errors = self._end_all([held for _, held in due])
         self.last_commit = self._clock() - now
+        metrics.MIRROR_TRANSACTION_COMMIT_SECONDS.labels(self.producers.flow).observe(self.last_commit)
         done = True
         for (slot, held), error in zip(due, errors, strict=True):
             done = self._settle(slot, held, error) and done

@@ -269,6 +269,7 @@ class _Slots:
 
     def __init__(self, producers: list[Any]) -> None:
         self.slots, self._producers = len(producers), producers
+        self.flow = "A->B"
 
     def producer(self, slot: int, conf: Mapping[str, Any]) -> tuple[Any, bool]:
         return self._producers[slot], False
@@ -354,6 +355,15 @@ class _Clock:
 
 
 def test_behind_the_source_a_transaction_stays_open_until_its_commit_is_a_tenth_of_the_time() -> None:
+    from prometheus_client import REGISTRY
+
+    def observed() -> tuple[float, float]:
+        labels = {"flow": "A->B"}
+        name = "drkit_mirror_transaction_commit_seconds"
+        count = REGISTRY.get_sample_value(f"{name}_count", labels) or 0.0
+        return count, REGISTRY.get_sample_value(f"{name}_sum", labels) or 0.0
+
+    before = observed()
     clock = _Clock(commit=0.03)
     producer = _Committing(clock.tick)
     txn = LaneTransactions(_Slots([producer]), lambda ranges, topics: resume({}, {}), "B", 0.05, clock)  # type: ignore[arg-type]
@@ -372,6 +382,8 @@ def test_behind_the_source_a_transaction_stays_open_until_its_commit_is_a_tenth_
     assert txn.commit_due() and txn.commits == 2
     txn.behind = False  # caught up: committed at its base again
     assert txn.commit_due() and txn.commits == 3
+    count, total = observed()
+    assert count - before[0] == 3 and total - before[1] == pytest.approx(0.09)  # each commit's time, exported
 
 
 def test_the_copying_thread_says_it_is_behind_while_its_reads_fill_their_chunk(
