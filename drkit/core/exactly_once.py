@@ -52,6 +52,9 @@ def slot_of(topic: str, partition: int, slots: int) -> int:
     return (zlib.crc32(topic.encode()) + partition) % max(1, slots)
 
 
+#: The copier is behind the source once this many reads in a row filled their chunk: a backlog fills every read,
+#: where one full read after the copying thread was held up (a slow commit, a busy machine) is a moment's lag.
+BEHIND_FULL_READS = 3
 #: While the copier is behind the source, the most of its time its commits may hold the copying thread.
 BEHIND_COMMIT_SHARE = 0.1
 #: While the copier is behind, the longest a transaction stays open (what a backlog's records wait on top).
@@ -60,10 +63,10 @@ BEHIND_SPAN_SECONDS = 0.5
 
 def transaction_span(base: float, last_commit: float, behind: bool) -> float:
     """How long a slot's transaction of the continuous copier stays open before it is committed. Caught up:
-    ``base``. Behind (its last read filled its chunk), the records read wait in the source anyway, and a commit
-    (a flush of every copy in flight, then ``EndTxn``) holds the copying thread for ``last_commit`` seconds:
-    the transaction stays open until the commit costs at most ``BEHIND_COMMIT_SHARE`` of the time, up to
-    ``BEHIND_SPAN_SECONDS``, never shorter than ``base``."""
+    ``base``. Behind (``BEHIND_FULL_READS`` reads in a row filled their chunk), the records read wait in the
+    source anyway, and a commit (a flush of every copy in flight, then ``EndTxn``) holds the copying thread for
+    ``last_commit`` seconds: the transaction stays open until the commit costs at most ``BEHIND_COMMIT_SHARE``
+    of the time, up to ``BEHIND_SPAN_SECONDS``, never shorter than ``base``."""
     if not behind:
         return base
     share = BEHIND_COMMIT_SHARE

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from drkit.core.batch import EARLIEST, Partition
+from drkit.core.exactly_once import BEHIND_FULL_READS
 from drkit.core.mirror_lease import EPOCH_HEADER
 from drkit.core.origin import origin_prefix
 from drkit.mirror.lane_transactions import LaneTransactions
@@ -84,6 +85,8 @@ class CopyingLoop:
         self._paused: set[Partition] = set()
         #: the mirror is stopping: no more reading, batches take what was copied and copy the rest
         self.stopped_reading = False
+        #: reads in a row that filled their chunk (exactly-once: the copier is behind the source after a few)
+        self._full_reads = 0
 
     def start_clients(self, producer_conf: dict[str, Any], topic_map: dict[str, str]) -> None:
         """Make the consumer, and the producer with the settings the batches will ask for (a batch asking for
@@ -165,7 +168,8 @@ class CopyingLoop:
                     if error is not None:
                         raise error
                     if self.txn is not None and reading:
-                        self.txn.behind = len(messages) >= CHUNK
+                        self._full_reads = self._full_reads + 1 if len(messages) >= CHUNK else 0
+                        self.txn.behind = self._full_reads >= BEHIND_FULL_READS
                     waiting, self.unproduced = self.unproduced, []
                     self._copy(waiting + messages if waiting else messages)
                     if self.txn is not None:

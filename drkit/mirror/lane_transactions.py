@@ -108,7 +108,7 @@ class LaneTransactions:
         self._open: dict[int, _Open] = {}
         #: transactions committed (for the benchmark and the tests)
         self.commits = 0
-        #: the copying thread's last read filled its chunk: the copier is behind the source (set by that thread)
+        #: the copier is behind the source (set by the copying thread: its last reads filled their chunk)
         self.behind = False
         #: how long the last commit held the copying thread
         self.last_commit = 0.0

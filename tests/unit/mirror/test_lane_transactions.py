@@ -386,8 +386,9 @@ def test_behind_the_source_a_transaction_stays_open_until_its_commit_is_a_tenth_
     assert count - before[0] == 3 and total - before[1] == pytest.approx(0.09)  # each commit's time, exported
 
 
-def test_the_copying_thread_says_it_is_behind_while_its_reads_fill_their_chunk(
-    parts: tuple[Source, Target, Copier],
+@pytest.mark.parametrize("full_reads, behind", [(1, False), (3, True)], ids=["a-moments-lag", "a-backlog"])
+def test_the_copying_thread_says_it_is_behind_once_its_reads_fill_their_chunk_three_times_in_a_row(
+    parts: tuple[Source, Target, Copier], full_reads: int, behind: bool
 ) -> None:
     from drkit.mirror.reader import CHUNK
 
@@ -400,11 +401,12 @@ def test_the_copying_thread_says_it_is_behind_while_its_reads_fill_their_chunk(
         return due(force)
 
     c.txn.commit_due = noting  # type: ignore[method-assign]
-    source.append("t", 0, range(CHUNK + 10))
-    taken = c.take({("t", 0): (0, CHUNK + 10)})
-    assert taken.rows is not None and rows(taken.rows) == [(0, 0, CHUNK + 9, 0)]
-    assert target.origins(("A.t", 0)) == list(range(CHUNK + 10))
-    assert True in seen  # the first read: a whole chunk
+    end = full_reads * CHUNK + 10
+    source.append("t", 0, range(end))
+    taken = c.take({("t", 0): (0, end)})
+    assert taken.rows is not None and rows(taken.rows) == [(0, 0, end - 1, 0)]
+    assert target.origins(("A.t", 0)) == list(range(end))
+    assert (True in seen) is behind
     wait_until(lambda: seen[-1] is False, 5, "a partial read: caught up", 0.01)
 
 
