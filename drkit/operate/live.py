@@ -16,7 +16,7 @@ from drkit.config import FlowConfig
 from drkit.core.checkpoints import RecordedCheckpoint
 from drkit.core.live_checkpoints import SHADOW_PREFIX, live_checkpoints, merge_newest, shadow_group
 from drkit.core.ports import ClusterAdmin
-from drkit.errors import AccessDenied
+from drkit.errors import AccessDenied, DrkitError
 
 
 @dataclass(frozen=True)
@@ -25,6 +25,15 @@ class Newest:
 
     recorded: list[RecordedCheckpoint]
     refused: str | None = None
+
+
+def not_read(exc: DrkitError, then: str = "") -> str:
+    """The line for live checkpoints that could not be read: the rows alone stand (older: re-reads, no loss)."""
+    line = (
+        f"the live checkpoints were not read ({exc}): the checkpoints table's rows alone were used, older ones "
+        "re-read more"
+    )
+    return f"{line}; {then}" if then else line
 
 
 def with_live(
@@ -43,11 +52,7 @@ def with_live(
     try:
         offsets = admin.committed_offsets_many(shadows)
     except AccessDenied as exc:
-        return Newest(
-            recorded,
-            f"the live checkpoints were not read ({exc}): the checkpoints table's rows alone were used, older "
-            f"ones re-read more; grant DESCRIBE on the groups prefixed {SHADOW_PREFIX}{flow.name}. "
-            "(docs/security.md, follow_commits)",
-        )
+        grant = f"grant DESCRIBE on the groups prefixed {SHADOW_PREFIX}{flow.name}. (docs/security.md, follow_commits)"
+        return Newest(recorded, not_read(exc, grant))
     live = [c for name, found in offsets.items() for c in live_checkpoints(flow.name, shadows[name], found)]
     return Newest(merge_newest(recorded, live, confirmed_at) if live else recorded)

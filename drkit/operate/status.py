@@ -36,7 +36,7 @@ from drkit.errors import ClusterError, DrkitError, StoreError
 from drkit.layout import JobKind
 from drkit.operate.context import OperateContext
 from drkit.operate.lag import oldest_unmirrored, source_ends
-from drkit.operate.live import with_live
+from drkit.operate.live import not_read, with_live
 from drkit.operate.ports import LastRun
 from drkit.operate.reach import probing, require
 from drkit.operate.recovery import open_failover
@@ -120,7 +120,7 @@ def _group_offsets(
             )
             recorded, unread = newest.recorded, newest.refused or ""
         except DrkitError as exc:  # the rows alone, as without the follower, and the line saying so
-            unread = f"the live checkpoints were not read ({exc}): the checkpoints table's rows alone are shown"
+            unread = not_read(exc)
     topics = sorted({r.checkpoint.source_topic for r in recorded})
     ranges = ctx.syncs.ranges(flow.name, topics) if topics else {}
     if not source_up or not groups:
