@@ -16,6 +16,7 @@ from drkit.core.ports import CheckpointLog, Clusters, SyncLog
 from drkit.core.reports import TranslationRun
 from drkit.core.status import EndsObservation
 from drkit.kafka.admin import KafkaAdmin, KafkaClusters
+from drkit.kafka.checkpoint_topic import CheckpointWriter
 from drkit.kafka.consumer_offsets import ConsumerOffsetsTail
 from drkit.kafka.topology import TopologyReconciler
 from drkit.layout import JobKind, StateLayout
@@ -62,7 +63,7 @@ def translator_context(
         sync_indexes,
         clock,
         commit_tail=lambda alias: ConsumerOffsetsTail(config.clusters[alias], alias),
-        shadow_groups=lambda alias: KafkaAdmin(config.clusters[alias], alias),
+        checkpoint_topic=lambda alias: CheckpointWriter(config.clusters[alias], alias),
     )
 
 

@@ -1,24 +1,28 @@
-"""Live checkpoints: each source group's newest committed offset, translated, held by a shadow group on the target.
+"""Live checkpoints: each source group's newest committed offsets, translated, as one record on the target.
 
-The follower (drkit.translator.follow) reads the source's ``__consumer_offsets`` and commits, per selected
-source group, to the target group :func:`shadow_group` (``drkit.ckpt.<flow>.<group>``): per (target topic,
-partition) the translated offset, and as commit metadata a small versioned JSON (:func:`encode_metadata`) with
-the upstream offset C, the source topic, the translation's position and the source commit timestamp. Reading a
-group's newest checkpoint is then one OffsetFetch of its shadow group, whatever the history.
+The follower (drkit.translator.follow) reads the source's ``__consumer_offsets`` and appends, per selected source
+group that changed, one record to the target's :data:`CHECKPOINT_TOPIC` (compacted, one partition, as MirrorMaker
+2's ``<source>.checkpoints.internal``): key :func:`record_key` (the flow and the group), value
+:func:`encode_value`, a small versioned JSON of every checkpoint the group holds (per source partition the
+translated offset, the upstream offset C, the translation's position and the source commit timestamp); a
+tombstone when the group was deleted. The changes of a thousand groups are then one produce request, where a
+commit per group (the shadow groups drkit wrote before) took the target a thousand OffsetCommits, and
+compaction keeps each key's newest record: failover reads every group's newest checkpoint in one pass of one
+partition, bounded by the keys and the part not compacted yet (drkit.kafka.checkpoint_topic).
 
 Invariants:
 
-- A shadow group's name is the prefix, the flow (``A->B``: cluster aliases hold no ``.``) and the group; a
-  name without the prefix is never one, and two (flow, group) pairs never share one. Shadow groups are never
-  selected as source groups (:func:`is_shadow`), so a reversed flow does not shadow them again.
-- A shadow group only moves forward in the source's log order: :class:`PendingCommits` keeps, per group and
+- A key names one (flow, group): the JSON array of the two (any group name, never ambiguous); a record whose
+  key or value is not one drkit wrote (another version, not JSON) says nothing.
+- A group's record only moves forward in the source's log order: :class:`PendingCommits` keeps, per group and
   partition, the last record of ``__consumer_offsets`` in log order (a reset to an earlier offset is a newer
-  commit and is kept), and the follower writes one group's changes one request at a time, each after the
-  previous one was acknowledged. The offsets are never compared to decide.
-- A deleted group (group tombstone) loses its shadow group; a deleted offset (offset tombstone) gets a
-  ``deleted`` marker (Kafka's admin API cannot delete one group offset while keeping the others). Either way
-  the live store says nothing of it and failover uses the ``checkpoints`` table's row, as it always did for a
-  deleted group (its last checkpoint is kept: drkit.core.checkpoints ``GROUP_DELETED``).
+  commit and is kept), :class:`LiveState` holds each group's whole current set, and every record carries it
+  whole: the newest record of a key is the group's newest state (one partition, an idempotent producer: the
+  records are appended in the order they were sent). The offsets are never compared to decide.
+- A deleted group (group tombstone) gets a tombstone; a deleted offset (offset tombstone) is left out of the
+  group's next record. Either way the live store says nothing of it and failover uses the ``checkpoints``
+  table's row, as it always did for a deleted group (its last checkpoint is kept: drkit.core.checkpoints
+  ``GROUP_DELETED``).
 - :func:`newest` picks, per partition, the newer of the table's row and the live checkpoint by time: the live
   one wins only when its source commit is later than the table's knowledge (its row or the translator's
   confirmation of it). It assumes the source brokers' and drkit's clocks agree within a follow interval.
@@ -27,44 +31,46 @@ Invariants:
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from drkit.core.checkpoints import Checkpoint, CommittedOffset, RecordedCheckpoint
+from drkit.core.checkpoints import Checkpoint, RecordedCheckpoint
 from drkit.core.group_commits import GroupRecord, RecordKind
 from drkit.core.translate import Position
 
-#: The prefix of every shadow group's name (a user group with it is never translated).
-SHADOW_PREFIX = "drkit.ckpt."
-#: The version of the commit metadata's JSON written now (a reader ignores versions it does not know).
-METADATA_VERSION = 1
-#: Kafka's ``offset.metadata.max.bytes`` default: metadata longer than this is refused by the broker.
-MAX_METADATA_BYTES = 4096
-#: The offset a shadow group commits for a deleted offset (only its metadata's marker counts).
-DELETED_OFFSET = 0
+#: The compacted topic on each target cluster holding its flows' live checkpoints (one partition: one order).
+CHECKPOINT_TOPIC = "_drkit.checkpoints"
+#: The version of the value's JSON written now (a reader ignores versions it does not know).
+VALUE_VERSION = 1
 
 TopicPartition = tuple[str, int]
 
 
-def shadow_group(flow: str, group: str) -> str:
-    """The target group holding ``group``'s live checkpoints of ``flow``."""
-    return f"{SHADOW_PREFIX}{flow}.{group}"
+def record_key(flow: str, group: str) -> bytes:
+    """The key of ``group``'s record in ``flow``."""
+    return json.dumps([flow, group], separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def is_shadow(group: str) -> bool:
-    """Whether ``group`` is a shadow group (never translated itself)."""
-    return group.startswith(SHADOW_PREFIX)
+def parse_key(key: bytes | None) -> tuple[str, str] | None:
+    """The (flow, group) a record's key names; None when it is not a key drkit wrote."""
+    if not key:
+        return None
+    try:
+        body = json.loads(key)
+    except ValueError:
+        return None
+    if isinstance(body, list) and len(body) == 2 and all(isinstance(x, str) for x in body):
+        return body[0], body[1]
+    return None
 
 
 @dataclass(frozen=True)
 class LiveCheckpoint:
-    """A source group's newest commit of one partition, as its shadow group holds it: the checkpoint, dated by
-    its source commit, or a marker that the offset was deleted (``deleted``: only the key of its checkpoint
-    counts)."""
+    """A source group's newest commit of one partition, as the checkpoint topic holds it: the checkpoint, dated
+    by its source commit."""
 
     checkpoint: Checkpoint
     commit_timestamp_ms: int
-    deleted: bool = False
 
     @property
     def recorded(self) -> RecordedCheckpoint:
@@ -72,58 +78,56 @@ class LiveCheckpoint:
         return RecordedCheckpoint(self.checkpoint, self.commit_timestamp_ms)
 
 
-def encode_metadata(c: LiveCheckpoint) -> str:
-    """The shadow commit's metadata: compact JSON, at most MAX_METADATA_BYTES (ValueError beyond)."""
-    k = c.checkpoint
-    body: dict[str, object] = {
-        "v": METADATA_VERSION,
-        "c": k.upstream_offset,
-        "t": k.source_topic,
-        "p": k.position.value,
-        "ts": c.commit_timestamp_ms,
-        "d": k.downstream_offset,
-    }
-    if c.deleted:
-        body["x"] = True
-    text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
-    if len(text.encode("utf-8")) > MAX_METADATA_BYTES:
-        raise ValueError(f"checkpoint metadata of {k.group!r} is over {MAX_METADATA_BYTES} bytes")
-    return text
+def encode_value(checkpoints: Iterable[LiveCheckpoint]) -> bytes:
+    """A group's record value: compact JSON of its checkpoints, ordered by source topic and partition."""
+    entries = [
+        {
+            "t": c.checkpoint.source_topic,
+            "tt": c.checkpoint.target_topic,
+            "p": c.checkpoint.partition,
+            "c": c.checkpoint.upstream_offset,
+            "d": c.checkpoint.downstream_offset,
+            "pos": c.checkpoint.position.value,
+            "ts": c.commit_timestamp_ms,
+        }
+        for c in sorted(checkpoints, key=lambda c: (c.checkpoint.source_topic, c.checkpoint.partition))
+    ]
+    body = {"v": VALUE_VERSION, "cps": entries}
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
 
-def decode_metadata(
-    flow: str, group: str, target_topic: str, partition: int, text: str | None
-) -> LiveCheckpoint | None:
-    """The live checkpoint of ``flow`` a shadow commit's metadata holds; None when it is not one drkit wrote (another
-    version, not JSON, fields missing): such a commit says nothing."""
-    if not text:
-        return None
+def decode_value(flow: str, group: str, value: bytes | None) -> list[LiveCheckpoint]:
+    """The live checkpoints of ``group`` in ``flow`` a record's value holds; none for a tombstone or a value drkit
+    did not write (another version, not JSON): such a record says nothing. An entry with a field missing or of
+    the wrong type is left out alone."""
+    if not value:
+        return []
     try:
-        body = json.loads(text)
+        body = json.loads(value)
     except ValueError:
-        return None
-    if not isinstance(body, dict) or body.get("v") != METADATA_VERSION:
-        return None
-    try:
-        upstream, topic, ts, down = body["c"], body["t"], body["ts"], body["d"]
-        position = Position(body["p"])
-    except (KeyError, ValueError):
-        return None
-    ints_ok = isinstance(upstream, int) and isinstance(ts, int) and (down is None or isinstance(down, int))
-    if not ints_ok or not isinstance(topic, str):
-        return None
-    checkpoint = Checkpoint(flow, group, topic, target_topic, partition, upstream, down, position)
-    return LiveCheckpoint(checkpoint, ts, body.get("x") is True)
-
-
-def live_checkpoints(flow: str, group: str, offsets: Iterable[CommittedOffset]) -> list[LiveCheckpoint]:
-    """The live checkpoints of ``group`` in ``flow`` from its shadow group's committed offsets (``offsets``)."""
+        return []
+    if not isinstance(body, dict) or body.get("v") != VALUE_VERSION or not isinstance(body.get("cps"), list):
+        return []
     out = []
-    for o in offsets:
-        live = decode_metadata(flow, group, o.topic, o.partition, o.metadata)
+    for e in body["cps"]:
+        live = _entry(flow, group, e)
         if live is not None:
             out.append(live)
     return out
+
+
+def _entry(flow: str, group: str, e: object) -> LiveCheckpoint | None:
+    if not isinstance(e, dict):
+        return None
+    try:
+        topic, target, partition, upstream, down, ts = e["t"], e["tt"], e["p"], e["c"], e["d"], e["ts"]
+        position = Position(e["pos"])
+    except (KeyError, ValueError):
+        return None
+    ints_ok = all(isinstance(x, int) for x in (partition, upstream, ts)) and (down is None or isinstance(down, int))
+    if not ints_ok or not isinstance(topic, str) or not isinstance(target, str):
+        return None
+    return LiveCheckpoint(Checkpoint(flow, group, topic, target, partition, upstream, down, position), ts)
 
 
 # -- which commits are kept, coalesced ----------------------------------------------------------------------
@@ -131,11 +135,13 @@ def live_checkpoints(flow: str, group: str, offsets: Iterable[CommittedOffset]) 
 
 @dataclass
 class GroupChange:
-    """What changed of one group since the last write: ``deleted`` when the group was deleted first (its
-    shadow group goes), then the newest record per (source topic, partition), None for a deleted offset."""
+    """What changed of one group since the last write: ``deleted`` when the group was deleted first, then the
+    newest record per (source topic, partition), None for a deleted offset; ``rewrite`` when the group's record
+    must be appended again whatever changed (its last append failed)."""
 
     deleted: bool = False
     partitions: dict[TopicPartition, tuple[int, int] | None] = field(default_factory=dict)
+    rewrite: bool = False
 
 
 class PendingCommits:
@@ -148,7 +154,7 @@ class PendingCommits:
 
     def note(self, record: GroupRecord) -> None:
         """Keep ``record`` (the next one in log order) if it concerns a selected group and topic."""
-        if not record.group or is_shadow(record.group) or not self._keep_group(record.group):
+        if not record.group or not self._keep_group(record.group):
             return
         if record.kind is RecordKind.GROUP_TOMBSTONE:
             self._changes[record.group] = GroupChange(deleted=True)
@@ -161,73 +167,87 @@ class PendingCommits:
         value = (record.offset, record.commit_timestamp) if record.kind is RecordKind.OFFSET_COMMIT else None
         change.partitions[(record.topic, record.partition)] = value
 
-    def drain(self, skip: Collection[str] = ()) -> dict[str, GroupChange]:
-        """Every pending change, by group, but those of the groups in ``skip`` (a write of theirs is in flight:
-        they stay pending, to be written after it)."""
-        if not skip:
-            changes, self._changes = self._changes, {}
-            return changes
-        changes = {g: c for g, c in self._changes.items() if g not in skip}
-        self._changes = {g: c for g, c in self._changes.items() if g in skip}
+    def drain(self) -> dict[str, GroupChange]:
+        """Every pending change, by group."""
+        changes, self._changes = self._changes, {}
         return changes
 
     def requeue(self, group: str, change: GroupChange) -> None:
-        """Put back a change whose write failed, under anything noted since (which is newer in log order)."""
+        """Put back a change that was not written (its translation failed), under anything noted since (which
+        is newer in log order)."""
         newer = self._changes.get(group)
         if newer is None:
             self._changes[group] = change
         elif not newer.deleted:
             newer.deleted = change.deleted
             newer.partitions = {**change.partitions, **newer.partitions}
+            newer.rewrite = newer.rewrite or change.rewrite
+
+    def rewrite(self, group: str) -> None:
+        """Have ``group``'s record appended again at the next write (its last append failed): with its state as it
+        is then, which is at least as new as what failed."""
+        self._changes.setdefault(group, GroupChange()).rewrite = True
 
     def __len__(self) -> int:
         return len(self._changes)
 
 
 @dataclass(frozen=True)
-class ShadowWrite:
-    """One follow interval's writes: shadow groups to delete first, then per shadow group the offsets and
-    metadata to commit by (target topic, partition); ``commit_timestamps`` per shadow group the source commit
-    times of what it commits (the checkpoint age is measured from them)."""
+class CheckpointRecord:
+    """One record to append: ``group``'s whole live state (``value``; None: a tombstone), and the source commit
+    times of the commits it adds (the checkpoint age is measured from them)."""
 
-    deletes: tuple[str, ...]
-    commits: dict[str, dict[TopicPartition, tuple[int, str]]]
-    commit_timestamps: dict[str, tuple[int, ...]]
+    group: str
+    key: bytes
+    value: bytes | None
+    commit_timestamps: tuple[int, ...]
 
 
-def shadow_write(
-    flow: str,
-    changes: Mapping[str, GroupChange],
-    translated: Mapping[str, list[Checkpoint]],
-    timestamps: Mapping[tuple[str, str, int], int],
-    topic_map: Mapping[str, str],
-) -> ShadowWrite:
-    """The writes for ``changes``: ``translated`` holds each group's changed commits as checkpoints (translated
-    by drkit.core.checkpoints.plan_checkpoints), ``timestamps`` their source commit times by (group, topic,
-    partition). A partition nothing of which is mirrored is left out (the target may not have it yet)."""
-    deletes = tuple(sorted(shadow_group(flow, g) for g, ch in changes.items() if ch.deleted))
-    commits: dict[str, dict[TopicPartition, tuple[int, str]]] = {}
-    stamps: dict[str, tuple[int, ...]] = {}
-    for group, change in sorted(changes.items()):
-        name = shadow_group(flow, group)
-        out: dict[TopicPartition, tuple[int, str]] = {}
-        times: list[int] = []
-        for c in translated.get(group, []):
-            if c.downstream_offset is None:
+class LiveState:
+    """Each selected group's live checkpoints of one flow as last appended, whole (the follower's own)."""
+
+    def __init__(self, flow: str) -> None:
+        self.flow = flow
+        self._groups: dict[str, dict[TopicPartition, LiveCheckpoint]] = {}
+
+    def held(self, group: str) -> list[LiveCheckpoint]:
+        """``group``'s live checkpoints as its last record holds them."""
+        return list(self._groups.get(group, {}).values())
+
+    def apply(
+        self,
+        changes: Mapping[str, GroupChange],
+        translated: Mapping[str, list[Checkpoint]],
+        timestamps: Mapping[tuple[str, str, int], int],
+    ) -> list[CheckpointRecord]:
+        """Fold ``changes`` in and return the records to append, ordered by group: ``translated`` holds each
+        group's changed commits as checkpoints (drkit.core.checkpoints.plan_checkpoints), ``timestamps`` their
+        source commit times by (group, topic, partition). A partition whose commit translates to nothing (not
+        mirrored yet) keeps what it held (an older commit: re-reads, never a loss). A group is appended when its
+        set changed, it was deleted, or it is to be rewritten; an empty set is a tombstone."""
+        out = []
+        for group, change in sorted(changes.items()):
+            before = self._groups.get(group, {})
+            after = {} if change.deleted else dict(before)
+            for (topic, partition), value in change.partitions.items():
+                if value is None:
+                    after.pop((topic, partition), None)
+            stamps = []
+            for c in translated.get(group, []):
+                if c.downstream_offset is None:
+                    continue
+                ts = timestamps[c.key]
+                after[(c.source_topic, c.partition)] = LiveCheckpoint(c, ts)
+                stamps.append(ts)
+            if after == before and not change.deleted and not change.rewrite:
                 continue
-            ts = timestamps[c.key]
-            out[(c.target_topic, c.partition)] = (c.downstream_offset, encode_metadata(LiveCheckpoint(c, ts)))
-            times.append(ts)
-        for (topic, partition), value in sorted(change.partitions.items()):
-            target = topic_map.get(topic)
-            if value is None and target is not None:
-                marker = Checkpoint(flow, group, topic, target, partition, -1, None, Position.UNMIRRORED)
-                gone = LiveCheckpoint(marker, -1, deleted=True)
-                out[(target, partition)] = (DELETED_OFFSET, encode_metadata(gone))
-        if out:
-            commits[name] = out
-            stamps[name] = tuple(times)
-    return ShadowWrite(deletes, commits, stamps)
+            if after:
+                self._groups[group] = after
+            else:
+                self._groups.pop(group, None)
+            body = encode_value(after.values()) if after else None
+            out.append(CheckpointRecord(group, record_key(self.flow, group), body, tuple(stamps)))
+        return out
 
 
 # -- which checkpoint failover uses ------------------------------------------------------------------------------
@@ -238,9 +258,8 @@ def newest(
 ) -> RecordedCheckpoint | None:
     """The newer of the ``checkpoints`` table's row and the live checkpoint of one partition (module invariant):
     the live one only when its source commit is later than the row and the translator's confirmation of it
-    (``confirmed_at_ms``: the last run that read the group's offsets and found the row current), and it is not
-    a deletion marker (a deleted offset falls back to the row, as a deleted group does)."""
-    if live is None or live.deleted:
+    (``confirmed_at_ms``: the last run that read the group's offsets and found the row current)."""
+    if live is None:
         return recorded
     if recorded is None:
         return live.recorded

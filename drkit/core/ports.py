@@ -73,6 +73,11 @@ class ClusterAdmin(Protocol):
         topic does not exist."""
         ...
 
+    def live_checkpoint_values(self, flow: str) -> dict[str, bytes] | None:
+        """Per group of ``flow``, the newest value on the cluster's checkpoint topic (drkit.core.live_checkpoints);
+        None when the topic does not exist (no follower ever wrote to this cluster)."""
+        ...
+
     def fence_transactions(self, transactional_ids: Iterable[str]) -> None:
         """Initialise a producer of each transactional id: every older producer of it is fenced and its open
         transaction aborted (an exactly-once mirror's: drkit.core.exactly_once)."""

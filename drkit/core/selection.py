@@ -12,14 +12,12 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from drkit.core.live_checkpoints import SHADOW_PREFIX
 from drkit.core.policy import INTERNAL_TOPIC_PATTERNS, ReplicationPolicy
 
-#: Consumer groups never translated: drkit's own (its shadow groups too) and Connect/MM2 internals.
+#: Consumer groups never translated: drkit's own and Connect/MM2 internals.
 INTERNAL_GROUP_PATTERNS: tuple[str, ...] = (
     r"_drkit.*",
     r"drkit-.*",
-    re.escape(SHADOW_PREFIX) + ".*",
     r"connect-.*",
     r"__.*",
 )

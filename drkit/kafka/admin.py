@@ -21,6 +21,7 @@ from drkit.core.acls import TopicAcl
 from drkit.core.checkpoints import CommittedOffset
 from drkit.core.groups import GroupState, Member
 from drkit.core.heartbeat import HeartbeatCopy, created_ms_of
+from drkit.core.live_checkpoints import CHECKPOINT_TOPIC
 from drkit.core.mirror_lease import LEASE_TOPIC, LeaseEntry
 from drkit.core.origin import TargetTail
 from drkit.core.reach import Reach
@@ -187,6 +188,15 @@ class KafkaAdmin:
                     )
         finally:
             log.close()
+
+    def live_checkpoint_values(self, flow: str) -> dict[str, bytes] | None:
+        """Per group of ``flow``, the newest value on this cluster's checkpoint topic
+        (drkit.kafka.checkpoint_topic); None when the topic does not exist."""
+        from drkit.kafka.checkpoint_topic import read_newest
+
+        if CHECKPOINT_TOPIC not in self.partition_counts():
+            return None
+        return read_newest(self._cluster, self._alias, flow, max(self.timeout, 30.0))
 
     def fence_transactions(self, transactional_ids: Iterable[str]) -> None:
         """Initialise a producer of each id (fencing its older producers, aborting their open transaction)."""
@@ -357,20 +367,6 @@ class KafkaAdmin:
         refused groups come back with the reason, naming the cluster; the caller reads back what holds."""
         return self._commit_many(
             {g: [TopicPartition(t, p, o) for (t, p), o in sorted(offs.items())] for g, offs in commits.items() if offs}
-        )
-
-    def commit_with_metadata_started(
-        self, commits: Mapping[str, Mapping[tuple[str, int], tuple[int, str]]]
-    ) -> dict[str, Future[Refusal | None]]:
-        """As :meth:`commit_offsets_many`, each offset with its commit metadata (drkit.core.live_checkpoints), and
-        without waiting: per group a future of its refusal (None: committed; AccessDenied: a missing ACL), done
-        once the coordinator answered."""
-        return self._commits_started(
-            {
-                g: [TopicPartition(t, p, o, metadata=m) for (t, p), (o, m) in sorted(offs.items())]
-                for g, offs in commits.items()
-                if offs
-            }
         )
 
     def _commit_many(self, requests: Mapping[str, list[TopicPartition]]) -> dict[str, str]:

@@ -1,10 +1,10 @@
-"""Failover's newest checkpoint per partition: the ``checkpoints`` table's row or the shadow group's live one.
+"""Failover's newest checkpoint per partition: the ``checkpoints`` table's row or the follower's live one.
 
-With ``[flows.checkpoint] follow_commits``, the translator's follower keeps each source group's newest commit in
-a shadow group on the target (drkit.core.live_checkpoints): one OffsetFetch per group, all in flight at once,
-reads them, and drkit.core.live_checkpoints.merge_newest keeps the newer of the two per partition. A shadow
-group that does not exist is no live checkpoint (the row stands). Only the latest is read this way: a failover
-``--as-of`` a past time reads the table's history alone.
+With ``[flows.checkpoint] follow_commits``, the translator's follower keeps each source group's newest commit as
+a record of the target's checkpoint topic (drkit.core.live_checkpoints): one read of that topic gives every
+group's newest, and drkit.core.live_checkpoints.merge_newest keeps the newer of the two per partition. A group
+without a record (or no topic at all) has no live checkpoint (the row stands). Only the latest is read this
+way: a failover ``--as-of`` a past time reads the table's history alone.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from drkit.config import FlowConfig
 from drkit.core.checkpoints import RecordedCheckpoint
-from drkit.core.live_checkpoints import SHADOW_PREFIX, live_checkpoints, merge_newest, shadow_group
+from drkit.core.live_checkpoints import CHECKPOINT_TOPIC, decode_value, merge_newest
 from drkit.core.ports import ClusterAdmin
 from drkit.errors import AccessDenied, DrkitError
 
@@ -44,15 +44,16 @@ def with_live(
     confirmed_at: Callable[[str], int | None],
 ) -> Newest:
     """``recorded`` with each partition's live checkpoint where it is newer (``admin``: the flow's target). A
-    principal that may not read the shadow groups gets the rows alone and the line saying so: older checkpoints
-    cost re-reads, never records, and a failover must not stop for them."""
+    principal that may not read the checkpoint topic gets the rows alone and the line saying so: older
+    checkpoints cost re-reads, never records, and a failover must not stop for them."""
     if not flow.checkpoint.follow_commits or not groups:
         return Newest(recorded)
-    shadows = {shadow_group(flow.name, g): g for g in groups}
     try:
-        offsets = admin.committed_offsets_many(shadows)
+        values = admin.live_checkpoint_values(flow.name)
     except AccessDenied as exc:
-        grant = f"grant DESCRIBE on the groups prefixed {SHADOW_PREFIX}{flow.name}. (docs/security.md, follow_commits)"
+        grant = f"grant READ and DESCRIBE on topic {CHECKPOINT_TOPIC} (docs/security.md, follow_commits)"
         return Newest(recorded, not_read(exc, grant))
-    live = [c for name, found in offsets.items() for c in live_checkpoints(flow.name, shadows[name], found)]
+    if not values:
+        return Newest(recorded)
+    live = [c for g in groups if g in values for c in decode_value(flow.name, g, values[g])]
     return Newest(merge_newest(recorded, live, confirmed_at) if live else recorded)

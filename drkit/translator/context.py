@@ -8,8 +8,7 @@ contract keeps drkit.store out of it).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import Future
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -54,19 +53,21 @@ class CommitTail(Protocol):
     def close(self) -> None: ...
 
 
-class ShadowGroups(Protocol):
-    """The target's side of the live checkpoints: commits with metadata, group deletions (drkit.kafka.admin)."""
+class CheckpointAppender(Protocol):
+    """The target's checkpoint topic, written (drkit.kafka.checkpoint_topic): appends answered on ``poll``."""
 
-    def commit_with_metadata_started(
-        self, commits: Mapping[str, Mapping[TopicPartition, tuple[int, str]]]
-    ) -> dict[str, Future[Refusal | None]]:
-        """Start committing each group's offsets, all requests in flight at once: per group a future of why it
-        was refused (None: committed; AccessDenied: the principal lacks an ACL)."""
+    def ensure(self) -> None:
+        """Create the topic if missing."""
         ...
 
-    def delete_groups(self, groups: Iterable[str]) -> dict[str, str]:
-        """Delete the groups (one that does not exist counts as deleted); the refused ones with the reason."""
+    def append(self, key: bytes, value: bytes | None, answer: Callable[[Refusal | None], None]) -> None:
+        """Start appending one record (None: a tombstone); ``answer`` gets None once appended, else why not
+        (AccessDenied: the principal lacks an ACL), from a later :meth:`poll`."""
         ...
+
+    def poll(self, timeout: float = 0.0) -> None: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -81,8 +82,8 @@ class TranslatorContext:
     clock: Callable[[], datetime] = field(default=utc_now)
     #: A cluster's ``__consumer_offsets`` tail, by alias (the follower's source side); None: no follower.
     commit_tail: Callable[[str], CommitTail] | None = None
-    #: A cluster's shadow groups, by alias (the follower's target side).
-    shadow_groups: Callable[[str], ShadowGroups] | None = None
+    #: A cluster's checkpoint topic, by alias (the follower's target side).
+    checkpoint_topic: Callable[[str], CheckpointAppender] | None = None
 
     def now_ms(self) -> int:
         return int(self.clock().timestamp() * 1000)

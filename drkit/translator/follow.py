@@ -1,25 +1,26 @@
-"""The commit follower of one flow: the source's group commits, as they are made, into the target's shadow groups.
+"""The commit follower of one flow: the source's group commits, as they are made, onto the target's checkpoint topic.
 
 It tails the source's ``__consumer_offsets`` (drkit.kafka.consumer_offsets, through the context), folds every
 record in log order (drkit.core.group_commits), keeps the selected groups' and topics' changes coalesced per
 group and partition (drkit.core.live_checkpoints.PendingCommits) and, every ``follow_interval_ms``, translates
 them with the job's cached sync indexes (drkit.core.checkpoints.plan_checkpoints, the translator's own
-translation) and starts committing them to the shadow groups: one request per changed group, all in flight at
-once, never waited for: the tail goes on being read while the target answers, and each answer is taken at the
-next interval (a group whose write is in flight keeps its newer changes pending until it is answered).
+translation) and appends one record per changed group, its whole live state
+(drkit.core.live_checkpoints.LiveState), to the target's checkpoint topic. The appends are never waited for:
+the tail goes on being read while the target answers, and the answers are taken as they come.
 
-Write rate, bounded: the target gets at most one OffsetCommit per changed group per follow interval (a group
-committing a thousand times in between is written once, with its newest offsets), and at most one in flight
-per group, plus one DeleteGroups of the groups deleted meanwhile; the ``checkpoints`` Delta table is not
-written here at all (the job's interval runs still commit to it at most once per ``interval_seconds``).
+Write rate, bounded: at most one record per changed group per follow interval (a group committing a thousand
+times in between is appended once, with its newest offsets), all of one interval sent together (one produce
+request for many groups); the ``checkpoints`` Delta table is not written here at all (the job's interval runs
+still commit to it at most once per ``interval_seconds``).
 
-Log order, never offsets, decides what a shadow group holds: nothing is written before the tail has read
+Log order, never offsets, decides what a group's record holds: nothing is appended before the tail has read
 every partition up to its end as of its start (until then the fold may hold an older commit than one a
-previous follower wrote), a group's write is issued only after its previous one was answered (so two never
-race), and a failed group's change is put back under anything newer. A principal that may not read
-``__consumer_offsets``, or whose shadow group writes the target refuses for a missing ACL, gets one WARNING
+previous follower appended), the records are appended in the order sent (one partition, an idempotent
+producer), and a group whose append failed is appended again with its state as it is then. A principal that
+may not read ``__consumer_offsets``, or whose appends the target refuses for a missing ACL, gets one WARNING
 naming the cluster and the admin API fallback; the flow's interval runs then continue alone
-(``drkit_checkpoint_follow_mode`` 0). Other refusals (a coordinator moving) are retried, one WARNING per flush.
+(``drkit_checkpoint_follow_mode`` 0). Other refusals (a broker moving) are appended again, one WARNING per
+interval.
 """
 
 from __future__ import annotations
@@ -27,17 +28,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from concurrent.futures import Future
-from dataclasses import dataclass
+from collections.abc import Callable
 from enum import StrEnum
 
 from drkit import metrics
 from drkit.core.checkpoints import Checkpoint, CommittedOffset, plan_checkpoints
 from drkit.core.group_commits import CommitLog, MalformedRecord, RecordKind
-from drkit.core.live_checkpoints import GroupChange, PendingCommits, ShadowWrite, shadow_group, shadow_write
+from drkit.core.live_checkpoints import CHECKPOINT_TOPIC, CheckpointRecord, GroupChange, LiveState, PendingCommits
 from drkit.core.translate import SyncIndex
 from drkit.errors import AccessDenied, ClusterError, Refusal
-from drkit.translator.context import CommitTail, ShadowGroups
+from drkit.translator.context import CheckpointAppender, CommitTail
 from drkit.translator.job import TranslatorJob
 
 log = logging.getLogger(__name__)
@@ -56,40 +56,37 @@ _TOMBSTONES = frozenset({RecordKind.OFFSET_TOMBSTONE, RecordKind.GROUP_TOMBSTONE
 class FollowMode(StrEnum):
     """How a flow's checkpoints learn the source's commits."""
 
-    FOLLOWING = "following"  # __consumer_offsets tailed: live checkpoints in the shadow groups
+    FOLLOWING = "following"  # __consumer_offsets tailed: live checkpoints on the target's checkpoint topic
     ADMIN_API = "admin-api"  # only the interval runs (no follower, or reading the topic is not permitted)
 
 
-class ShadowsDenied(AccessDenied):
-    """The target refused a shadow group's write for a missing ACL: every write would be refused alike."""
-
-
-@dataclass(frozen=True)
-class InFlight:
-    """One group's shadow write not answered yet: its change (put back if refused) and its source commit times."""
-
-    change: GroupChange
-    stamps: tuple[int, ...]
-    answer: Future[Refusal | None]
+class CheckpointsDenied(AccessDenied):
+    """The target refused the checkpoint topic's appends (or its creation) for a missing ACL: every append
+    would be refused alike."""
 
 
 class CommitFollower:
-    """Follows one flow's source commits into its shadow groups until ``stopped`` is set (:meth:`run`)."""
+    """Follows one flow's source commits onto its target's checkpoint topic until ``stopped`` is set
+    (:meth:`run`)."""
 
-    def __init__(self, job: TranslatorJob, tail: CommitTail, shadows: ShadowGroups) -> None:
+    def __init__(self, job: TranslatorJob, tail: CommitTail, topic: CheckpointAppender) -> None:
         self.job = job
         self.flow = job.flow
         self.tail = tail
-        self.shadows = shadows
+        self.topic = topic
         self.log = CommitLog()
         self.pending = PendingCommits(job.groups.matches, job.topics.matches)
+        self.state = LiveState(job.flow.name)
         self.interval = job.flow.checkpoint.follow_interval_ms / 1000
         self.mode = FollowMode.FOLLOWING
-        self.writes = 0
-        #: Per source group, its write in flight (answered or not: taken at the next flush).
-        self.in_flight: dict[str, InFlight] = {}
+        #: Appends started, and those not answered yet.
+        self.appends = 0
+        self.in_flight = 0
         self.caught_up = False
         self.idle_since: float | None = None
+        self._ensured = False
+        self._refused: dict[str, str] = {}
+        self._denied: AccessDenied | None = None
         self._indexes: dict[tuple[str, int], SyncIndex] | None = None
         self._indexes_at = 0.0
         #: When the tail caught up: the age of commits made before (read back, not followed) is not measured.
@@ -115,14 +112,17 @@ class CommitFollower:
                     stopped.wait(RETRY_SECONDS)
             return self.mode
         finally:
-            self.tail.close()
+            try:
+                self.topic.close()
+            finally:
+                self.tail.close()
 
     def fall_back(self, exc: Exception) -> None:
         """One WARNING line (never silent); the interval runs go on alone."""
         self.mode = FollowMode.ADMIN_API
         metrics.CHECKPOINT_FOLLOW_MODE.labels(self.flow.name).set(0)
-        if isinstance(exc, ShadowsDenied):
-            why = f"cluster {self.flow.target} refused the shadow groups' writes ({exc})"
+        if isinstance(exc, CheckpointsDenied):
+            why = f"cluster {self.flow.target} refused the checkpoint topic {CHECKPOINT_TOPIC} ({exc})"
         else:
             why = f"cannot read __consumer_offsets on cluster {self.flow.source} ({exc})"
         log.warning(
@@ -133,12 +133,13 @@ class CommitFollower:
         )
 
     def step(self, timeout: float) -> None:
-        """Read what the tail has (waiting up to ``timeout`` s) and fold it in."""
+        """Read what the tail has (waiting up to ``timeout`` s) and fold it in; serve the appends' answers."""
         records = self.tail.read(timeout)
         for record in records:
-            # A tombstone of what the fold no longer holds still deletes (its shadow may hold it).
+            # A tombstone of what the fold no longer holds still deletes (the topic may hold it).
             if self.log.apply(record) or record.kind in _TOMBSTONES:
                 self.pending.note(record)
+        self.topic.poll(0)
         if not self.caught_up:
             now = time.monotonic()
             self.idle_since = (self.idle_since or now) if not records else None
@@ -149,67 +150,80 @@ class CommitFollower:
             if self.caught_up:
                 self.following_since_ms = self.job.context.now_ms()
 
-    def flush(self) -> ShadowWrite | None:
-        """Take the answers of the writes in flight, then start writing the pending changes of the groups with
-        none in flight (once caught up); what was started, or None."""
+    def flush(self) -> list[CheckpointRecord]:
+        """Take the answers that came, then (once caught up) start appending a record per changed group; the
+        records started."""
         self.take_answers()
         if not self.caught_up or not len(self.pending):
-            return None
-        changes = self.pending.drain(skip=self.in_flight)
-        if not changes:
-            return None
+            return []
+        changes = self.pending.drain()
         try:
-            write = self.plan(changes)
-            refused = self.shadows.delete_groups(write.deletes) if write.deletes else {}
-            started = self.shadows.commit_with_metadata_started(write.commits) if write.commits else {}
+            self.ensure()
+            records = self.plan(changes)
         except BaseException:
             for group, change in changes.items():  # written again, under anything read meanwhile
                 self.pending.requeue(group, change)
             raise
-        by_name = {shadow_group(self.flow.name, g): g for g in changes}
-        for name, answer in started.items():
-            group = by_name[name]
-            self.in_flight[group] = InFlight(changes[group], write.commit_timestamps.get(name, ()), answer)
-        self._refused({by_name[name]: reason for name, reason in refused.items() if name in by_name}, changes)
-        self.writes += 1
-        return write
+        for i, record in enumerate(records):
+            try:
+                self.topic.append(record.key, record.value, self._answer(record))
+            except BaseException:
+                for rest in records[i:]:  # the state holds them: appended again, as they are then
+                    self.pending.rewrite(rest.group)
+                raise
+            self.appends += 1
+            self.in_flight += 1
+        self.topic.poll(0)
+        return records
+
+    def ensure(self) -> None:
+        """The topic, created once if missing (a creation refused for a missing ACL: :class:`CheckpointsDenied`)."""
+        if self._ensured:
+            return
+        try:
+            self.topic.ensure()
+        except AccessDenied as exc:
+            raise CheckpointsDenied(str(exc)) from None
+        self._ensured = True
 
     def take_answers(self) -> None:
-        """The answered writes: a committed one's checkpoint ages observed (from the source commit to now, never
-        less than the truth), a refused one's change put back under anything newer."""
-        done = [g for g, w in self.in_flight.items() if w.answer.done()]
-        if not done:
+        """Serve the answers that came: a refusal for a missing ACL ends following (:class:`CheckpointsDenied`),
+        other refusals are appended again (one WARNING for them all)."""
+        self.topic.poll(0)
+        if self._denied is not None:
+            raise CheckpointsDenied(str(self._denied))
+        if not self._refused:
             return
-        answered_ms = self.job.context.now_ms()
-        refused: dict[str, str] = {}
-        changes: dict[str, GroupChange] = {}
-        for group in done:
-            w = self.in_flight.pop(group)
-            reason = w.answer.result()
-            if isinstance(reason, AccessDenied):
-                raise ShadowsDenied(str(reason))
-            if reason is not None:
-                refused[group], changes[group] = str(reason), w.change
-                continue
-            for ts in w.stamps:
-                if ts >= self.following_since_ms:
-                    metrics.CHECKPOINT_FOLLOW_AGE.labels(self.flow.name).observe(max(0.0, (answered_ms - ts) / 1000))
-        self._refused(refused, changes)
-
-    def _refused(self, refused: dict[str, str], changes: dict[str, GroupChange]) -> None:
-        """One WARNING per flush for the groups the target refused (the first reason named); each retried."""
-        if not refused:
-            return
-        first = sorted(refused)[0]
+        first = sorted(self._refused)[0]
         log.warning(
-            "flow %s: %d shadow group(s) not written (retried), %s: %s",
+            "flow %s: %d group(s)' live checkpoints not appended (appended again), group %r: %s",
             self.flow.name,
-            len(refused),
-            shadow_group(self.flow.name, first),
-            refused[first],
+            len(self._refused),
+            first,
+            self._refused[first],
         )
-        for group in refused:
-            self.pending.requeue(group, changes[group])
+        self._refused.clear()
+
+    def _answer(self, record: CheckpointRecord) -> Callable[[Refusal | None], None]:
+        """What to do with ``record``'s answer: ages observed once appended (from the source commit to the
+        answer, never less than the truth), a refused group appended again with its state as it is then."""
+
+        def answered(refusal: Refusal | None) -> None:
+            self.in_flight -= 1
+            if refusal is None:
+                answered_ms = self.job.context.now_ms()
+                for ts in record.commit_timestamps:
+                    if ts >= self.following_since_ms:
+                        age = max(0.0, (answered_ms - ts) / 1000)
+                        metrics.CHECKPOINT_FOLLOW_AGE.labels(self.flow.name).observe(age)
+                return
+            self.pending.rewrite(record.group)
+            if isinstance(refusal, AccessDenied):
+                self._denied = refusal
+            else:
+                self._refused[record.group] = str(refusal)
+
+        return answered
 
     def indexes(self) -> dict[tuple[str, int], SyncIndex]:
         """The job's sync indexes, refreshed at most every INDEX_REFRESH_SECONDS (each refresh asks the table for
@@ -219,8 +233,8 @@ class CommitFollower:
             self._indexes, self._indexes_at = self.job.indexes(), now
         return self._indexes
 
-    def plan(self, changes: dict[str, GroupChange]) -> ShadowWrite:
-        """The writes of ``changes``: the commits translated exactly as the interval runs translate them."""
+    def plan(self, changes: dict[str, GroupChange]) -> list[CheckpointRecord]:
+        """The records of ``changes``: the commits translated exactly as the interval runs translate them."""
         committed: dict[str, list[CommittedOffset]] = {}
         timestamps: dict[tuple[str, str, int], int] = {}
         for group, change in changes.items():
@@ -228,12 +242,11 @@ class CommitFollower:
                 if value is not None:
                     committed.setdefault(group, []).append(CommittedOffset(group, topic, partition, value[0]))
                     timestamps[(group, topic, partition)] = value[1]
-        topics = {t for offsets in committed.values() for t in (o.topic for o in offsets)}
-        topics |= {t for ch in changes.values() for t, _ in ch.partitions}
-        topic_map = {t: self.job.policy.target_topic(self.flow.source, t) for t in topics}
         translated: dict[str, list[Checkpoint]] = {}
         if committed:
+            topics = {o.topic for offsets in committed.values() for o in offsets}
+            topic_map = {t: self.job.policy.target_topic(self.flow.source, t) for t in topics}
             plan = plan_checkpoints(self.flow.name, committed, topic_map, self.indexes(), {})
             for c in plan.current:
                 translated.setdefault(c.group, []).append(c)
-        return shadow_write(self.flow.name, changes, translated, timestamps, topic_map)
+        return self.state.apply(changes, translated, timestamps)

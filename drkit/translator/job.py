@@ -64,7 +64,7 @@ class TranslatorJob:
         started = time.monotonic()
         selected = self.groups.select(self.source.list_groups())
         # Before the read: a commit after this instant may be missing from what is read, so the checkpoints and
-        # the confirmation are dated by it (a shadow group's newer commit then wins: drkit.core.live_checkpoints).
+        # the confirmation are dated by it (a newer live checkpoint then wins: drkit.core.live_checkpoints).
         read_at = self.context.clock()
         committed = self.source.committed_offsets_many(selected)
         topics = {c.topic for offsets in committed.values() for c in offsets}
@@ -169,14 +169,16 @@ class TranslatorRunner:
         from drkit.translator.follow import CommitFollower
 
         context = self.jobs[0].context if self.jobs else None
-        if context is None or context.commit_tail is None or context.shadow_groups is None:
+        if context is None or context.commit_tail is None or context.checkpoint_topic is None:
             return []
         threads = []
         for job in self.jobs:
             if not job.flow.checkpoint.follow_commits:
                 metrics.CHECKPOINT_FOLLOW_MODE.labels(job.flow.name).set(0)
                 continue
-            follower = CommitFollower(job, context.commit_tail(job.flow.source), context.shadow_groups(job.flow.target))
+            follower = CommitFollower(
+                job, context.commit_tail(job.flow.source), context.checkpoint_topic(job.flow.target)
+            )
             self.followers.append(follower)
             thread = threading.Thread(
                 target=follower.run, args=(self.follow_stopped,), name=f"follow-{job.flow.name}", daemon=True

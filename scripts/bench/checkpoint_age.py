@@ -14,7 +14,7 @@ during each contender's phase the load commits ``--rate`` commits/s in total on 
 commits, each one partition of one group moved one record on, round robin). The contenders, one at a time and
 alternating (the order reversed every round):
 
-- ``follow``: ``drkit checkpoint`` with ``follow_commits`` (its shadow groups on B, polled with OffsetFetch);
+- ``follow``: ``drkit checkpoint`` with ``follow_commits`` (its checkpoint topic on B, consumed as it is written);
 - ``interval``: ``drkit checkpoint`` without it (the ``checkpoints`` Delta table, read as failover reads it);
 - ``mm2``: MirrorMaker 2's checkpoints topic on C (``A.checkpoints.internal``), consumed as it is written.
 
@@ -291,27 +291,30 @@ class Watcher(threading.Thread):
             self.stop.wait(max(0.0, self.period - (time.monotonic() - began)))
 
 
-def shadow_reader(bootstrap: str, groups: list[str]) -> Callable[[], Iterable[tuple[str, int, int]]]:
-    """The follower's shadow groups of ``groups`` on B (OffsetFetch, all in flight at once)."""
-    from confluent_kafka import ConsumerGroupTopicPartitions
-    from confluent_kafka.admin import AdminClient
+def topic_reader(bootstrap: str, groups: list[str]) -> Callable[[], Iterable[tuple[str, int, int]]]:
+    """The follower's live checkpoints of ``groups`` on B's checkpoint topic, consumed from the start as they are
+    appended (the topic is looked for until the follower created it)."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
-    from drkit.core.live_checkpoints import decode_metadata, shadow_group
+    from drkit.core.live_checkpoints import CHECKPOINT_TOPIC, decode_value, parse_key
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    wanted = set(groups)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-follow-watch", "log_level": 0})
+    assigned = False
 
     def read() -> Iterable[tuple[str, int, int]]:
-        futures = {
-            g: next(
-                iter(admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(shadow_group(FLOW, g))]).values())
-            )
-            for g in groups
-        }
-        for group, future in futures.items():
-            for tp in future.result().topic_partitions or []:
-                live = decode_metadata(FLOW, group, tp.topic, tp.partition, tp.metadata)
-                if live is not None and not live.deleted:
-                    yield group, tp.partition, live.checkpoint.upstream_offset
+        nonlocal assigned
+        if not assigned:
+            if CHECKPOINT_TOPIC not in consumer.list_topics(timeout=5).topics:
+                return
+            consumer.assign([TopicPartition(CHECKPOINT_TOPIC, 0, OFFSET_BEGINNING)])
+            assigned = True
+        for message in consumer.consume(10_000, timeout=0.05):
+            named = parse_key(message.key()) if message.error() is None else None
+            if named is None or named[0] != FLOW or named[1] not in wanted:
+                continue
+            for live in decode_value(FLOW, named[1], message.value()):
+                yield named[1], live.checkpoint.partition, live.checkpoint.upstream_offset
 
     return read
 
@@ -428,7 +431,7 @@ def phase(
         job = spawn(f"drkit-{name}", drkit_cli("checkpoint", "-c", str(toml)), workdir, {"PYTHONPATH": str(REPO)})
         if flowing is not None:  # records flow: drkit's mirror copies them meanwhile, as MirrorMaker 2 does
             mirror = spawn("drkit-mirror", drkit_cli("mirror", "-c", str(toml)), workdir, {"PYTHONPATH": str(REPO)})
-        reader = shadow_reader(clusters["B"], sample) if name == "follow" else table_reader(state, sample)
+        reader = topic_reader(clusters["B"], sample) if name == "follow" else table_reader(state, sample)
         period = 0.05 if name == "follow" else 0.2
     else:
         reader, period = mm2_reader(clusters["C"], set(sample)), 0.05

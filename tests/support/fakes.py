@@ -46,7 +46,7 @@ class FakeCluster:
     alias: str
     ends: dict[TopicPartition, int] = field(default_factory=dict)
     offsets: dict[str, dict[TopicPartition, int]] = field(default_factory=dict)
-    #: Commit metadata of some of ``offsets`` (a shadow group's live checkpoints: drkit.core.live_checkpoints).
+    #: Commit metadata of some of ``offsets``.
     metadata: dict[str, dict[TopicPartition, str]] = field(default_factory=dict)
     members: dict[str, tuple[Member, ...]] = field(default_factory=dict)
     timestamps: dict[TopicPartition, int] = field(default_factory=dict)
@@ -56,6 +56,8 @@ class FakeCluster:
     commits: list[tuple[str, dict[TopicPartition, int]]] = field(default_factory=list)
     #: Offsets the broker "keeps" instead of what was committed (to test the read-back check).
     tamper: dict[TopicPartition, int] = field(default_factory=dict)
+    #: Per flow, per group, the newest value on the checkpoint topic (drkit.core.live_checkpoints).
+    live: dict[str, dict[str, bytes]] = field(default_factory=dict)
     #: Log start offsets (0 where not set) of the partitions in ``ends``.
     starts: dict[TopicPartition, int] = field(default_factory=dict)
     #: Records with their origins (drkit.core.origin), by partition, in offset order.
@@ -106,6 +108,10 @@ class FakeCluster:
 
     def lease_entries(self, flow: str) -> list[LeaseEntry] | None:
         return self.lease.get(flow)
+
+    def live_checkpoint_values(self, flow: str) -> dict[str, bytes] | None:
+        self._check()
+        return self.live.get(flow)
 
     def newest_heartbeat(self, topic: str, key: bytes) -> HeartbeatCopy | None:
         self._check()

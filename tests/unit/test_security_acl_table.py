@@ -8,8 +8,9 @@ import pytest
 from confluent_kafka.admin import AclOperation, ResourcePatternType, ResourceType
 from support.acl_table import BASE, DOC, FEATURES, Names, acls, documented_rows, table_rows
 
-from drkit.core.live_checkpoints import shadow_group
+from drkit.core.live_checkpoints import CHECKPOINT_TOPIC
 from drkit.core.probe import DRILL_GROUP_PREFIX, drill_group
+from drkit.kafka.checkpoint_topic import READER_GROUP
 
 ROLES = {"mirror": "m", "translator": "t", "operator": "o"}
 NAMES = Names("A", "B", "orders", "billing")
@@ -52,15 +53,17 @@ def test_the_rows_the_proof_depends_on_are_listed() -> None:
         assert expected in kinds, expected
 
 
-def test_the_follower_rows_name_the_shadow_groups_prefix() -> None:
+def test_the_follower_rows_name_the_checkpoint_topic() -> None:
     granted = set(acls(documented_rows(), NAMES, ROLES, frozenset({"follow_commits"})))
     kinds = {(a.principal, a.cluster, a.resource, a.name, a.pattern, a.operation) for a in granted}
-    lit, pre = ResourcePatternType.LITERAL, ResourcePatternType.PREFIXED
+    lit = ResourcePatternType.LITERAL
     for expected in [
         ("t", "A", ResourceType.TOPIC, "__consumer_offsets", lit, AclOperation.READ),
-        ("t", "B", ResourceType.GROUP, shadow_group("A->B", ""), pre, AclOperation.READ),
-        ("t", "B", ResourceType.GROUP, shadow_group("A->B", ""), pre, AclOperation.DELETE),
-        ("o", "B", ResourceType.GROUP, shadow_group("A->B", ""), pre, AclOperation.DESCRIBE),
+        ("t", "B", ResourceType.TOPIC, CHECKPOINT_TOPIC, lit, AclOperation.CREATE),
+        ("t", "B", ResourceType.TOPIC, CHECKPOINT_TOPIC, lit, AclOperation.WRITE),
+        ("t", "B", ResourceType.TOPIC, CHECKPOINT_TOPIC, lit, AclOperation.DESCRIBE),
+        ("o", "B", ResourceType.TOPIC, CHECKPOINT_TOPIC, lit, AclOperation.READ),
+        ("o", "B", ResourceType.GROUP, READER_GROUP, lit, AclOperation.DESCRIBE),
     ]:
         assert expected in kinds, expected
 

@@ -1,10 +1,10 @@
 """The commit follower on real brokers: groups committing every 100 ms while the Delta interval is 30 s.
 
 Only the follower can be fresh here: the translator's interval run writes Delta once at the start, then not
-for 30 s. After the groups stop, each shadow group must hold exactly the group's last committed offset C
-(read from its commit metadata), failover (a dry run) must place each group at that C's translation (nothing
-re-read), where the Delta rows alone are older; the ages measured by the follower (source commit timestamp ->
-shadow commit acknowledged) are printed.
+for 30 s. After the groups stop, each group's newest record on the target's checkpoint topic must hold exactly
+the group's last committed offset C, the topic must be compacted with one partition, failover (a dry run) must
+place each group at that C's translation (nothing re-read), where the Delta rows alone are older; the ages
+measured by the follower (source commit timestamp -> append acknowledged) are printed.
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import ConfigResource
 from prometheus_client import REGISTRY
 from support.kafka_io import commit, create_topic, produce, unique
 
 from drkit import metrics
 from drkit.config import DrkitConfig
-from drkit.core.live_checkpoints import live_checkpoints, shadow_group
+from drkit.core.live_checkpoints import CHECKPOINT_TOPIC, decode_value
 from drkit.kafka.admin import KafkaAdmin
 from drkit.service import Drkit
 from drkit.translator.job import TranslatorRunner
@@ -28,7 +29,7 @@ from drkit.translator.job import TranslatorRunner
 FLOW = "A->B"
 GROUPS = 4
 STEPS = 30  # commits per group and partition, one every 100 ms
-SETTLE_SECONDS = 3.0  # the shadow groups hold the last commits within this after the groups stop
+SETTLE_SECONDS = 3.0  # the topic holds the last commits within this after the groups stop
 
 
 def _bucket_counts() -> dict[float, float]:
@@ -54,7 +55,7 @@ def _quantile(before: dict[float, float], after: dict[float, float], q: float) -
     return float("inf")
 
 
-def test_shadow_groups_hold_each_groups_last_commit_and_failover_uses_it(
+def test_the_checkpoint_topic_holds_each_groups_last_commit_and_failover_uses_it(
     clusters: dict[str, str], spark: Any, make_config: Callable[..., DrkitConfig]
 ) -> None:
     topic = unique("follow")
@@ -107,20 +108,24 @@ def test_shadow_groups_hold_each_groups_last_commit_and_failover_uses_it(
         stopped_at = time.monotonic()
 
         target = KafkaAdmin(service.config.clusters["B"], "B")
-        shadows = {shadow_group(FLOW, g): g for g in groups}
         held: dict[tuple[str, int], int] = {}
         while time.monotonic() < stopped_at + SETTLE_SECONDS:
-            found = target.committed_offsets_many(shadows)
+            found = target.live_checkpoint_values(FLOW) or {}
             held = {
                 (c.checkpoint.group, c.checkpoint.partition): c.checkpoint.upstream_offset
-                for n, fs in found.items()
-                for c in live_checkpoints(FLOW, shadows[n], fs)
+                for g, value in found.items()
+                if g in groups
+                for c in decode_value(FLOW, g, value)
             }
             if held == last:
                 break
             time.sleep(0.05)
         settled = time.monotonic() - stopped_at
-        assert held == last, f"shadow groups {held} != last commits {last}"
+        assert held == last, f"checkpoint topic {held} != last commits {last}"
+        resource = ConfigResource(ConfigResource.Type.TOPIC, CHECKPOINT_TOPIC)
+        configs = target.client.describe_configs([resource])[resource].result(30)
+        assert configs["cleanup.policy"].value == "compact"
+        assert target.partition_counts()[CHECKPOINT_TOPIC] == 1
 
         # Delta alone is older: its only run was before the commits (the interval is 30 s).
         delta = {
@@ -139,9 +144,9 @@ def test_shadow_groups_hold_each_groups_last_commit_and_failover_uses_it(
         count = after[float("inf")] - before[float("inf")]
         p50, p99 = _quantile(before, after, 0.5), _quantile(before, after, 0.99)
         print(
-            f"\nfollow: {GROUPS} groups x 2 partitions x {STEPS} commits; {count:.0f} shadow commits observed; "
+            f"\nfollow: {GROUPS} groups x 2 partitions x {STEPS} commits; {count:.0f} appended commits observed; "
             f"age p50 <= {p50 * 1000:.0f} ms, p99 <= {p99 * 1000:.0f} ms (histogram buckets); "
-            f"shadow groups settled {settled * 1000:.0f} ms after the last commit"
+            f"the topic settled {settled * 1000:.0f} ms after the last commit"
         )
         assert count > 0
     finally:

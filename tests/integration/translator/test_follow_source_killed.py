@@ -9,7 +9,7 @@ is SIGKILLed at a seeded random moment while they commit; then the jobs stop and
 every group. Per group and partition, counted by this test:
 
 - nothing lost: the plan's offset is never past the group's last commit sent (acknowledged or in flight);
-- the plan is the newer of the shadow group's commit (read on B after the kill) and the Delta row (by offset:
+- the plan is the newer of the group's live checkpoint (read on B after the kill) and the Delta row (by offset:
   here a group only moves forward), so a commit the follower wrote is never left for an older row;
 - re-read = last acknowledged commit - planned offset; its distribution (in commits) is printed next to the
   Delta-only one, and it is at most ``MAX_REREAD_COMMITS`` (the follower writes every 100 ms; the interval is
@@ -33,7 +33,7 @@ from support.ports import FOLLOW_KILLED
 from support.waiting import wait_until
 
 from drkit.config import load_config
-from drkit.core.live_checkpoints import live_checkpoints, shadow_group
+from drkit.core.live_checkpoints import decode_value
 from drkit.kafka.admin import KafkaAdmin
 from drkit.localdev.clusters import LocalKafka
 from drkit.mirror.runner import MirrorRunner
@@ -123,11 +123,11 @@ def test_a_source_killed_while_groups_commit_leaves_each_group_only_its_commits_
 
     # What the follower had written to B, read after the kill, and the Delta rows.
     target = KafkaAdmin(config.clusters["B"], "B")
-    shadows = {shadow_group(FLOW, g): g for g in groups}
     followed = {
         (c.checkpoint.group, c.checkpoint.partition): c.checkpoint.upstream_offset
-        for name, offsets in target.committed_offsets_many(shadows).items()
-        for c in live_checkpoints(FLOW, shadows[name], offsets)
+        for g, value in (target.live_checkpoint_values(FLOW) or {}).items()
+        if g in groups
+        for c in decode_value(FLOW, g, value)
     }
     rows = {
         (r.checkpoint.group, r.checkpoint.partition): r.checkpoint.upstream_offset

@@ -1,5 +1,5 @@
 """When the ``__consumer_offsets`` tail has read every partition to its end as of its first question: the
-follower writes nothing before (drkit.translator.follow), so this decides whether a shadow group can move back."""
+follower writes nothing before (drkit.translator.follow), so this decides whether a live checkpoint can move back."""
 
 from __future__ import annotations
 

@@ -5,7 +5,6 @@ at risk (unread, not mirrored), "unknown", never 0, when the source does not ans
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -15,7 +14,7 @@ from support.fakes import NOW_MS, World, two_cluster_config, world
 from drkit import metrics
 from drkit.cli.app import main
 from drkit.core.checkpoints import Checkpoint, CommittedOffset, RecordedCheckpoint
-from drkit.core.live_checkpoints import LiveCheckpoint, encode_metadata, shadow_group
+from drkit.core.live_checkpoints import LiveCheckpoint, encode_value
 from drkit.core.offsets import SyncRange
 from drkit.core.readiness import GroupReadiness, Readiness, group_rereads
 from drkit.core.translate import Position
@@ -56,16 +55,15 @@ def test_a_failover_now_would_re_read_what_a_group_committed_since_its_checkpoin
 def test_the_followers_newer_checkpoint_is_the_one_a_failover_would_use(tmp_path: Path) -> None:
     w = fresh(tmp_path, follow=True)
     live = LiveCheckpoint(Checkpoint(FLOW, "billing", "orders", "A.orders", 0, 55, 55, Position.MIRRORED), NOW_MS)
-    w.b.metadata[shadow_group(FLOW, "billing")] = {("A.orders", 0): encode_metadata(live)}
-    w.b.offsets[shadow_group(FLOW, "billing")] = {("A.orders", 0): 55}
+    w.b.live[FLOW] = {"billing": encode_value([live])}
     assert groups(w)["billing"].reread_records == 0
 
 
 @pytest.mark.parametrize(
     "refusal, why",
     [
-        (AccessDenied("cluster B: principal lacks DESCRIBE on group drkit.ckpt.A->B.billing"), "grant DESCRIBE"),
-        (ClusterError("cluster B: OffsetFetch timed out after 10 s"), "OffsetFetch timed out"),
+        (AccessDenied("cluster B: principal lacks READ on topic _drkit.checkpoints"), "grant READ and DESCRIBE"),
+        (ClusterError("cluster B: _drkit.checkpoints was not read to 5 in 30s"), "not read to 5"),
     ],
     ids=["denied", "timed-out"],
 )
@@ -75,17 +73,13 @@ def test_live_checkpoints_status_could_not_read_are_said_never_dropped_silently(
     """The rows alone then: the group looks older than a failover may find it, and the status says why."""
     w = fresh(tmp_path, follow=True)
     live = LiveCheckpoint(Checkpoint(FLOW, "billing", "orders", "A.orders", 0, 55, 55, Position.MIRRORED), NOW_MS)
-    w.b.metadata[shadow_group(FLOW, "billing")] = {("A.orders", 0): encode_metadata(live)}
-    w.b.offsets[shadow_group(FLOW, "billing")] = {("A.orders", 0): 55}
-    read = w.b.committed_offsets_many
+    w.b.live[FLOW] = {"billing": encode_value([live])}
+    read = w.b.live_checkpoint_values
 
-    def refuse(names: Iterable[str]) -> dict[str, list[CommittedOffset]]:
-        names = list(names)
-        if any(n.startswith("drkit.ckpt.") for n in names):
-            raise refusal
-        return read(names)
+    def refuse(flow: str) -> dict[str, bytes] | None:
+        raise refusal
 
-    w.b.committed_offsets_many = refuse  # type: ignore[method-assign]
+    w.b.live_checkpoint_values = refuse  # type: ignore[method-assign]
     with pytest.raises(SystemExit):
         main(["status", "--flow", FLOW], facade_factory=lambda path: Drkit(w.config, context=w.context))
     out = capsys.readouterr().out
@@ -95,7 +89,7 @@ def test_live_checkpoints_status_could_not_read_are_said_never_dropped_silently(
     assert "the live checkpoints were not read" in flow.live_checkpoints_unread
     assert why in flow.live_checkpoints_unread and "cluster B" in flow.live_checkpoints_unread
     assert flow.as_dict()["live_checkpoints_unread"] == flow.live_checkpoints_unread
-    w.b.committed_offsets_many = read  # type: ignore[method-assign]
+    w.b.live_checkpoint_values = read  # type: ignore[method-assign]
     [flow] = status(w.context, w.config.flows).flows
     assert flow.live_checkpoints_unread == ""
     assert {g.group: g.reread_records for g in flow.groups}["billing"] == 0

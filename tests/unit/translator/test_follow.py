@@ -1,21 +1,20 @@
-"""The commit follower over a fake ``__consumer_offsets`` tail and fake shadow groups: nothing written before
-the tail caught up, one coalesced write per group per interval with the translator's translation, deletions,
-a refused write retried, a group's write never started while its previous one is unanswered (the others are),
-and the one-line fallback when reading the topic is refused."""
+"""The commit follower over a fake ``__consumer_offsets`` tail and a fake checkpoint topic: nothing appended
+before the tail caught up, one coalesced record per changed group per interval with the translator's
+translation and the group's whole state, deletions as tombstones, a refused append appended again with the
+newest state, and the one-line fallback when reading ``__consumer_offsets`` or appending is refused."""
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Mapping
-from concurrent.futures import Future
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from support.fakes import NOW, World, two_cluster_config, world
 
 from drkit.core.group_commits import GroupRecord, RecordKind
-from drkit.core.live_checkpoints import decode_metadata, shadow_group
+from drkit.core.live_checkpoints import LiveCheckpoint, decode_value, parse_key
 from drkit.core.offsets import SyncRange
 from drkit.core.translate import Position
 from drkit.errors import AccessDenied, ClusterError, Refusal
@@ -25,6 +24,8 @@ from drkit.translator.job import TranslatorJob
 from drkit.wiring import translator_context
 
 FLOW = "A->B"
+
+Answer = Callable[[Refusal | None], None]
 
 
 class FakeTail:
@@ -48,40 +49,55 @@ class FakeTail:
         self.closed = True
 
 
-class FakeShadows:
-    """Answers each write at once (refused for the groups in ``refuse``, once), or, with ``hold``, leaves its
-    answer to the test (``answer``)."""
+class FakeTopic:
+    """The checkpoint topic: each append is answered at the next poll (refused once for the groups in
+    ``refuse``; with ``hold``, only when the test says: ``answer``); ``log`` holds what was appended."""
 
-    def __init__(self, refuse: Iterable[str] = (), hold: bool = False) -> None:
-        self.commits: list[dict[str, dict[tuple[str, int], tuple[int, str]]]] = []
-        self.deleted: list[str] = []
+    def __init__(self, refuse: tuple[str, ...] = (), hold: bool = False) -> None:
+        self.sent: list[tuple[str, bytes | None]] = []
+        self.log: list[tuple[str, bytes | None]] = []
         self.refuse = set(refuse)
         self.hold = hold
-        self.pending: dict[str, Future[Refusal | None]] = {}
         self.deny = False
+        self.down = False
+        self.ensured = 0
+        self.closed = False
+        self._waiting: list[tuple[str, bytes | None, Answer]] = []
 
-    def commit_with_metadata_started(
-        self, commits: Mapping[str, Mapping[tuple[str, int], tuple[int, str]]]
-    ) -> dict[str, Future[Refusal | None]]:
-        self.commits.append({g: dict(o) for g, o in commits.items()})
-        out: dict[str, Future[Refusal | None]] = {}
-        for g in commits:
-            out[g] = Future()
-            if self.hold:
-                self.pending[g] = out[g]
-            elif self.deny:
-                out[g].set_result(AccessDenied(f"cluster B: the principal may not READ group {g!r}"))
+    def ensure(self) -> None:
+        self.ensured += 1
+
+    def append(self, key: bytes, value: bytes | None, answer: Answer) -> None:
+        if self.down:
+            raise ClusterError("cluster B: down")
+        named = parse_key(key)
+        assert named is not None and named[0] == FLOW
+        self.sent.append((named[1], value))
+        self._waiting.append((named[1], value, answer))
+
+    def poll(self, timeout: float = 0.0) -> None:
+        if not self.hold:
+            self.answer()
+
+    def answer(self, refusal: Refusal | None = None) -> None:
+        waiting, self._waiting = self._waiting, []
+        for group, value, answer in waiting:
+            if self.deny:
+                answer(AccessDenied("cluster B: the principal may not WRITE topic _drkit.checkpoints"))
+            elif refusal is not None or group in self.refuse:
+                self.refuse.discard(group)
+                answer(refusal or ClusterError("cluster B: NOT_ENOUGH_REPLICAS"))
             else:
-                out[g].set_result(ClusterError("cluster B: refused") if g in self.refuse else None)
-        self.refuse.clear()
-        return out
+                self.log.append((group, value))
+                answer(None)
 
-    def answer(self, group: str, refusal: str | None = None) -> None:
-        self.pending.pop(group).set_result(None if refusal is None else ClusterError(refusal))
+    def close(self) -> None:
+        self.closed = True
 
-    def delete_groups(self, groups: Iterable[str]) -> dict[str, str]:
-        self.deleted.extend(groups)
-        return {}
+    def newest(self, group: str) -> list[LiveCheckpoint] | None:
+        """The group's newest appended record (None: a tombstone, or never appended)."""
+        values = [v for g, v in self.log if g == group]
+        return decode_value(FLOW, group, values[-1]) if values and values[-1] is not None else None
 
 
 def commit(group: str, partition: int, offset: int, ts: int, topic: str = "t") -> GroupRecord:
@@ -95,92 +111,101 @@ def mirrored(tmp_path: Path) -> World:
     return w
 
 
-def follower(w: World, tail: FakeTail, shadows: FakeShadows) -> CommitFollower:
+def follower(w: World, tail: FakeTail, topic: FakeTopic) -> CommitFollower:
     ctx = translator_context(
         w.config, StateLayout(w.config.state_root()), lambda: NOW, w.clusters, w.syncs, w.checkpoints
     )
-    return CommitFollower(TranslatorJob(ctx, w.config.flows[0]), tail, shadows)
+    return CommitFollower(TranslatorJob(ctx, w.config.flows[0]), tail, topic)
 
 
-def test_nothing_is_written_before_the_tail_caught_up_then_one_coalesced_write(tmp_path: Path) -> None:
+def offsets(lives: list[LiveCheckpoint] | None) -> dict[tuple[str, int], int | None]:
+    return {(c.checkpoint.target_topic, c.checkpoint.partition): c.checkpoint.downstream_offset for c in lives or []}
+
+
+def test_nothing_is_appended_before_the_tail_caught_up_then_one_coalesced_record(tmp_path: Path) -> None:
     w = mirrored(tmp_path)
     tail = FakeTail([[commit("g", 0, 10, 1), commit("g", 0, 40, 2)], [commit("g", 0, 30, 3)]], caught_up_after=2)
-    shadows = FakeShadows()
-    f = follower(w, tail, shadows)
+    topic = FakeTopic()
+    f = follower(w, tail, topic)
     f.step(0)
-    assert f.flush() is None and shadows.commits == []  # an older commit than one written before may be in the fold
+    assert f.flush() == [] and topic.sent == []  # an older commit than one appended before may be in the fold
     f.step(0)
     f.flush()
-    assert len(shadows.commits) == 1
-    (offset, meta) = shadows.commits[0][shadow_group(FLOW, "g")][("A.t", 0)]
+    assert len(topic.sent) == 1 and topic.ensured == 1
+    [live] = topic.newest("g") or []
     # The last in log order (a reset from 40 to 30), translated by the syncs: 1030.
-    assert offset == 1030
-    assert decode_metadata(FLOW, "g", "A.t", 0, meta) is not None
-    live = decode_metadata(FLOW, "g", "A.t", 0, meta)
-    assert live is not None and (
-        live.checkpoint.upstream_offset,
-        live.checkpoint.position,
-        live.commit_timestamp_ms,
-    ) == (
-        30,
-        Position.MIRRORED,
-        3,
-    )
-    assert f.flush() is None  # nothing new: nothing written
+    assert (live.checkpoint.downstream_offset, live.checkpoint.upstream_offset) == (1030, 30)
+    assert (live.checkpoint.position, live.commit_timestamp_ms) == (Position.MIRRORED, 3)
+    assert f.flush() == [] and len(topic.sent) == 1  # nothing new: nothing appended
 
 
-def test_unselected_unchanged_and_unmirrored_commits_are_not_written(tmp_path: Path) -> None:
+def test_unselected_unchanged_and_unmirrored_commits_are_not_appended(tmp_path: Path) -> None:
     w = mirrored(tmp_path)
     records = [commit("g", 0, 10, 1), commit("connect-x", 0, 5, 1), commit("g", 1, 5, 1)]
-    shadows = FakeShadows()
-    f = follower(w, FakeTail([records, [commit("g", 0, 10, 1)]]), shadows)
+    topic = FakeTopic()
+    f = follower(w, FakeTail([records, [commit("g", 0, 10, 1)]]), topic)
     f.step(0)
     f.flush()
-    assert list(shadows.commits[0]) == [shadow_group(FLOW, "g")]
-    assert set(shadows.commits[0][shadow_group(FLOW, "g")]) == {("A.t", 0)}  # partition 1: nothing mirrored
+    assert [g for g, _ in topic.sent] == ["g"]
+    assert offsets(topic.newest("g")) == {("A.t", 0): 1010}  # partition 1: nothing mirrored
     f.step(0)  # the same commit again (a replayed record): no change
-    assert f.flush() is None
+    assert f.flush() == []
 
 
-def test_deletions_reach_the_shadow_groups(tmp_path: Path) -> None:
+def test_every_record_carries_the_groups_whole_state_and_deletions_reach_the_topic(tmp_path: Path) -> None:
     w = mirrored(tmp_path)
+    w.syncs.add(FLOW, "t", "A.t", 1, SyncRange(0, 99, 2000, 2099))
     chunks = [
-        [commit("g", 0, 10, 1), commit("h", 0, 20, 1)],
+        [commit("g", 0, 10, 1), commit("g", 1, 10, 1), commit("h", 0, 20, 1)],
+        [commit("g", 0, 11, 2)],
         [GroupRecord(RecordKind.OFFSET_TOMBSTONE, 1, "g", "t", 0), GroupRecord(RecordKind.GROUP_TOMBSTONE, 2, "h")],
     ]
-    shadows = FakeShadows()
-    f = follower(w, FakeTail(chunks), shadows)
-    f.step(0)
-    f.flush()
-    f.step(0)
-    f.flush()
-    assert shadows.deleted == [shadow_group(FLOW, "h")]
-    marker = decode_metadata(FLOW, "g", "A.t", 0, shadows.commits[1][shadow_group(FLOW, "g")][("A.t", 0)][1])
-    assert marker is not None and marker.deleted
+    topic = FakeTopic()
+    f = follower(w, FakeTail(chunks), topic)
+    for _ in range(3):
+        f.step(0)
+        f.flush()
+    assert [g for g, _ in topic.sent] == ["g", "h", "g", "g", "h"]
+    assert offsets(decode_value(FLOW, "g", topic.sent[2][1])) == {("A.t", 0): 1011, ("A.t", 1): 2010}
+    assert offsets(topic.newest("g")) == {("A.t", 1): 2010}  # the deleted offset left out
+    assert topic.sent[-1] == ("h", None)  # the deleted group: a tombstone
 
 
-def test_a_refused_write_is_retried_with_the_newest(tmp_path: Path) -> None:
-    w = mirrored(tmp_path)
-    shadows = FakeShadows(refuse=[shadow_group(FLOW, "g")])
-    f = follower(w, FakeTail([[commit("g", 0, 10, 1)], [commit("h", 0, 5, 2)]]), shadows)
-    f.step(0)
-    f.flush()
-    f.step(0)
-    f.flush()
-    assert set(shadows.commits[1]) == {shadow_group(FLOW, "g"), shadow_group(FLOW, "h")}
-    assert shadows.commits[1][shadow_group(FLOW, "g")][("A.t", 0)][0] == 1010
-
-
-def test_shadow_writes_refused_for_a_missing_acl_fall_back_with_one_warning_line(
+def test_a_refused_append_is_appended_again_with_the_newest_and_one_warning(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """A target that refuses the shadow groups for a missing ACL refuses every write alike: not retried every
-    interval (a line each time), the follower stops with one line naming the target and the fallback."""
+    w = mirrored(tmp_path)
+    topic = FakeTopic(hold=True)
+    chunks = [[commit("g", 0, 10, 1)], [commit("g", 0, 20, 2), commit("h", 0, 5, 2)], [commit("g", 0, 30, 3)]]
+    f = follower(w, FakeTail(chunks), topic)
+    f.step(0)
+    f.flush()
+    f.step(0)
+    f.flush()  # g's first append unanswered: g's newer state is appended behind it (one partition, in order)
+    assert [g for g, _ in topic.sent] == ["g", "g", "h"] and f.in_flight == 3
+    with caplog.at_level(logging.WARNING, logger="drkit.translator.follow"):
+        topic.answer(ClusterError("cluster B: NOT_ENOUGH_REPLICAS"))  # all three refused
+        f.step(0)  # g commits 30
+        f.flush()
+    assert f.in_flight == 2
+    assert sorted(g for g, _ in topic.sent[3:]) == ["g", "h"]
+    topic.answer()
+    assert offsets(topic.newest("g")) == {("A.t", 0): 1030} and offsets(topic.newest("h")) == {("A.t", 0): 1005}
+    [line] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "2 group(s)' live checkpoints not appended (appended again)" in line and "NOT_ENOUGH_REPLICAS" in line
+
+
+def test_appends_refused_for_a_missing_acl_fall_back_with_one_warning_line(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A target that refuses the checkpoint topic for a missing ACL refuses every append alike: not appended
+    again every interval (a line each time), the follower stops with one line naming the target and the
+    fallback."""
     w = mirrored(tmp_path)
     tail = FakeTail([[commit("g", 0, 10, 1)], [commit("g", 0, 20, 2)], [commit("g", 0, 30, 3)]])
-    shadows = FakeShadows()
-    shadows.deny = True
-    f = follower(w, tail, shadows)
+    topic = FakeTopic()
+    topic.deny = True
+    f = follower(w, tail, topic)
     guard = threading.Event()
     timer = threading.Timer(10, guard.set)  # a follower that never falls back fails the test, not the run
     timer.start()
@@ -189,15 +214,31 @@ def test_shadow_writes_refused_for_a_missing_acl_fall_back_with_one_warning_line
     timer.cancel()
     lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(lines) == 1, lines
-    assert "cluster B refused the shadow groups' writes" in lines[0] and "may not READ group" in lines[0]
+    assert "cluster B refused the checkpoint topic _drkit.checkpoints" in lines[0]
+    assert "may not WRITE topic" in lines[0]
     assert "following commits through the admin API every 2.0 s instead" in lines[0]
-    assert len(shadows.commits) == 1 and tail.closed
+    assert len(topic.sent) == 1 and tail.closed and topic.closed
+
+
+def test_a_creation_refused_for_a_missing_acl_falls_back_too(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    w = mirrored(tmp_path)
+
+    class NoCreate(FakeTopic):
+        def ensure(self) -> None:
+            raise AccessDenied("cluster B: the principal may not CREATE topic _drkit.checkpoints")
+
+    topic = NoCreate()
+    f = follower(w, FakeTail([[commit("g", 0, 10, 1)]]), topic)
+    with caplog.at_level(logging.WARNING, logger="drkit.translator.follow"):
+        assert f.run(threading.Event()) is FollowMode.ADMIN_API
+    [line] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert "refused the checkpoint topic" in line and "may not CREATE" in line and topic.sent == []
 
 
 def test_a_refused_read_falls_back_with_one_warning_line(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     w = mirrored(tmp_path)
     tail = FakeTail([], denied=True)
-    f = follower(w, tail, FakeShadows())
+    f = follower(w, tail, FakeTopic())
     with caplog.at_level(logging.WARNING, logger="drkit.translator.follow"):
         assert f.run(threading.Event()) is FollowMode.ADMIN_API
     lines = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -206,48 +247,33 @@ def test_a_refused_read_falls_back_with_one_warning_line(tmp_path: Path, caplog:
     assert tail.closed
 
 
-def test_a_write_that_fails_outright_is_kept_for_the_next(tmp_path: Path) -> None:
+def test_an_append_that_fails_outright_is_kept_for_the_next(tmp_path: Path) -> None:
     w = mirrored(tmp_path)
-
-    class Down(FakeShadows):
-        def commit_with_metadata_started(
-            self, commits: Mapping[str, Mapping[tuple[str, int], tuple[int, str]]]
-        ) -> dict[str, Future[Refusal | None]]:
-            raise ClusterError("cluster B: down")
-
-    down = Down()
-    f = follower(w, FakeTail([[commit("g", 0, 10, 1)]]), down)
+    topic = FakeTopic()
+    topic.down = True
+    f = follower(w, FakeTail([[commit("g", 0, 10, 1), commit("h", 0, 5, 1)]]), topic)
     f.step(0)
     with pytest.raises(ClusterError):
         f.flush()
-    f.shadows = shadows = FakeShadows()
+    topic.down = False
     f.flush()
-    assert shadows.commits[0][shadow_group(FLOW, "g")][("A.t", 0)][0] == 1010
+    assert offsets(topic.newest("g")) == {("A.t", 0): 1010} and offsets(topic.newest("h")) == {("A.t", 0): 1005}
 
 
-def test_a_group_with_a_write_in_flight_waits_for_its_answer_while_the_others_are_written(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_a_translation_that_fails_keeps_the_changes_for_the_next(tmp_path: Path) -> None:
     w = mirrored(tmp_path)
-    chunks = [[commit("g", 0, 10, 1)], [commit("g", 0, 20, 2), commit("h", 0, 5, 2)], [commit("g", 0, 30, 3)]]
-    shadows = FakeShadows(hold=True)
-    f = follower(w, FakeTail(chunks), shadows)
-    g, h = shadow_group(FLOW, "g"), shadow_group(FLOW, "h")
+    topic = FakeTopic()
+    f = follower(w, FakeTail([[commit("g", 0, 10, 1)], [commit("g", 1, 3, 2)]]), topic)
     f.step(0)
-    f.flush()
-    f.step(0)
-    f.flush()  # g's first write unanswered: only h is written; g's 20 waits
-    assert [set(c) for c in shadows.commits] == [{g}, {h}]
-    f.step(0)  # g commits 30
-    assert f.flush() is None  # still unanswered: nothing of g is written
-    shadows.answer(g)
-    shadows.answer(h)
-    f.flush()
-    assert list(shadows.commits[2]) == [g] and shadows.commits[2][g][("A.t", 0)][0] == 1030  # the newest
-    # Refused: put back under anything newer, and written again once answered; one warning line.
-    with caplog.at_level(logging.WARNING, logger="drkit.translator.follow"):
-        shadows.answer(g, "cluster B: COORDINATOR_NOT_AVAILABLE")
+    real = f.indexes
+
+    def broken() -> dict[tuple[str, int], object]:
+        raise ClusterError("cluster B: the syncs table is away")
+
+    f.indexes = broken  # type: ignore[method-assign,assignment]
+    with pytest.raises(ClusterError):
         f.flush()
-    assert shadows.commits[3][g][("A.t", 0)][0] == 1030
-    [line] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert "1 shadow group(s) not written (retried)" in line and "COORDINATOR_NOT_AVAILABLE" in line
+    f.indexes = real  # type: ignore[method-assign]
+    f.step(0)
+    f.flush()
+    assert offsets(topic.newest("g")) == {("A.t", 0): 1010}
