@@ -22,7 +22,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, Produc
 from drkit.config import ClusterConfig
 from drkit.core.live_checkpoints import CHECKPOINT_TOPIC, parse_key
 from drkit.core.topology import TopicCreate
-from drkit.errors import ClusterError, Refusal
+from drkit.errors import AccessDenied, ClusterError, Refusal
 from drkit.kafka import clients, topics
 from drkit.kafka.authz import Operation, denied
 
@@ -66,23 +66,43 @@ class CheckpointWriter:
         topics.create_topics(admin, self.alias, [create], -1, self.timeout)
 
     def append(self, key: bytes, value: bytes | None, answer: Answer) -> None:
-        """Start appending one record (None: a tombstone); ``answer`` is called from a later :meth:`poll`."""
+        """Start appending one record (None: a tombstone); ``answer`` is called from a later :meth:`poll`. Raises
+        as :meth:`poll` does."""
         producer = self._producer_()
         try:
-            producer.produce(CHECKPOINT_TOPIC, value, key, 0, on_delivery=self._answer(answer))
-        except BufferError:
-            producer.poll(0.1)  # the queue is full: its answers make room
             try:
                 producer.produce(CHECKPOINT_TOPIC, value, key, 0, on_delivery=self._answer(answer))
-            except (KafkaException, BufferError) as exc:
-                raise ClusterError(f"cluster {self.alias}: appending to {CHECKPOINT_TOPIC}: {exc}") from None
-        except KafkaException as exc:
+            except BufferError:
+                producer.poll(0.1)  # the queue is full: its answers make room
+                producer.produce(CHECKPOINT_TOPIC, value, key, 0, on_delivery=self._answer(answer))
+        except BufferError as exc:
             raise ClusterError(f"cluster {self.alias}: appending to {CHECKPOINT_TOPIC}: {exc}") from None
+        except KafkaException as exc:
+            raise self._lost(exc) from None
 
     def poll(self, timeout: float = 0.0) -> None:
-        """Serve the answers that arrived (waiting up to ``timeout`` s for one)."""
+        """Serve the answers that arrived (waiting up to ``timeout`` s for one). A producer that failed for good
+        (a fatal error: its id refused, a sequence lost) is dropped and the error raised (AccessDenied for a
+        missing ACL, else ClusterError): the records it had in flight are never answered."""
         if self._producer is not None:
-            self._producer.poll(timeout)
+            try:
+                self._producer.poll(timeout)
+            except KafkaException as exc:
+                raise self._lost(exc) from None
+
+    def _lost(self, exc: KafkaException) -> Exception:
+        """The producer dropped after ``exc`` (the next append makes a new one); the error to raise."""
+        self._producer = None
+        err = exc.args[0] if exc.args else None
+        if isinstance(err, KafkaError) and err.code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED:
+            # An idempotent producer's id is granted by WRITE on any topic: the grant to name is the topic's.
+            return AccessDenied(
+                f"cluster {self.alias}: principal lacks WRITE on topic {CHECKPOINT_TOPIC} (its idempotent "
+                "producer's id was refused: CLUSTER_AUTHORIZATION_FAILED)"
+            )
+        refused = denied(self.alias, exc, Operation.WRITE, CHECKPOINT_TOPIC)
+        text = err.str() if isinstance(err, KafkaError) else str(exc)
+        return refused or ClusterError(f"cluster {self.alias}: appending to {CHECKPOINT_TOPIC}: {text}")
 
     def close(self) -> None:
         """Wait up to the timeout for what is in flight (its answers served), then drop the producer."""

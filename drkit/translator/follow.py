@@ -79,9 +79,9 @@ class CommitFollower:
         self.state = LiveState(job.flow.name)
         self.interval = job.flow.checkpoint.follow_interval_ms / 1000
         self.mode = FollowMode.FOLLOWING
-        #: Appends started, and those not answered yet.
+        #: Appends started, and per group those not answered yet.
         self.appends = 0
-        self.in_flight = 0
+        self.in_flight: dict[str, int] = {}
         self.caught_up = False
         self.idle_since: float | None = None
         self._ensured = False
@@ -139,7 +139,7 @@ class CommitFollower:
             # A tombstone of what the fold no longer holds still deletes (the topic may hold it).
             if self.log.apply(record) or record.kind in _TOMBSTONES:
                 self.pending.note(record)
-        self.topic.poll(0)
+        self.serve()
         if not self.caught_up:
             now = time.monotonic()
             self.idle_since = (self.idle_since or now) if not records else None
@@ -167,14 +167,34 @@ class CommitFollower:
         for i, record in enumerate(records):
             try:
                 self.topic.append(record.key, record.value, self._answer(record))
-            except BaseException:
+            except BaseException as exc:
                 for rest in records[i:]:  # the state holds them: appended again, as they are then
                     self.pending.rewrite(rest.group)
+                self._lost(exc)
                 raise
             self.appends += 1
-            self.in_flight += 1
-        self.topic.poll(0)
+            self.in_flight[record.group] = self.in_flight.get(record.group, 0) + 1
+        self.serve()
         return records
+
+    def serve(self) -> None:
+        """Serve the appends' answers; a writer that failed for good leaves its appends unanswered: their groups
+        are appended again (a missing ACL: :class:`CheckpointsDenied`)."""
+        try:
+            self.topic.poll(0)
+        except BaseException as exc:
+            self._lost(exc)
+            raise
+
+    def _lost(self, exc: BaseException) -> None:
+        """After ``exc`` from the writer: what it had in flight appended again at the next write; a refusal for a
+        missing ACL raised as :class:`CheckpointsDenied` (the follower falls back)."""
+        if isinstance(exc, (AccessDenied, ClusterError)):
+            for group in self.in_flight:
+                self.pending.rewrite(group)
+            self.in_flight.clear()
+        if isinstance(exc, AccessDenied) and not isinstance(exc, CheckpointsDenied):
+            raise CheckpointsDenied(str(exc)) from None
 
     def ensure(self) -> None:
         """The topic, created once if missing (a creation refused for a missing ACL: :class:`CheckpointsDenied`)."""
@@ -189,7 +209,7 @@ class CommitFollower:
     def take_answers(self) -> None:
         """Serve the answers that came: a refusal for a missing ACL ends following (:class:`CheckpointsDenied`),
         other refusals are appended again (one WARNING for them all)."""
-        self.topic.poll(0)
+        self.serve()
         if self._denied is not None:
             raise CheckpointsDenied(str(self._denied))
         if not self._refused:
@@ -209,7 +229,11 @@ class CommitFollower:
         answer, never less than the truth), a refused group appended again with its state as it is then."""
 
         def answered(refusal: Refusal | None) -> None:
-            self.in_flight -= 1
+            left = self.in_flight.get(record.group, 0) - 1
+            if left > 0:
+                self.in_flight[record.group] = left
+            else:
+                self.in_flight.pop(record.group, None)
             if refusal is None:
                 answered_ms = self.job.context.now_ms()
                 for ts in record.commit_timestamps:

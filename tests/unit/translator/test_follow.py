@@ -62,6 +62,8 @@ class FakeTopic:
         self.down = False
         self.ensured = 0
         self.closed = False
+        #: Raised by the next poll (a writer that failed for good: what it had in flight is never answered).
+        self.fail: Exception | None = None
         self._waiting: list[tuple[str, bytes | None, Answer]] = []
 
     def ensure(self) -> None:
@@ -76,6 +78,9 @@ class FakeTopic:
         self._waiting.append((named[1], value, answer))
 
     def poll(self, timeout: float = 0.0) -> None:
+        if self.fail is not None:
+            fail, self.fail, self._waiting = self.fail, None, []
+            raise fail
         if not self.hold:
             self.answer()
 
@@ -182,12 +187,12 @@ def test_a_refused_append_is_appended_again_with_the_newest_and_one_warning(
     f.flush()
     f.step(0)
     f.flush()  # g's first append unanswered: g's newer state is appended behind it (one partition, in order)
-    assert [g for g, _ in topic.sent] == ["g", "g", "h"] and f.in_flight == 3
+    assert [g for g, _ in topic.sent] == ["g", "g", "h"] and f.in_flight == {"g": 2, "h": 1}
     with caplog.at_level(logging.WARNING, logger="drkit.translator.follow"):
         topic.answer(ClusterError("cluster B: NOT_ENOUGH_REPLICAS"))  # all three refused
         f.step(0)  # g commits 30
         f.flush()
-    assert f.in_flight == 2
+    assert f.in_flight == {"g": 1, "h": 1}
     assert sorted(g for g, _ in topic.sent[3:]) == ["g", "h"]
     topic.answer()
     assert offsets(topic.newest("g")) == {("A.t", 0): 1030} and offsets(topic.newest("h")) == {("A.t", 0): 1005}
@@ -277,3 +282,34 @@ def test_a_translation_that_fails_keeps_the_changes_for_the_next(tmp_path: Path)
     f.step(0)
     f.flush()
     assert offsets(topic.newest("g")) == {("A.t", 0): 1010}
+
+
+@pytest.mark.parametrize("denied", [False, True], ids=["fatal", "id-refused"])
+def test_a_writer_lost_for_good_has_its_unanswered_groups_appended_again_or_falls_back(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, denied: bool
+) -> None:
+    """A fatal producer error leaves the appends in flight unanswered: each of their groups is appended again
+    at the next write; a refused producer id (no WRITE on the topic) is a missing ACL: the fallback line."""
+    w = mirrored(tmp_path)
+    topic = FakeTopic(hold=True)
+    f = follower(w, FakeTail([[commit("g", 0, 10, 1), commit("h", 0, 5, 1)], [commit("k", 0, 7, 2)]]), topic)
+    f.step(0)
+    f.flush()
+    assert f.in_flight == {"g": 1, "h": 1}
+    topic.hold = False
+    if denied:
+        topic.fail = AccessDenied(
+            "cluster B: principal lacks WRITE on topic _drkit.checkpoints (its idempotent producer's id was refused)"
+        )
+        with caplog.at_level(logging.WARNING, logger="drkit.translator.follow"):
+            assert f.run(threading.Event()) is FollowMode.ADMIN_API
+        [line] = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert "cluster B refused the checkpoint topic _drkit.checkpoints" in line and "WRITE on topic" in line
+        return
+    topic.fail = ClusterError("cluster B: appending to _drkit.checkpoints: Fatal: sequence lost")
+    with pytest.raises(ClusterError):
+        f.step(0)
+    assert f.in_flight == {}
+    f.flush()
+    assert sorted(g for g, _ in topic.sent[2:]) == ["g", "h", "k"]
+    assert offsets(topic.newest("g")) == {("A.t", 0): 1010} and offsets(topic.newest("k")) == {("A.t", 0): 1007}
