@@ -20,7 +20,7 @@ drkit_checkpoint_runs_total{flow}           counter    translator runs
 drkit_checkpoint_run_seconds{flow}          histogram  duration of a translator run
 drkit_checkpoint_last_success_timestamp_seconds{flow} gauge  checkpoint age = now - this
 drkit_checkpoint_appended_total{flow}       counter    checkpoint rows appended
-drkit_checkpoint_follow_age_seconds{flow}   histogram  followed commit: source commit -> shadow commit acknowledged
+drkit_checkpoint_follow_age_seconds{flow}   histogram  followed commit: source commit -> its append acknowledged
 drkit_checkpoint_follow_mode{flow}          gauge      1: following __consumer_offsets, 0: the admin API every interval
 drkit_errors_total{flow,process}            counter    failed batches / runs
 drkit_mirror_skipped_records_total{flow}    counter    records not copied back to the cluster they came from
@@ -151,7 +151,8 @@ CHECKPOINT_APPENDED = Counter("drkit_checkpoint_appended", "Checkpoint rows appe
 FOLLOW_AGE_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 1, 2, 5, 10, 30)
 CHECKPOINT_FOLLOW_AGE = Histogram(
     "drkit_checkpoint_follow_age_seconds",
-    "Age of a commit followed when its shadow commit was acknowledged (source commit timestamp to then); "
+    "Age of a commit followed when its live checkpoint's append was acknowledged (source commit timestamp to "
+    "then); "
     "commits made before the follower caught up are not counted",
     ["flow"],
     buckets=FOLLOW_AGE_BUCKETS,

@@ -156,12 +156,12 @@ class CheckpointSettings(ConfigModel):
     #: Failover refuses checkpoints older than this unless told --allow-stale.
     max_age_seconds: float = Field(default=300.0, gt=0)
     #: The continuous ``drkit checkpoint`` also follows the source's commits as they are made (tailing its
-    #: ``__consumer_offsets``) into a shadow group per source group on the target (drkit.core.live_checkpoints),
-    #: which failover reads as the newest checkpoint: a failover re-reads the commits in flight, not an
-    #: interval's worth. Without READ on ``__consumer_offsets``, or on the shadow groups on the target, it says
-    #: so once and the interval runs continue alone; a failover that may not read them uses the rows and says so.
+    #: ``__consumer_offsets``) onto the target's checkpoint topic (drkit.core.live_checkpoints), which failover
+    #: reads as the newest checkpoint: a failover re-reads the commits in flight, not an interval's worth.
+    #: Without READ on ``__consumer_offsets``, or WRITE on the checkpoint topic, it says so once and the interval
+    #: runs continue alone; a failover that may not read the topic uses the rows and says so.
     follow_commits: bool = True
-    #: Milliseconds between the follower's writes to the shadow groups (coalesced per group in between).
+    #: Milliseconds between the follower's appends to the checkpoint topic (coalesced per group in between).
     follow_interval_ms: int = Field(default=100, ge=10, le=60_000)
 
     @field_validator("interval_seconds")

@@ -6,7 +6,7 @@ group that changed, one record to the target's :data:`CHECKPOINT_TOPIC` (compact
 :func:`encode_value`, a small versioned JSON of every checkpoint the group holds (per source partition the
 translated offset, the upstream offset C, the translation's position and the source commit timestamp); a
 tombstone when the group was deleted. The changes of a thousand groups are then one produce request, where a
-commit per group (the shadow groups drkit wrote before) took the target a thousand OffsetCommits, and
+commit per group (a shadow consumer group each) would take the target a thousand OffsetCommits, and
 compaction keeps each key's newest record: failover reads every group's newest checkpoint in one pass of one
 partition, bounded by the keys and the part not compacted yet (drkit.kafka.checkpoint_topic).
 
