@@ -5,9 +5,9 @@ created so when missing, by the follower. The writer appends without waiting, th
 (records appended in the order sent, a retry never appended twice) whose answers come back on :meth:`poll`;
 the reader (failover, status) reads the partition from its start to the end it had when the read began and
 keeps each key's newest value. How long that takes is bounded by the keys plus the part of the log the
-cleaner has not compacted yet: ``segment.ms`` rolls a segment every ten minutes, so at most about ten minutes
-of appends and the dirty share the cleaner allows (``min.cleanable.dirty.ratio``, half by default) are read
-beside the keys. Every error names the cluster.
+cleaner has not compacted yet: the segment being written (``segment.ms`` rolls one every minute: at most a
+minute of appends) and the closed segments the cleaner has not reached (it starts once they are half of the
+log, ``min.cleanable.dirty.ratio``). Every error names the cluster.
 """
 
 from __future__ import annotations
@@ -26,11 +26,12 @@ from drkit.errors import AccessDenied, ClusterError, Refusal
 from drkit.kafka import clients, topics
 from drkit.kafka.authz import Operation, denied
 
-#: The topic's configs: compacted (each key's newest record), a segment rolled every ten minutes so that the
-#: cleaner can compact what is older (the active segment never is).
+#: The topic's configs: compacted (each key's newest record), a segment rolled every minute so that the
+#: cleaner can compact what is older (the segment being written never is): what a reader reads beside the
+#: keys stays about a minute of appends.
 CHECKPOINT_TOPIC_CONFIGS: dict[str, str] = {
     "cleanup.policy": "compact",
-    "segment.ms": str(600_000),
+    "segment.ms": str(60_000),
 }
 
 #: The group id the reader carries (it never joins nor commits; librdkafka wants one).
