@@ -14,10 +14,12 @@ from dataclasses import dataclass
 
 from drkit.core.policy import INTERNAL_TOPIC_PATTERNS, ReplicationPolicy
 
-#: Consumer groups never translated: drkit's own and Connect/MM2 internals.
+#: Consumer groups never translated: drkit's own (``drkit.ckpt.``: the shadow groups drkit kept live checkpoints
+#: in before the checkpoint topic, which a target may still hold) and Connect/MM2 internals.
 INTERNAL_GROUP_PATTERNS: tuple[str, ...] = (
     r"_drkit.*",
     r"drkit-.*",
+    r"drkit\.ckpt\..*",
     r"connect-.*",
     r"__.*",
 )

@@ -173,3 +173,12 @@ def test_group_selector_user_include_exclude() -> None:
     assert not s.matches("app-test")
     assert not s.matches("billing")
     assert s.select(["app-z", "drkit-x", "app-a", "app-test"]) == ["app-a", "app-z"]
+
+
+def test_group_selector_never_selects_drkits_own_groups() -> None:
+    """Not the mirror's and tail readers' groups, nor the shadow groups earlier versions kept live checkpoints in
+    (a reversed flow would translate them back)."""
+    selector = group_selector([".*"], [])
+    for own in ("_drkit-tail", "drkit-mirror-readback-1", "drkit.ckpt.A->B.billing", "connect-x", "__x"):
+        assert not selector.matches(own), own
+    assert selector.matches("billing") and selector.matches("drkit_ckpt.x") and selector.matches("drkit.ckptx")
