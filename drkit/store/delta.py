@@ -43,6 +43,8 @@ R = TypeVar("R")
 SCHEMA_VERSION = "1"
 VERSION_PROPERTY = "drkit.schema.version"
 
+#: How long a writer whose creation of a table failed waits for another writer's creation of it to complete.
+CREATED_MEANWHILE_SECONDS = 5.0
 #: Attempts of one write that conflicts with a concurrent commit (another flow's compaction, maintenance).
 COMMIT_ATTEMPTS = 10
 
@@ -176,8 +178,22 @@ def ensure(path: Where, spec: TableSpec) -> None:
             if _delta_table(path).metadata().configuration.get(VERSION_PROPERTY) is None:
                 raise
     except (OSError, DeltaError) as exc:  # e.g. a folder of the state root that this user cannot write
+        if isinstance(exc, DeltaError) and _created_meanwhile(path, spec.name):
+            return
         raise StoreError(f"cannot write Delta table {spec.name} at {path} ({cause(exc)}): {_writable(path)}") from None
     open_table(path, spec.name)  # the version check, also when another writer created it at the same time
+
+
+def _created_meanwhile(path: Where, name: str) -> bool:
+    """Whether another writer created the table while this one tried (two processes' first writes at once: one
+    commit of version 0 wins, the other's create fails): waited for until its schema version is set (its second
+    commit), then checked like any table."""
+    deadline = time.monotonic() + CREATED_MEANWHILE_SECONDS
+    while time.monotonic() < deadline:
+        if open_table(path, name) is not None:
+            return True
+        time.sleep(0.05)
+    return open_table(path, name) is not None
 
 
 def write(
