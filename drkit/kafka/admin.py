@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 
 from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
@@ -25,7 +25,7 @@ from drkit.core.live_checkpoints import CHECKPOINT_TOPIC
 from drkit.core.mirror_lease import LEASE_TOPIC, LeaseEntry
 from drkit.core.origin import TargetTail
 from drkit.core.reach import Reach
-from drkit.errors import AccessDenied, ClusterError, Refusal
+from drkit.errors import AccessDenied, ClusterError
 from drkit.kafka import acls, clients, topics
 from drkit.kafka.authz import Operation, denied
 from drkit.kafka.tail import TAIL_CONSUMER_SETTINGS, TAIL_GROUP, read_tail
@@ -365,52 +365,31 @@ class KafkaAdmin:
 
         A group the cluster refuses (active members, a partition error) does not stop the others: the
         refused groups come back with the reason, naming the cluster; the caller reads back what holds."""
-        return self._commit_many(
-            {g: [TopicPartition(t, p, o) for (t, p), o in sorted(offs.items())] for g, offs in commits.items() if offs}
-        )
-
-    def _commit_many(self, requests: Mapping[str, list[TopicPartition]]) -> dict[str, str]:
-        started = self._commits_started(requests)
-        return {group: str(refused) for group, future in started.items() if (refused := future.result()) is not None}
-
-    def _commits_started(self, requests: Mapping[str, list[TopicPartition]]) -> dict[str, Future[Refusal | None]]:
-        """One OffsetCommit per group, all in flight at once, spread over the group connections."""
-        out: dict[str, Future[Refusal | None]] = {}
-        spread = self._spread(len(requests))
+        requests = {
+            g: [TopicPartition(t, p, o) for (t, p), o in sorted(offs.items())] for g, offs in commits.items() if offs
+        }
+        sent: dict[str, Future[ConsumerGroupTopicPartitions]] = {}
+        spread = self._spread(len(requests))  # one OffsetCommit per group, spread over the group connections
         try:
             for group, partitions in requests.items():
+                client = spread[len(sent) % len(spread)]
                 request = ConsumerGroupTopicPartitions(group, partitions)
-                client = spread[len(out) % len(spread)]
-                sent = client.alter_consumer_group_offsets([request], request_timeout=self.timeout)[group]
-                answer: Future[Refusal | None] = Future()
-                sent.add_done_callback(self._answer(group, answer))
-                out[group] = answer
+                sent[group] = client.alter_consumer_group_offsets([request], request_timeout=self.timeout)[group]
         except KafkaException as exc:
             raise self._fail("cannot commit offsets", exc, Operation.READ) from None
-        return out
+        return {group: reason for group, future in sent.items() if (reason := self._commit_refused(group, future))}
 
-    def _answer(
-        self, group: str, answer: Future[Refusal | None]
-    ) -> Callable[[Future[ConsumerGroupTopicPartitions]], None]:
-        def done(future: Future[ConsumerGroupTopicPartitions]) -> None:
-            try:
-                answer.set_result(self._commit_refusal(group, future))
-            except Exception as exc:  # never an answer left unset: the follower waits on it
-                answer.set_result(
-                    ClusterError(f"cluster {self._alias}: cannot commit offsets for group {group!r}: {exc}")
-                )
-
-        return done
-
-    def _commit_refusal(self, group: str, future: Future[ConsumerGroupTopicPartitions]) -> Refusal | None:
-        """Why a group's commit was refused (None: committed)."""
+    def _commit_refused(self, group: str, future: Future[ConsumerGroupTopicPartitions]) -> str | None:
+        """Why a group's commit was refused, as one line naming the cluster (None: committed)."""
         try:
             result = future.result()
         except KafkaException as exc:
-            return self._fail(f"cannot commit offsets for group {group!r}", exc, Operation.READ, group=group)
+            return str(self._fail(f"cannot commit offsets for group {group!r}", exc, Operation.READ, group=group))
+        except Exception as exc:  # never a group left out of the answer
+            return f"cluster {self._alias}: cannot commit offsets for group {group!r}: {exc}"
         for tp in result.topic_partitions or []:
             if tp.error is not None:
-                return self._partition_error(group, tp, Operation.READ)
+                return str(self._partition_error(group, tp, Operation.READ))
         return None
 
     def topic_acls(self) -> list[TopicAcl]:

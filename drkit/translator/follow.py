@@ -79,8 +79,7 @@ class CommitFollower:
         self.state = LiveState(job.flow.name)
         self.interval = job.flow.checkpoint.follow_interval_ms / 1000
         self.mode = FollowMode.FOLLOWING
-        #: Appends started, and per group those not answered yet.
-        self.appends = 0
+        #: Per group, its appends not answered yet.
         self.in_flight: dict[str, int] = {}
         self.caught_up = False
         self.idle_since: float | None = None
@@ -172,7 +171,6 @@ class CommitFollower:
                     self.pending.rewrite(rest.group)
                 self._lost(exc)
                 raise
-            self.appends += 1
             self.in_flight[record.group] = self.in_flight.get(record.group, 0) + 1
         self.serve()
         return records
