@@ -351,7 +351,9 @@ def test_follow_commits_rows_and_the_fallback_without_each_read(
         ),
         (
             one(granted, Res.TOPIC, CHECKPOINT_TOPIC, Op.WRITE, "translator"),
-            f"cluster B refused the checkpoint topic {CHECKPOINT_TOPIC}",
+            # The idempotent producer's id is refused first: the line names the grant, the topic's WRITE.
+            f"cluster B refused the checkpoint topic {CHECKPOINT_TOPIC} (cluster B: principal lacks WRITE on topic "
+            f"{CHECKPOINT_TOPIC}",
         ),
     )
     for step, (acl, says) in enumerate(revoked, start=1):
